@@ -1,0 +1,133 @@
+package core
+
+// SlidingLog is the exact sliding window log: a request of cost n is admitted at now iff the
+// number of admitted units recorded in (now-Window, now] plus n is at most Limit. An entry
+// recorded at ts stops counting once now >= ts + Window (a timestamp exactly Window old no
+// longer counts). Memory is O(Limit) per key.
+//
+// Time going backwards is defined per key: a request older than the newest entry is treated
+// as arriving at the newest entry's time, so the log stays ordered; durations in the decision
+// are still measured from the caller's now.
+type SlidingLog struct {
+	Window int64 // µs
+	Limit  int64
+}
+
+// NewSlidingLog validates window (µs, in (0, MaxDuration]) and limit (in [1, MaxCount]).
+func NewSlidingLog(window, limit int64) (SlidingLog, error) {
+	if err := checkDuration("window", window); err != nil {
+		return SlidingLog{}, err
+	}
+	if err := checkLimit("limit", limit); err != nil {
+		return SlidingLog{}, err
+	}
+	return SlidingLog{Window: window, Limit: limit}, nil
+}
+
+// Log is the state of one key of a SlidingLog: the timestamps of admitted units, oldest
+// first, in a ring buffer that grows up to Limit entries and is then reused without
+// allocation. The zero value is an empty log.
+type Log struct {
+	buf  []int64
+	head int
+	n    int
+}
+
+// Len returns the number of recorded entries.
+func (l *Log) Len() int { return l.n }
+
+// At returns the i-th oldest entry (0 <= i < Len).
+func (l *Log) At(i int) int64 { return l.buf[(l.head+i)%len(l.buf)] }
+
+// Newest returns the newest entry; it must not be called on an empty log.
+func (l *Log) Newest() int64 { return l.At(l.n - 1) }
+
+func (l *Log) popOldest() {
+	l.head = (l.head + 1) % len(l.buf)
+	l.n--
+	if l.n == 0 {
+		l.head = 0
+	}
+}
+
+func (l *Log) push(ts, limit int64) {
+	if l.n == len(l.buf) {
+		c := 2 * len(l.buf)
+		if c < 4 {
+			c = 4
+		}
+		if int64(c) > limit {
+			c = int(limit)
+		}
+		nb := make([]int64, c)
+		for i := 0; i < l.n; i++ {
+			nb[i] = l.At(i)
+		}
+		l.buf, l.head = nb, 0
+	}
+	l.buf[(l.head+l.n)%len(l.buf)] = ts
+	l.n++
+}
+
+// Reset empties the log, keeping its buffer.
+func (l *Log) Reset() { l.head, l.n = 0, 0 }
+
+// Step decides a request of cost n at now, updating l in place when admitted. Entries that
+// fell out of the window are pruned whether or not the request is admitted.
+func (p SlidingLog) Step(l *Log, now, n int64) (Decision, error) {
+	d, err := p.Check(l, now, n)
+	if err == nil && d.Allowed {
+		p.Record(l, now, n)
+	}
+	return d, err
+}
+
+// Check prunes expired entries and decides a request of cost n at now without recording
+// it; Record records it. Step is Check followed by Record when allowed; the two halves let
+// a multi-limit commit only when every limit admits.
+func (p SlidingLog) Check(l *Log, now, n int64) (Decision, error) {
+	if err := CheckTime(now); err != nil {
+		return Decision{}, err
+	}
+	if err := checkCost(n, p.Limit); err != nil {
+		return Decision{}, err
+	}
+	eff := p.effective(l, now)
+	for l.n > 0 && l.At(0) <= eff-p.Window {
+		l.popOldest()
+	}
+	count := int64(l.n)
+	d := Decision{Limit: p.Limit}
+	if count+n <= p.Limit {
+		d.Allowed = true
+		d.Remaining = p.Limit - count - n
+		d.ResetAfter = eff + p.Window - now
+		return d, nil
+	}
+	k := count + n - p.Limit // oldest entries that must expire first
+	d.Remaining = p.Limit - count
+	d.RetryAfter = l.At(int(k-1)) + p.Window - now
+	d.ResetAfter = l.Newest() + p.Window - now
+	return d, nil
+}
+
+// Record appends n entries at now (or at the newest entry's time, if later) to l. Call it
+// only after Check admitted the same request.
+func (p SlidingLog) Record(l *Log, now, n int64) {
+	eff := p.effective(l, now)
+	for i := int64(0); i < n; i++ {
+		l.push(eff, p.Limit)
+	}
+}
+
+func (p SlidingLog) effective(l *Log, now int64) int64 {
+	if l.n > 0 && l.Newest() > now {
+		return l.Newest()
+	}
+	return now
+}
+
+// Idle reports whether the log holds no entry that still counts at now.
+func (p SlidingLog) Idle(l *Log, now int64) bool {
+	return l.n == 0 || l.Newest() <= now-p.Window
+}

@@ -1,0 +1,131 @@
+package redstream
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redstream-go/redstream/core"
+)
+
+// Decision is the outcome of one rate-limit decision. It is a plain value, safe to copy.
+type Decision struct {
+	// Allowed reports whether the request was admitted and its cost consumed. A denied
+	// request consumes nothing.
+	Allowed bool
+	// Limit is the most a key can hold: the burst of a bucket or the limit of a window.
+	Limit int64
+	// Remaining is how much more cost the key would admit now, after this decision.
+	Remaining int64
+	// RetryAfter is 0 when allowed; otherwise the time until the same request could pass if
+	// no other traffic hit the key.
+	RetryAfter time.Duration
+	// ResetAfter is the time until the key is back to its initial state.
+	ResetAfter time.Duration
+	// Delay is set by the leaky bucket only: how long an admitted request should wait so
+	// that admitted requests leave evenly spaced (traffic shaping). 0 otherwise.
+	Delay time.Duration
+}
+
+// DecisionFromCore converts a core decision (microseconds) into a Decision.
+func DecisionFromCore(d core.Decision) Decision {
+	return Decision{
+		Allowed:    d.Allowed,
+		Limit:      d.Limit,
+		Remaining:  d.Remaining,
+		RetryAfter: time.Duration(d.RetryAfter) * time.Microsecond,
+		ResetAfter: time.Duration(d.ResetAfter) * time.Microsecond,
+		Delay:      time.Duration(d.Delay) * time.Microsecond,
+	}
+}
+
+// Limiter decides whether requests for a key may proceed. Implementations are safe for
+// concurrent use.
+//
+// A zero now means "the engine's clock": the injected clock of an in-process engine, or the
+// Redis server's TIME for a Redis engine (so clients need no synchronized clocks). A non-zero
+// now is used as is, which makes decisions reproducible in tests and replays.
+type Limiter interface {
+	// Allow is shorthand for AllowN(ctx, key, time.Time{}, 1): cost 1 at the engine's clock.
+	Allow(ctx context.Context, key string) (Decision, error)
+	// AllowAt is shorthand for AllowN(ctx, key, now, 1).
+	AllowAt(ctx context.Context, key string, now time.Time) (Decision, error)
+	// AllowN decides a request of cost n for key at now. It returns ErrEmptyKey for an
+	// empty key, ErrInvalidCost for n <= 0, ErrCostTooLarge when n exceeds the limit,
+	// ErrInvalidTime for a time before the Unix epoch or after core.MaxTime.
+	AllowN(ctx context.Context, key string, now time.Time, n int64) (Decision, error)
+}
+
+// Deduplicator tells whether an element was seen before. Implementations are safe for
+// concurrent use. The empty element is never a duplicate and is never recorded.
+type Deduplicator interface {
+	// IsDuplicate reports whether element was seen (and, for a windowed deduplicator,
+	// still within its window), without recording it.
+	IsDuplicate(ctx context.Context, element string) (bool, error)
+	// MarkSeen records element as seen.
+	MarkSeen(ctx context.Context, element string) error
+	// CheckAndMark atomically reports whether element is a duplicate and records it.
+	// It returns false exactly once for a new element, even across processes where the
+	// engine is shared.
+	CheckAndMark(ctx context.Context, element string) (bool, error)
+	// Clear forgets every element.
+	Clear(ctx context.Context) error
+	// UniqueCount returns the number of distinct elements recorded (see each engine for
+	// whether it is exact).
+	UniqueCount(ctx context.Context) (int64, error)
+}
+
+// TimedDeduplicator is implemented by deduplicators whose answer depends on time (the
+// windowed deduplicator). A zero now means the engine's clock, as for Limiter.
+type TimedDeduplicator interface {
+	Deduplicator
+	IsDuplicateAt(ctx context.Context, element string, now time.Time) (bool, error)
+	MarkSeenAt(ctx context.Context, element string, now time.Time) error
+	CheckAndMarkAt(ctx context.Context, element string, now time.Time) (bool, error)
+}
+
+// Sentinel errors. Engines wrap them with context; compare with errors.Is.
+var (
+	// ErrInvalidConfig is returned by constructors given bad parameters.
+	ErrInvalidConfig = core.ErrInvalidConfig
+	// ErrInvalidCost is returned for a cost n <= 0.
+	ErrInvalidCost = core.ErrInvalidCost
+	// ErrCostTooLarge is returned when a cost exceeds what a key can ever hold.
+	ErrCostTooLarge = core.ErrCostTooLarge
+	// ErrInvalidTime is returned for a time before the Unix epoch or after core.MaxTime.
+	ErrInvalidTime = core.ErrInvalidTime
+	// ErrEmptyKey is returned by limiters for an empty key: an empty key is almost always a
+	// bug in the caller's key function, and silently sharing one bucket among all callers
+	// would be a wrong answer.
+	ErrEmptyKey = errors.New("redstream: empty key")
+	// ErrRateLimited is returned by components that turn a denial into an error
+	// (LimitingSink with the Throw policy).
+	ErrRateLimited = errors.New("redstream: rate limited")
+	// ErrNotFound is returned when a name is not registered.
+	ErrNotFound = errors.New("redstream: not found")
+)
+
+// MicrosOf converts t to core microseconds since the Unix epoch; the zero time maps to 0,
+// which engines read as "use your own clock".
+func MicrosOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+// CheckRequest validates the arguments shared by every limiter call: a non-empty key, a
+// positive cost and, unless now is zero, a time in [Unix epoch, core.MaxTime]. Engines call
+// it first so every engine reports the same error for the same bad input.
+func CheckRequest(key string, now time.Time, n int64) error {
+	if key == "" {
+		return ErrEmptyKey
+	}
+	if n <= 0 {
+		return core.ErrInvalidCost
+	}
+	if !now.IsZero() {
+		return core.CheckTime(now.UnixMicro())
+	}
+	return nil
+}

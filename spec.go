@@ -1,0 +1,207 @@
+package redstream
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/redstream-go/redstream/core"
+)
+
+// Algorithm names a rate-limiting algorithm. The names are those of the configuration files.
+type Algorithm string
+
+// The algorithms. Every engine implements all of them with the same semantics (package core).
+const (
+	// AlgorithmTokenBucket is GCRA with a new key starting full (burst of Capacity).
+	AlgorithmTokenBucket Algorithm = "token-bucket"
+	// AlgorithmLeakyBucket is GCRA with a new key starting empty; decisions carry Delay.
+	AlgorithmLeakyBucket Algorithm = "leaky-bucket"
+	// AlgorithmSlidingWindow is the exact sliding window log.
+	AlgorithmSlidingWindow Algorithm = "sliding"
+	// AlgorithmSlidingCounter is the two-window weighted estimate (O(1) memory per key).
+	AlgorithmSlidingCounter Algorithm = "sliding-counter"
+	// AlgorithmFixedWindow counts per aligned window.
+	AlgorithmFixedWindow Algorithm = "fixed"
+)
+
+// Algorithms lists every algorithm, in a fixed order.
+var Algorithms = []Algorithm{AlgorithmTokenBucket, AlgorithmLeakyBucket, AlgorithmSlidingWindow, AlgorithmSlidingCounter, AlgorithmFixedWindow}
+
+// Spec describes a limiter in user-facing units; engines take a Spec and validate it with
+// Params. The buckets use Capacity and Rate, the windows use Window and Limit.
+type Spec struct {
+	Algorithm Algorithm
+	// Capacity is the bucket size (burst), at least 1. Buckets only.
+	Capacity float64
+	// Rate is the refill (token bucket) or leak (leaky bucket) rate per second, in (0, 1e6].
+	Rate float64
+	// Window is the window length, truncated to whole microseconds. Windows only.
+	Window time.Duration
+	// Limit is the most cost admitted per window. Windows only.
+	Limit int64
+}
+
+// TokenBucket returns the Spec of a token bucket holding capacity tokens and refilling
+// ratePerSecond tokens per second; a new key starts full.
+func TokenBucket(capacity, ratePerSecond float64) Spec {
+	return Spec{Algorithm: AlgorithmTokenBucket, Capacity: capacity, Rate: ratePerSecond}
+}
+
+// LeakyBucket returns the Spec of a leaky bucket of the given capacity draining
+// leakRatePerSecond per second; a new key starts empty.
+func LeakyBucket(capacity, leakRatePerSecond float64) Spec {
+	return Spec{Algorithm: AlgorithmLeakyBucket, Capacity: capacity, Rate: leakRatePerSecond}
+}
+
+// SlidingWindow returns the Spec of an exact sliding window log admitting limit per window.
+func SlidingWindow(window time.Duration, limit int64) Spec {
+	return Spec{Algorithm: AlgorithmSlidingWindow, Window: window, Limit: limit}
+}
+
+// SlidingCounter returns the Spec of a sliding window counter admitting about limit per window.
+func SlidingCounter(window time.Duration, limit int64) Spec {
+	return Spec{Algorithm: AlgorithmSlidingCounter, Window: window, Limit: limit}
+}
+
+// FixedWindow returns the Spec of a fixed window counter admitting limit per aligned window.
+func FixedWindow(window time.Duration, limit int64) Spec {
+	return Spec{Algorithm: AlgorithmFixedWindow, Window: window, Limit: limit}
+}
+
+// String describes the spec, e.g. "token-bucket(capacity=10, rate=5/s)".
+func (s Spec) String() string {
+	switch s.Algorithm {
+	case AlgorithmTokenBucket, AlgorithmLeakyBucket:
+		return fmt.Sprintf("%s(capacity=%g, rate=%g/s)", s.Algorithm, s.Capacity, s.Rate)
+	}
+	return fmt.Sprintf("%s(window=%v, limit=%d)", s.Algorithm, s.Window, s.Limit)
+}
+
+// Params is a validated Spec in core units. Exactly the field of its Algorithm is set.
+type Params struct {
+	Algorithm      Algorithm
+	TokenBucket    core.TokenBucket
+	LeakyBucket    core.LeakyBucket
+	SlidingLog     core.SlidingLog
+	SlidingCounter core.SlidingCounter
+	FixedWindow    core.FixedWindow
+}
+
+// Params validates the spec and converts it to core parameters. Errors wrap ErrInvalidConfig.
+func (s Spec) Params() (Params, error) {
+	p := Params{Algorithm: s.Algorithm}
+	var err error
+	w := s.Window.Microseconds()
+	switch s.Algorithm {
+	case AlgorithmTokenBucket:
+		p.TokenBucket, err = core.NewTokenBucket(s.Capacity, s.Rate)
+	case AlgorithmLeakyBucket:
+		p.LeakyBucket, err = core.NewLeakyBucket(s.Capacity, s.Rate)
+	case AlgorithmSlidingWindow:
+		p.SlidingLog, err = core.NewSlidingLog(w, s.Limit)
+	case AlgorithmSlidingCounter:
+		p.SlidingCounter, err = core.NewSlidingCounter(w, s.Limit)
+	case AlgorithmFixedWindow:
+		p.FixedWindow, err = core.NewFixedWindow(w, s.Limit)
+	default:
+		err = fmt.Errorf("%w: unknown algorithm %q", ErrInvalidConfig, s.Algorithm)
+	}
+	return p, err
+}
+
+// Limit returns the most one key can admit at once: the bucket's burst or the window's limit.
+func (p Params) Limit() int64 {
+	switch p.Algorithm {
+	case AlgorithmTokenBucket:
+		return p.TokenBucket.Burst
+	case AlgorithmLeakyBucket:
+		return p.LeakyBucket.Burst
+	case AlgorithmSlidingWindow:
+		return p.SlidingLog.Limit
+	case AlgorithmSlidingCounter:
+		return p.SlidingCounter.Limit
+	case AlgorithmFixedWindow:
+		return p.FixedWindow.Limit
+	}
+	return 0
+}
+
+// DedupStrategy names a deduplication strategy.
+type DedupStrategy string
+
+// The deduplication strategies, named as in the configuration files.
+const (
+	// DedupSet is exact: every element is kept until Clear.
+	DedupSet DedupStrategy = "set"
+	// DedupBloom is probabilistic: no false negatives, false positives at about FPRate.
+	DedupBloom DedupStrategy = "bloom"
+	// DedupWindowed forgets an element Window after it was last seen.
+	DedupWindowed DedupStrategy = "windowed"
+)
+
+// Defaults of DedupSpec, those of the seed's deduplicator factory.
+const (
+	DefaultBloomInsertions int64         = 1_000_000
+	DefaultBloomFPRate     float64       = 0.03
+	DefaultDedupWindow     time.Duration = time.Hour
+)
+
+// DedupSpec describes a deduplicator. Zero fields take the defaults above.
+type DedupSpec struct {
+	Strategy DedupStrategy
+	// Window is the windowed strategy's window (default DefaultDedupWindow), truncated to µs.
+	Window time.Duration
+	// Insertions is the Bloom filter's expected number of distinct elements (default
+	// DefaultBloomInsertions).
+	Insertions int64
+	// FPRate is the Bloom filter's target false-positive rate in (0, 1) (default
+	// DefaultBloomFPRate).
+	FPRate float64
+	// Shards splits a Bloom filter into this many blocks (default 1, raised automatically
+	// when a block would exceed one Redis string).
+	Shards int
+}
+
+// WithDefaults returns the spec with zero fields replaced by their defaults.
+func (s DedupSpec) WithDefaults() DedupSpec {
+	if s.Window == 0 {
+		s.Window = DefaultDedupWindow
+	}
+	if s.Insertions == 0 {
+		s.Insertions = DefaultBloomInsertions
+	}
+	if s.FPRate == 0 {
+		s.FPRate = DefaultBloomFPRate
+	}
+	return s
+}
+
+// WindowParams returns the validated core parameters of the windowed strategy.
+func (s DedupSpec) WindowParams() (core.WindowDedup, error) {
+	return core.NewWindowDedup(s.WithDefaults().Window.Microseconds())
+}
+
+// BloomParams returns the validated core parameters of the Bloom strategy.
+func (s DedupSpec) BloomParams() (core.Bloom, error) {
+	d := s.WithDefaults()
+	if math.IsNaN(d.FPRate) {
+		return core.Bloom{}, fmt.Errorf("%w: falseProbability is NaN", ErrInvalidConfig)
+	}
+	return core.NewBloom(d.Insertions, d.FPRate, d.Shards)
+}
+
+// Validate checks the strategy and its parameters.
+func (s DedupSpec) Validate() error {
+	switch s.Strategy {
+	case DedupSet:
+		return nil
+	case DedupBloom:
+		_, err := s.BloomParams()
+		return err
+	case DedupWindowed:
+		_, err := s.WindowParams()
+		return err
+	}
+	return fmt.Errorf("%w: unknown deduplication strategy %q", ErrInvalidConfig, s.Strategy)
+}
