@@ -1,0 +1,183 @@
+// Package metrics holds redstream's metrics: one VictoriaMetrics/metrics [Set] per
+// component, the metric names (kept from the Java system, so existing dashboards and alerts
+// work unchanged), and Prometheus text exposition through [WritePrometheus] and [Handler].
+//
+// Every Set is also registered with VictoriaMetrics' default registry at init, so a program
+// that already serves metrics.WritePrometheus from github.com/VictoriaMetrics/metrics exposes
+// redstream's metrics without further wiring.
+//
+// Metric names with labels are built by [Name], which escapes label values, so any limiter
+// name is safe to use.
+package metrics
+
+import (
+	"io"
+	"net/http"
+	"strings"
+
+	vm "github.com/VictoriaMetrics/metrics"
+)
+
+// Set is a VictoriaMetrics metric set.
+type Set = vm.Set
+
+// Counter is a VictoriaMetrics counter: Inc is one atomic add.
+type Counter = vm.Counter
+
+// The component sets. Each is safe for concurrent use.
+var (
+	// RateLimit holds the named limiters' counters (redis_streaming_rl_*).
+	RateLimit = vm.NewSet()
+	// Reliability holds the retry executor's and failure processors' counters
+	// (redis_streaming_reliability_*).
+	Reliability = vm.NewSet()
+	// Dedup holds the deduplicators' counters.
+	Dedup = vm.NewSet()
+	// Stream holds the Redis Streams SDK's counters (redis_streaming_mq_*,
+	// redis_streaming_dlq_*).
+	Stream = vm.NewSet()
+	// Cache holds the cache-aside template's counters.
+	Cache = vm.NewSet()
+)
+
+// Component names a Set in [Sets]: "ratelimit", "reliability", "dedup", "stream", "cache".
+type Component string
+
+// The components, in the order [WritePrometheus] writes them.
+const (
+	ComponentRateLimit   Component = "ratelimit"
+	ComponentReliability Component = "reliability"
+	ComponentDedup       Component = "dedup"
+	ComponentStream      Component = "stream"
+	ComponentCache       Component = "cache"
+)
+
+var components = []struct {
+	c   Component
+	set *Set
+}{
+	{ComponentRateLimit, RateLimit},
+	{ComponentReliability, Reliability},
+	{ComponentDedup, Dedup},
+	{ComponentStream, Stream},
+	{ComponentCache, Cache},
+}
+
+func init() {
+	for _, c := range components {
+		vm.RegisterSet(c.set)
+	}
+}
+
+// Sets returns the component sets by name. The map is a new copy on each call.
+func Sets() map[Component]*Set {
+	m := make(map[Component]*Set, len(components))
+	for _, c := range components {
+		m[c.c] = c.set
+	}
+	return m
+}
+
+// Metric names of the rate limiters. Each carries a name="..." label, the limiter's name.
+const (
+	// RateLimitAllowedTotal counts admitted decisions of a named limiter.
+	RateLimitAllowedTotal = "redis_streaming_rl_allowed_total"
+	// RateLimitDeniedTotal counts denied decisions of a named limiter.
+	RateLimitDeniedTotal = "redis_streaming_rl_denied_total"
+	// RateLimitErrorsTotal counts calls of a named limiter that returned an error (backend
+	// failure under fail-closed, or bad input). It is new in redstream: the Java system had
+	// no such counter.
+	RateLimitErrorsTotal = "redis_streaming_rl_errors_total"
+)
+
+// Metric names of package reliability. Each carries a name="..." label (the processor's name)
+// and, for the outcome counter, an outcome="..." label.
+const (
+	// ReliabilityOutcomesTotal counts elements handled by a failure processor, by outcome:
+	// success, retried (succeeded after at least one retry), failed, skipped, dead_letter,
+	// ignored, rejected (the processor was stopped).
+	ReliabilityOutcomesTotal = "redis_streaming_reliability_outcomes_total"
+	// ReliabilityRetriesTotal counts retries (tries after the first) of a failure processor.
+	ReliabilityRetriesTotal = "redis_streaming_reliability_retries_total"
+	// ReliabilityDeadLetterDroppedTotal counts elements a full in-memory dead-letter queue
+	// refused.
+	ReliabilityDeadLetterDroppedTotal = "redis_streaming_reliability_dlq_dropped_total"
+)
+
+// Metric names of the stream dead-letter operations, as in the Java system.
+const (
+	// DLQReplaySuccessTotal counts dead letters replayed back to their topic.
+	DLQReplaySuccessTotal = "redis_streaming_dlq_replay_success_total"
+)
+
+// Name returns a metric name with labels, e.g. Name("x_total", "name", "api1") is
+// `x_total{name="api1"}`. labels alternate label names and values; a trailing name without
+// a value is ignored. Values are escaped as the Prometheus text format requires (backslash,
+// double quote, newline), so any string is a safe value.
+func Name(family string, labels ...string) string {
+	if len(labels) < 2 {
+		return family
+	}
+	var b strings.Builder
+	b.Grow(len(family) + 16*len(labels))
+	b.WriteString(family)
+	b.WriteByte('{')
+	for i := 0; i+1 < len(labels); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(labels[i])
+		b.WriteString(`="`)
+		escape(&b, labels[i+1])
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+func escape(b *strings.Builder, v string) {
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case '\\':
+			b.WriteString(`\\`)
+		case '"':
+			b.WriteString(`\"`)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+}
+
+// RateLimitCounters returns the allowed, denied and errors counters of the limiter named
+// name, creating them on first use. Counters live as long as the process (a limiter name is
+// expected to come from configuration, not from request data).
+func RateLimitCounters(name string) (allowed, denied, errors *Counter) {
+	return RateLimit.GetOrCreateCounter(Name(RateLimitAllowedTotal, "name", name)),
+		RateLimit.GetOrCreateCounter(Name(RateLimitDeniedTotal, "name", name)),
+		RateLimit.GetOrCreateCounter(Name(RateLimitErrorsTotal, "name", name))
+}
+
+// WritePrometheus writes every component set in the Prometheus text exposition format.
+func WritePrometheus(w io.Writer) {
+	for _, c := range components {
+		c.set.WritePrometheus(w)
+	}
+}
+
+// ContentType is the Content-Type of the Prometheus text exposition format.
+const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// Handler returns an http.Handler serving [WritePrometheus] (for a /metrics endpoint). With
+// processMetrics it also writes VictoriaMetrics' Go runtime and process metrics
+// (go_*, process_*).
+func Handler(processMetrics bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", ContentType)
+		WritePrometheus(w)
+		if processMetrics {
+			vm.WriteProcessMetrics(w)
+		}
+	})
+}
