@@ -93,3 +93,9 @@ func (p *policyLimiter) AllowN(ctx context.Context, key string, now time.Time, n
 	// does no I/O in the usual (memory) case.
 	return p.fallback.AllowN(context.WithoutCancel(ctx), key, now, n)
 }
+
+// Unwrap returns the limiter whose backend errors the policy handles.
+func (p *policyLimiter) Unwrap() Limiter { return p.l }
+
+// FailurePolicy returns the policy applied to backend errors.
+func (p *policyLimiter) FailurePolicy() FailurePolicy { return p.policy }

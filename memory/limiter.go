@@ -17,15 +17,20 @@ import (
 //
 // Per key it stores: the TAT as one int64 (token and leaky bucket); the start and count of
 // the current window (fixed window); start, count and previous count (sliding counter);
-// the timestamps of admitted units in a ring buffer of at most Limit entries that is reused
-// across decisions (sliding window log).
+// the timestamps of admitted units in a ring buffer of at most Limit entries, reused across
+// decisions (sliding window log).
+//
+// An evicted key is indistinguishable from a new one for every request at or after the time
+// of the sweep that evicted it. A request that claims an earlier time (a client clock behind
+// the one that triggered the sweep) on an evicted key is decided as for a new key.
 //
 // A Limiter is safe for concurrent use. Its zero value is not usable; call [NewLimiter].
 type Limiter struct {
+	kind   kind
 	params redstream.Params
 	opts   resolved
 
-	tb   table[int64]            // token and leaky bucket: TAT
+	tb   table[int64]            // token and leaky bucket: the TAT
 	win  table[core.WindowState] // sliding counter
 	fix  table[fixedState]       // fixed window
 	logs table[*core.Log]        // sliding window log
@@ -33,11 +38,39 @@ type Limiter struct {
 
 var _ redstream.Limiter = (*Limiter)(nil)
 
+// kind is an Algorithm as a small integer, so the hot path switches on an int.
+type kind uint8
+
+const (
+	kindTokenBucket kind = iota
+	kindLeakyBucket
+	kindSlidingLog
+	kindSlidingCounter
+	kindFixedWindow
+)
+
+func kindOf(a redstream.Algorithm) kind {
+	switch a {
+	case redstream.AlgorithmTokenBucket:
+		return kindTokenBucket
+	case redstream.AlgorithmLeakyBucket:
+		return kindLeakyBucket
+	case redstream.AlgorithmSlidingWindow:
+		return kindSlidingLog
+	case redstream.AlgorithmSlidingCounter:
+		return kindSlidingCounter
+	}
+	return kindFixedWindow
+}
+
 // fixedState is core.WindowState without the Prev field, which a fixed window never uses.
 type fixedState struct{ start, count int64 }
 
-// NewLimiter returns an in-process limiter for spec. It returns an error wrapping
-// redstream.ErrInvalidConfig when spec or opts is invalid.
+func (f fixedState) core() core.WindowState { return core.WindowState{Start: f.start, Count: f.count} }
+
+// NewLimiter returns an in-process limiter for spec. It validates spec with Spec.Params and
+// returns an error wrapping redstream.ErrInvalidConfig when spec or opts is invalid (for
+// example a window or limit <= 0, a capacity < 1, a rate <= 0, NaN or infinite values).
 func NewLimiter(spec redstream.Spec, opts Options) (*Limiter, error) {
 	p, err := spec.Params()
 	if err != nil {
@@ -47,21 +80,21 @@ func NewLimiter(spec redstream.Spec, opts Options) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{params: p, opts: r}
-	switch p.Algorithm {
-	case redstream.AlgorithmTokenBucket, redstream.AlgorithmLeakyBucket:
+	l := &Limiter{kind: kindOf(p.Algorithm), params: p, opts: r}
+	switch l.kind {
+	case kindTokenBucket, kindLeakyBucket:
 		l.tb = newTable[int64](r)
-	case redstream.AlgorithmSlidingCounter:
+	case kindSlidingCounter:
 		l.win = newTable[core.WindowState](r)
-	case redstream.AlgorithmFixedWindow:
+	case kindFixedWindow:
 		l.fix = newTable[fixedState](r)
-	case redstream.AlgorithmSlidingWindow:
+	case kindSlidingLog:
 		l.logs = newTable[*core.Log](r)
 	}
 	return l, nil
 }
 
-// Params returns the validated parameters the limiter decides with.
+// Params returns the validated core parameters the limiter decides with.
 func (l *Limiter) Params() redstream.Params { return l.params }
 
 // Allow is shorthand for AllowN(ctx, key, time.Time{}, 1): cost 1 at the limiter's clock.
@@ -77,138 +110,166 @@ func (l *Limiter) AllowAt(ctx context.Context, key string, now time.Time) (redst
 // AllowN decides a request of cost n for key at now (the zero time means Options.Clock).
 // It returns redstream.ErrEmptyKey for an empty key, redstream.ErrInvalidCost for n <= 0,
 // redstream.ErrCostTooLarge when n exceeds the limit and redstream.ErrInvalidTime for a
-// time before the Unix epoch or after core.MaxTime; errors come with a zero Decision.
-// Time going backwards is answered as core defines it for the algorithm. ctx is not used:
-// a decision does no I/O and waits only for the lock of the key's shard.
+// time before the Unix epoch or after core.MaxTime, each with a zero Decision and nothing
+// recorded. Time going backwards is answered as core defines it for the algorithm.
+//
+// ctx is not used: a decision does no I/O and waits only for the lock of one shard.
 func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {
 	if err := redstream.CheckRequest(key, now, n); err != nil {
-		return redstream.Decision{}, fmt.Errorf("memory: %w", err)
+		return redstream.Decision{}, wrap(err)
 	}
 	t := l.opts.micros(now)
-	var (
-		d   core.Decision
-		err error
-	)
-	switch l.params.Algorithm {
-	case redstream.AlgorithmTokenBucket:
-		d, err = l.stepTokenBucket(key, t, n)
-	case redstream.AlgorithmLeakyBucket:
-		d, err = l.stepLeakyBucket(key, t, n)
-	case redstream.AlgorithmSlidingWindow:
-		d, err = l.stepSlidingLog(key, t, n)
-	case redstream.AlgorithmSlidingCounter:
-		d, err = l.stepSlidingCounter(key, t, n)
-	case redstream.AlgorithmFixedWindow:
-		d, err = l.stepFixedWindow(key, t, n)
+	switch l.kind {
+	case kindTokenBucket:
+		return l.stepTokenBucket(key, t, n)
+	case kindLeakyBucket:
+		return l.stepLeakyBucket(key, t, n)
+	case kindSlidingLog:
+		return l.stepSlidingLog(key, t, n)
+	case kindSlidingCounter:
+		return l.stepSlidingCounter(key, t, n)
 	}
+	return l.stepFixedWindow(key, t, n)
+}
+
+// wrap prefixes an error of core with the package name.
+func wrap(err error) error { return fmt.Errorf("memory: %w", err) }
+
+// Each step locks the key's shard, runs the core step on the stored state (the zero state
+// for a new key) and stores the state the step returns when it differs. A new key is stored
+// only when admitted (a denial leaves nothing behind), which may first sweep the shard.
+
+func (l *Limiter) stepTokenBucket(key string, now, n int64) (redstream.Decision, error) {
+	p := l.params.TokenBucket
+	s, tag := l.tb.locate(key)
+	s.mu.Lock()
+	i, ok := s.find(key, tag)
+	var old int64
+	if ok {
+		old = s.ents[i].val
+	}
+	tat, d, err := p.Step(old, now, n)
+	if err == nil && tat != old {
+		if ok {
+			s.ents[i].val = tat
+		} else {
+			l.tb.insert(s, i, key, tag, tat, func(v int64) bool { return p.Idle(v, now) })
+		}
+	}
+	s.mu.Unlock()
 	if err != nil {
-		return redstream.Decision{}, fmt.Errorf("memory: %w", err)
+		return redstream.Decision{}, wrap(err)
 	}
 	return redstream.DecisionFromCore(d), nil
 }
 
-func (l *Limiter) stepTokenBucket(key string, now, n int64) (core.Decision, error) {
-	p := l.params.TokenBucket
-	s := l.tb.shard(key)
-	s.mu.Lock()
-	old, ok := s.m[key]
-	tat, d, err := p.Step(old, now, n)
-	if err == nil && tat != old {
-		if ok {
-			s.m[key] = tat
-		} else {
-			l.tb.insert(s, key, tat, func(v int64) bool { return p.Idle(v, now) })
-		}
-	}
-	s.mu.Unlock()
-	return d, err
-}
-
-func (l *Limiter) stepLeakyBucket(key string, now, n int64) (core.Decision, error) {
+func (l *Limiter) stepLeakyBucket(key string, now, n int64) (redstream.Decision, error) {
 	p := l.params.LeakyBucket
-	s := l.tb.shard(key)
+	s, tag := l.tb.locate(key)
 	s.mu.Lock()
-	old, ok := s.m[key]
+	i, ok := s.find(key, tag)
+	var old int64
+	if ok {
+		old = s.ents[i].val
+	}
 	tat, d, err := p.Step(old, now, n)
 	if err == nil && tat != old {
 		if ok {
-			s.m[key] = tat
+			s.ents[i].val = tat
 		} else {
-			l.tb.insert(s, key, tat, func(v int64) bool { return p.Idle(v, now) })
+			l.tb.insert(s, i, key, tag, tat, func(v int64) bool { return p.Idle(v, now) })
 		}
 	}
 	s.mu.Unlock()
-	return d, err
+	if err != nil {
+		return redstream.Decision{}, wrap(err)
+	}
+	return redstream.DecisionFromCore(d), nil
 }
 
-func (l *Limiter) stepSlidingCounter(key string, now, n int64) (core.Decision, error) {
+func (l *Limiter) stepSlidingCounter(key string, now, n int64) (redstream.Decision, error) {
 	p := l.params.SlidingCounter
-	s := l.win.shard(key)
+	s, tag := l.win.locate(key)
 	s.mu.Lock()
-	old, ok := s.m[key]
+	i, ok := s.find(key, tag)
+	var old core.WindowState
+	if ok {
+		old = s.ents[i].val
+	}
 	st, d, err := p.Step(old, now, n)
 	if err == nil && st != old {
 		if ok {
-			s.m[key] = st
-		} else {
-			l.win.insert(s, key, st, func(v core.WindowState) bool { return p.Idle(v, now) })
+			s.ents[i].val = st
+		} else if d.Allowed {
+			l.win.insert(s, i, key, tag, st, func(v core.WindowState) bool { return p.Idle(v, now) })
 		}
 	}
 	s.mu.Unlock()
-	return d, err
+	if err != nil {
+		return redstream.Decision{}, wrap(err)
+	}
+	return redstream.DecisionFromCore(d), nil
 }
 
-func (l *Limiter) stepFixedWindow(key string, now, n int64) (core.Decision, error) {
+func (l *Limiter) stepFixedWindow(key string, now, n int64) (redstream.Decision, error) {
 	p := l.params.FixedWindow
-	s := l.fix.shard(key)
+	s, tag := l.fix.locate(key)
 	s.mu.Lock()
-	old, ok := s.m[key]
-	st, d, err := p.Step(core.WindowState{Start: old.start, Count: old.count}, now, n)
+	i, ok := s.find(key, tag)
+	var old fixedState
+	if ok {
+		old = s.ents[i].val
+	}
+	st, d, err := p.Step(old.core(), now, n)
 	if nw := (fixedState{st.Start, st.Count}); err == nil && nw != old {
 		if ok {
-			s.m[key] = nw
-		} else {
-			l.fix.insert(s, key, nw, func(v fixedState) bool {
-				return p.Idle(core.WindowState{Start: v.start, Count: v.count}, now)
-			})
+			s.ents[i].val = nw
+		} else if d.Allowed {
+			l.fix.insert(s, i, key, tag, nw, func(v fixedState) bool { return p.Idle(v.core(), now) })
 		}
 	}
 	s.mu.Unlock()
-	return d, err
+	if err != nil {
+		return redstream.Decision{}, wrap(err)
+	}
+	return redstream.DecisionFromCore(d), nil
 }
 
-func (l *Limiter) stepSlidingLog(key string, now, n int64) (core.Decision, error) {
+func (l *Limiter) stepSlidingLog(key string, now, n int64) (redstream.Decision, error) {
 	p := l.params.SlidingLog
-	s := l.logs.shard(key)
+	s, tag := l.logs.locate(key)
 	s.mu.Lock()
-	lg, ok := s.m[key]
+	i, ok := s.find(key, tag)
+	var (
+		d   core.Decision
+		err error
+	)
 	if ok {
-		d, err := p.Step(lg, now, n)
-		s.mu.Unlock()
-		return d, err
-	}
-	lg = new(core.Log)
-	d, err := p.Step(lg, now, n)
-	if err == nil && lg.Len() > 0 {
-		l.logs.insert(s, key, lg, func(v *core.Log) bool { return p.Idle(v, now) })
+		d, err = p.Step(s.ents[i].val, now, n)
+	} else {
+		lg := new(core.Log)
+		if d, err = p.Step(lg, now, n); err == nil && d.Allowed {
+			l.logs.insert(s, i, key, tag, lg, func(v *core.Log) bool { return p.Idle(v, now) })
+		}
 	}
 	s.mu.Unlock()
-	return d, err
+	if err != nil {
+		return redstream.Decision{}, wrap(err)
+	}
+	return redstream.DecisionFromCore(d), nil
 }
 
-// TrackedKeys returns the number of keys whose state the limiter holds. It includes keys
-// that have recovered but not been swept yet, and is exact at the moment each shard is
-// counted.
+// TrackedKeys returns the number of keys whose state the limiter holds, counting keys that
+// have recovered but not been swept yet. Each shard is counted under its lock; the total is
+// exact when no other goroutine is deciding.
 func (l *Limiter) TrackedKeys() int {
-	switch l.params.Algorithm {
-	case redstream.AlgorithmTokenBucket, redstream.AlgorithmLeakyBucket:
+	switch l.kind {
+	case kindTokenBucket, kindLeakyBucket:
 		return l.tb.len()
-	case redstream.AlgorithmSlidingCounter:
+	case kindSlidingCounter:
 		return l.win.len()
-	case redstream.AlgorithmFixedWindow:
+	case kindFixedWindow:
 		return l.fix.len()
-	case redstream.AlgorithmSlidingWindow:
-		return l.logs.len()
 	}
-	return 0
+	return l.logs.len()
 }

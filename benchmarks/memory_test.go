@@ -1,0 +1,283 @@
+package benchmarks
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/memory"
+	"github.com/sethvargo/go-limiter"
+	"github.com/sethvargo/go-limiter/memorystore"
+	"golang.org/x/time/rate"
+)
+
+// The in-process engines against the peers people compare them to:
+//
+//   - one hot key on the wall clock: memory.Limiter.Allow vs golang.org/x/time/rate
+//     Limiter.Allow (which has no keys at all: the floor for one key);
+//   - the same with an explicit time (AllowN vs rate.Limiter.AllowN);
+//   - 100k and 1M distinct keys, serial and parallel, vs sethvargo/go-limiter's memorystore;
+//   - bytes of memory per tracked key, for every algorithm (and memorystore).
+//
+// Every limiter is configured so that the measured requests are admitted.
+//
+//	go test -run xxx -bench Memory -count 5 -benchtime 300ms
+
+func newMemory(b *testing.B, spec redstream.Spec) *memory.Limiter {
+	b.Helper()
+	l, err := memory.NewLimiter(spec, memory.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+// hotSpec admits every request of a benchmark: a burst of 1e9 refilled at 1e6/s.
+var hotSpec = redstream.TokenBucket(1e9, 1e6)
+
+func BenchmarkMemoryHotKey(b *testing.B) {
+	ctx := context.Background()
+	b.Run("lib=redstream/op=Allow", func(b *testing.B) {
+		l := newMemory(b, hotSpec)
+		b.ReportAllocs()
+		for b.Loop() {
+			if d, _ := l.Allow(ctx, "user:1"); !d.Allowed {
+				b.Fatal("denied")
+			}
+		}
+	})
+	b.Run("lib=xtime-rate/op=Allow", func(b *testing.B) {
+		l := rate.NewLimiter(1e6, 1e9)
+		b.ReportAllocs()
+		for b.Loop() {
+			if !l.Allow() {
+				b.Fatal("denied")
+			}
+		}
+	})
+	b.Run("lib=redstream/op=AllowN-explicit-time", func(b *testing.B) {
+		l := newMemory(b, hotSpec)
+		now := time.Now()
+		b.ReportAllocs()
+		for b.Loop() {
+			if d, _ := l.AllowN(ctx, "user:1", now, 1); !d.Allowed {
+				b.Fatal("denied")
+			}
+		}
+	})
+	b.Run("lib=xtime-rate/op=AllowN-explicit-time", func(b *testing.B) {
+		l := rate.NewLimiter(1e6, 1e9)
+		now := time.Now()
+		b.ReportAllocs()
+		for b.Loop() {
+			if !l.AllowN(now, 1) {
+				b.Fatal("denied")
+			}
+		}
+	})
+}
+
+// manySpec keeps every key tracked for the whole run: a key used once recovers only after
+// 1000 s, and admits a million requests before any denial.
+var manySpec = redstream.TokenBucket(1e6, 0.001)
+
+// keyFixture is a set of distinct keys with a memory limiter and a memorystore that both
+// hold every key. Fixtures are built once per size and shared by the benchmarks.
+type keyFixture struct {
+	keys  []string
+	mem   *memory.Limiter
+	store limiter.Store
+}
+
+var (
+	fixturesMu sync.Mutex
+	fixtures   = map[int]*keyFixture{}
+)
+
+func fixture(b *testing.B, n int) *keyFixture {
+	b.Helper()
+	fixturesMu.Lock()
+	defer fixturesMu.Unlock()
+	if f, ok := fixtures[n]; ok {
+		return f
+	}
+	f := &keyFixture{keys: make([]string, n), mem: newMemory(b, manySpec)}
+	var err error
+	f.store, err = memorystore.New(&memorystore.Config{Tokens: 1_000_000, Interval: time.Hour, InitialAlloc: n})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range f.keys {
+		f.keys[i] = "user:" + strconv.Itoa(i)
+		if d, err := f.mem.Allow(ctx, f.keys[i]); err != nil || !d.Allowed {
+			b.Fatalf("fill: %+v, %v", d, err)
+		}
+		if _, _, _, ok, err := f.store.Take(ctx, f.keys[i]); err != nil || !ok {
+			b.Fatalf("fill memorystore: %v, %v", ok, err)
+		}
+	}
+	fixtures[n] = f
+	f.check(b)
+	return f
+}
+
+// check asserts that both engines really hold every key of the fixture.
+func (f *keyFixture) check(b *testing.B) {
+	b.Helper()
+	if got := f.mem.TrackedKeys(); got != len(f.keys) {
+		b.Fatalf("memory.Limiter tracks %d keys, want %d", got, len(f.keys))
+	}
+	ctx := context.Background()
+	for i := 0; i < 100; i++ {
+		k := f.keys[rand.IntN(len(f.keys))]
+		if _, remaining, err := f.store.Get(ctx, k); err != nil || remaining == 0 || remaining >= 1_000_000 {
+			b.Fatalf("memorystore does not hold %q (remaining %d, %v)", k, remaining, err)
+		}
+	}
+}
+
+func BenchmarkMemoryManyKeys(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{100_000, 1_000_000} {
+		name := strconv.Itoa(n/1000) + "k"
+		if n >= 1_000_000 {
+			name = strconv.Itoa(n/1_000_000) + "M"
+		}
+		b.Run("keys="+name+"/lib=redstream/mode=serial", func(b *testing.B) {
+			f := fixture(b, n)
+			b.ReportAllocs()
+			i := rand.IntN(n)
+			for b.Loop() {
+				i++
+				if i == n {
+					i = 0
+				}
+				if d, _ := f.mem.Allow(ctx, f.keys[i]); !d.Allowed {
+					b.Fatal("denied")
+				}
+			}
+			f.check(b)
+		})
+		b.Run("keys="+name+"/lib=sethvargo-memorystore/mode=serial", func(b *testing.B) {
+			f := fixture(b, n)
+			b.ReportAllocs()
+			i := rand.IntN(n)
+			for b.Loop() {
+				i++
+				if i == n {
+					i = 0
+				}
+				if _, _, _, ok, _ := f.store.Take(ctx, f.keys[i]); !ok {
+					b.Fatal("denied")
+				}
+			}
+			f.check(b)
+		})
+		b.Run("keys="+name+"/lib=redstream/mode=parallel", func(b *testing.B) {
+			f := fixture(b, n)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				i := rand.IntN(n)
+				for pb.Next() {
+					i++
+					if i == n {
+						i = 0
+					}
+					if d, _ := f.mem.Allow(ctx, f.keys[i]); !d.Allowed {
+						b.Error("denied")
+						return
+					}
+				}
+			})
+			f.check(b)
+		})
+		b.Run("keys="+name+"/lib=sethvargo-memorystore/mode=parallel", func(b *testing.B) {
+			f := fixture(b, n)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				i := rand.IntN(n)
+				for pb.Next() {
+					i++
+					if i == n {
+						i = 0
+					}
+					if _, _, _, ok, _ := f.store.Take(ctx, f.keys[i]); !ok {
+						b.Error("denied")
+						return
+					}
+				}
+			})
+			f.check(b)
+		})
+	}
+}
+
+// heapInUse returns the bytes of live heap after a full collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkMemoryBytesPerKey reports the heap each tracked key costs (B/key), keys excluded
+// (the caller owns the key strings; the engine keeps a reference, not a copy). Each key is
+// used once; the sliding log then holds one timestamp in a ring of 4.
+func BenchmarkMemoryBytesPerKey(b *testing.B) {
+	const n = 200_000
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	ctx := context.Background()
+	specs := []redstream.Spec{
+		manySpec,
+		redstream.LeakyBucket(1e6, 0.001),
+		redstream.SlidingWindow(time.Hour, 100),
+		redstream.SlidingCounter(time.Hour, 100),
+		redstream.FixedWindow(time.Hour, 100),
+	}
+	for _, spec := range specs {
+		b.Run("lib=redstream/alg="+string(spec.Algorithm), func(b *testing.B) {
+			var perKey float64
+			for b.Loop() {
+				before := heapInUse()
+				l := newMemory(b, spec)
+				for _, k := range keys {
+					l.Allow(ctx, k)
+				}
+				after := heapInUse()
+				if got := l.TrackedKeys(); got != n {
+					b.Fatalf("tracks %d keys, want %d", got, n)
+				}
+				perKey = float64(after-before) / n
+				runtime.KeepAlive(l)
+			}
+			b.ReportMetric(perKey, "B/key")
+		})
+	}
+	b.Run("lib=sethvargo-memorystore/alg=token-bucket", func(b *testing.B) {
+		var perKey float64
+		for b.Loop() {
+			before := heapInUse()
+			s, err := memorystore.New(&memorystore.Config{Tokens: 10, Interval: time.Hour, InitialAlloc: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, k := range keys {
+				s.Take(ctx, k)
+			}
+			after := heapInUse()
+			perKey = float64(after-before) / n
+			s.Close(ctx)
+		}
+		b.ReportMetric(perKey, "B/key")
+	})
+}

@@ -1,0 +1,353 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/redis/rueidis"
+)
+
+// DefaultTTL, passed as a ttl argument, means the cache's Config.DefaultTTL. It is a
+// sentinel, not a duration (like go-redis's KeepTTL): every other ttl must be at least 1ms,
+// so a zero or negative ttl computed by mistake is an error rather than a silent default.
+const DefaultTTL time.Duration = -1
+
+// Errors. Compare with errors.Is; returned errors add the key and the cause.
+var (
+	// ErrNotFound is returned by Get for a missing key or a null marker, and by GetOrLoad
+	// when the key holds a null marker or its loader reports ErrNotFound. A loader returns
+	// it (possibly wrapped) to say "this key has no value": GetOrLoad then caches a null
+	// marker for Config.NullTTL so the source is not asked again (penetration protection).
+	ErrNotFound = errors.New("cache: not found")
+	// ErrEncode is returned when the codec cannot encode a value (Set, or a loaded value
+	// in GetOrLoad); nothing is written.
+	ErrEncode = errors.New("cache: cannot encode value")
+	// ErrDecode is returned when a stored value cannot be decoded into the requested type;
+	// it is an error, not a miss, so a bad entry or a mismatched type is not silently
+	// reloaded forever.
+	ErrDecode = errors.New("cache: cannot decode value")
+	// ErrInvalidArgument is returned for bad call arguments: an empty key, a ttl that is
+	// neither DefaultTTL nor at least 1ms, a nil loader.
+	ErrInvalidArgument = errors.New("cache: invalid argument")
+	// ErrClosed is returned by every operation after Close.
+	ErrClosed = errors.New("cache: closed")
+)
+
+// Cache is a cache-aside template on Redis: typed reads and writes with TTL jitter, and
+// GetOrLoad, which loads a missing key once however many callers ask for it at once. It is
+// safe for concurrent use.
+type Cache struct {
+	client rueidis.Client
+	cfg    Config
+	codec  Codec
+	keys   keyspace
+	m      *counters
+	own    *ownWrites // nil without client-side caching
+	flight group
+	closed atomic.Bool
+	// renewBelow is the remaining PTTL (ms) under which a sliding read that reached Redis
+	// renews the key when client-side caching is on.
+	renewBelow int64
+}
+
+// New returns a Cache on client with cfg (see DefaultConfig). The client stays the
+// caller's: Close does not close it, and it must outlive the Cache. For client-side caching
+// (cfg.ClientSideCache.Enabled) the client needs client tracking, as rueidis sets up by
+// default on RESP3 servers; with ClientOption.DisableCache the reads simply go to Redis.
+//
+// The cache's metrics live in their own metrics.Set (Metrics), registered with
+// VictoriaMetrics' default registry until Close.
+func New(client rueidis.Client, cfg Config) (*Cache, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil rueidis client", ErrInvalidArgument)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Cache{client: client, cfg: cfg, codec: cfg.Codec, keys: newKeyspace(&cfg), m: newCounters(cfg.Name)}
+	if c.codec == nil {
+		c.codec = JSON
+	}
+	c.renewBelow = cfg.DefaultTTL.Milliseconds() / 2
+	if cfg.ClientSideCache.Enabled {
+		c.own = newOwnWrites(cfg.ClientSideCache.TTL)
+	}
+	metrics.RegisterSet(c.m.set)
+	return c, nil
+}
+
+// Close stops the cache: later calls return ErrClosed, and its metrics are unregistered.
+// It does not close the rueidis client, and does not wait for loads in progress. It is
+// idempotent.
+func (c *Cache) Close() {
+	if c.closed.Swap(true) {
+		return
+	}
+	metrics.UnregisterSet(c.m.set, false)
+}
+
+// Config returns the configuration the cache was built with.
+func (c *Cache) Config() Config { return c.cfg }
+
+// Metrics returns the cache's metric set (the Metric* counters, labelled with Config.Name).
+func (c *Cache) Metrics() *metrics.Set { return c.m.set }
+
+// Stats returns a snapshot of the cache's counters.
+func (c *Cache) Stats() Stats { return c.m.stats() }
+
+// Key returns the Redis key holding key's entry: KeyPrefix [+ Env + ":"] + key.
+func (c *Cache) Key(key string) string { return c.keys.data(key) }
+
+// Set stores v under key for ttl (DefaultTTL for Config.DefaultTTL), plus jitter. It
+// replaces whatever the key held, a load in progress included: that load's result is then
+// returned to its callers but not cached, so the newer value wins.
+func (c *Cache) Set(ctx context.Context, key string, v any, ttl time.Duration) error {
+	if err := c.check(key); err != nil {
+		return err
+	}
+	ms, err := c.ttlMillis(ttl)
+	if err != nil {
+		return err
+	}
+	raw, err := c.encode(key, v)
+	if err != nil {
+		return err
+	}
+	dk, value := c.keys.data(key), string(raw)
+	err = c.client.Do(ctx, c.client.B().Set().Key(dk).Value(value).PxMilliseconds(ms).Build()).Error()
+	c.wrote(dk, value, false)
+	if err != nil {
+		return fmt.Errorf("cache: set %q: %w", key, err)
+	}
+	return nil
+}
+
+// Get returns the value cached under key, decoded into a T. A missing key, a null marker
+// and a load in progress are ErrNotFound; a value that cannot be decoded into T is
+// ErrDecode. With sliding expiration, a hit renews the key (see Config.SlidingExpiration).
+func Get[T any](ctx context.Context, c *Cache, key string) (T, error) {
+	var zero T
+	if err := c.check(key); err != nil {
+		return zero, err
+	}
+	s, k, err := c.lookup(ctx, key)
+	if err != nil {
+		return zero, err
+	}
+	if k != kindValue {
+		return zero, ErrNotFound
+	}
+	return decode[T](c, key, s)
+}
+
+// Delete removes key's entry (value, null marker, or a load in progress, whose result is
+// then not cached). Deleting a missing key is not an error.
+func (c *Cache) Delete(ctx context.Context, key string) error {
+	if err := c.check(key); err != nil {
+		return err
+	}
+	dk := c.keys.data(key)
+	err := c.client.Do(ctx, c.client.B().Del().Key(dk).Build()).Error()
+	c.wrote(dk, "", true)
+	if err != nil {
+		return fmt.Errorf("cache: delete %q: %w", key, err)
+	}
+	return nil
+}
+
+// Exists reports whether key has an entry: a value or a null marker (a cached "not
+// found"; Get tells them apart). A load in progress is not an entry.
+func (c *Cache) Exists(ctx context.Context, key string) (bool, error) {
+	if err := c.check(key); err != nil {
+		return false, err
+	}
+	_, k, _, err := c.read(ctx, c.keys.data(key))
+	if err != nil {
+		return false, fmt.Errorf("cache: exists %q: %w", key, err)
+	}
+	return k == kindValue || k == kindNull, nil
+}
+
+// Expire sets key's TTL to ttl (DefaultTTL for Config.DefaultTTL), plus jitter. It
+// reports false when the key has no entry (missing, or only a load in progress).
+func (c *Cache) Expire(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if err := c.check(key); err != nil {
+		return false, err
+	}
+	ms, err := c.ttlMillis(ttl)
+	if err != nil {
+		return false, err
+	}
+	n, err := expireScript.Exec(ctx, c.client, []string{c.keys.data(key)},
+		[]string{strconv.FormatInt(ms, 10), lockPrefix, ""}).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("cache: expire %q: %w", key, err)
+	}
+	return n == 1, nil
+}
+
+// check validates the key and the cache's state.
+func (c *Cache) check(key string) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// checkTTLArg validates a ttl argument: DefaultTTL or at least 1ms.
+func checkTTLArg(ttl time.Duration) error {
+	if ttl == DefaultTTL {
+		return nil
+	}
+	if err := checkTTL(ttl); err != nil {
+		return fmt.Errorf("%w: ttl %v", ErrInvalidArgument, err)
+	}
+	return nil
+}
+
+// ttlMillis validates ttl and returns it in milliseconds with jitter.
+func (c *Cache) ttlMillis(ttl time.Duration) (int64, error) {
+	if err := checkTTLArg(ttl); err != nil {
+		return 0, err
+	}
+	if ttl == DefaultTTL {
+		ttl = c.cfg.DefaultTTL
+	}
+	return jitter(ttl, c.cfg.JitterRatio), nil
+}
+
+// jitter returns ttl in whole milliseconds plus a uniform random extra in
+// [0, floor(ms*ratio)]: a TTL is never shortened, only spread. ttl must be >= 1ms.
+func jitter(ttl time.Duration, ratio float64) int64 {
+	ms := ttl.Milliseconds()
+	if ratio > 0 {
+		if max := int64(float64(ms) * ratio); max > 0 {
+			ms += rand.Int64N(max + 1)
+		}
+	}
+	return ms
+}
+
+// encode encodes v with the codec.
+func (c *Cache) encode(key string, v any) ([]byte, error) {
+	raw, err := c.codec.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w %T for %q: %w", ErrEncode, v, key, err)
+	}
+	if strings.HasPrefix(string(raw), markerPrefix) {
+		return nil, fmt.Errorf("%w %T for %q: the encoding starts with the cache's reserved marker prefix", ErrEncode, v, key)
+	}
+	return raw, nil
+}
+
+// decode decodes s into a new T.
+func decode[T any](c *Cache, key, s string) (T, error) {
+	var v T
+	if err := c.codec.Unmarshal([]byte(s), &v); err != nil {
+		var zero T
+		return zero, fmt.Errorf("%w of %q as %v: %w", ErrDecode, key, reflect.TypeFor[T](), err)
+	}
+	return v, nil
+}
+
+// lookup reads key for a caller (Get, GetOrLoad) and counts the outcome.
+func (c *Cache) lookup(ctx context.Context, key string) (string, kind, error) {
+	s, k, local, err := c.read(ctx, c.keys.data(key))
+	if err != nil {
+		return "", kindMiss, fmt.Errorf("cache: get %q: %w", key, err)
+	}
+	switch k {
+	case kindValue:
+		c.m.hits.Inc()
+	case kindNull:
+		c.m.nullHits.Inc()
+	default:
+		c.m.misses.Inc()
+	}
+	if local {
+		c.m.localHits.Inc()
+	}
+	return s, k, nil
+}
+
+// read reads the Redis key dk: through the client-side cache when enabled (local reports
+// an answer from memory), and renewing a real value under sliding expiration.
+func (c *Cache) read(ctx context.Context, dk string) (s string, k kind, local bool, err error) {
+	if c.own != nil {
+		mark, pending := c.own.start()
+		resp := c.client.DoCache(ctx, c.client.B().Get().Key(dk).Cache(), c.cfg.ClientSideCache.TTL)
+		s, err = resp.ToString()
+		miss := rueidis.IsRedisNil(err)
+		if err != nil && !miss {
+			return "", kindMiss, false, err
+		}
+		local = resp.IsCacheHit()
+		if pending {
+			if !local {
+				c.own.fromRedis(dk, mark)
+			} else if c.own.stale(dk, s, miss) {
+				// The copy predates a write of ours whose invalidation has not arrived.
+				s, k, _, err = c.readRedis(ctx, dk, false)
+				return s, k, false, err
+			}
+		}
+		if miss {
+			return "", kindMiss, local, nil
+		}
+		k = classify(s)
+		if c.cfg.SlidingExpiration && k == kindValue && !local {
+			if pttl := resp.CachePTTL(); pttl >= 0 && pttl < c.renewBelow {
+				c.renew(ctx, dk)
+			}
+		}
+		return s, k, local, nil
+	}
+	return c.readRedis(ctx, dk, c.cfg.SlidingExpiration)
+}
+
+// readRedis reads dk from Redis, renewing a real value when sliding.
+func (c *Cache) readRedis(ctx context.Context, dk string, sliding bool) (s string, k kind, local bool, err error) {
+	var resp rueidis.RedisResult
+	if sliding {
+		resp = getRenewScript.Exec(ctx, c.client, []string{dk},
+			[]string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), markerPrefix})
+	} else {
+		resp = c.client.Do(ctx, c.client.B().Get().Key(dk).Build())
+	}
+	s, err = resp.ToString()
+	if err != nil {
+		if rueidis.IsRedisNil(err) {
+			return "", kindMiss, false, nil
+		}
+		return "", kindMiss, false, err
+	}
+	return s, classify(s), false, nil
+}
+
+// wrote records a write of this cache to dk for read-your-writes under client-side
+// caching. It is called whatever the write's outcome: a write that timed out may still
+// have happened.
+func (c *Cache) wrote(dk, value string, deleted bool) {
+	if c.own != nil {
+		c.own.note(dk, value, deleted)
+	}
+}
+
+// renew sets DefaultTTL (jittered) on a real value: the sliding renewal of a read that
+// reached Redis through the client-side cache. It is best effort: the read already
+// succeeded, so a failed renewal is not reported.
+func (c *Cache) renew(ctx context.Context, dk string) {
+	_ = expireScript.Exec(ctx, c.client, []string{dk},
+		[]string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), lockPrefix, nullMarker}).Error()
+}

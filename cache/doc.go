@@ -1,0 +1,29 @@
+// Package cache is a cache-aside template on Redis: [GetOrLoad] reads a key and, on a miss,
+// loads it once however many callers ask at the same time, then caches it.
+//
+// A [Cache] wraps a rueidis client (the caller keeps owning it) and a [Config] whose keys
+// and defaults are the seed's redis-cache block ([LoadConfig], [DefaultConfig]). Values are
+// encoded by a [Codec], JSON by default. It protects the source behind it against:
+//
+//   - penetration: a loader that returns [ErrNotFound] gets a null marker cached for
+//     Config.NullTTL, so a key that has no value does not reach the source on every call;
+//   - avalanche: every TTL written gets a random extra of up to Config.JitterRatio of it,
+//     so entries written together do not expire together;
+//   - breakdown (stampede): concurrent misses of one key share one load in a process
+//     (singleflight) and, across processes, take a lock held in the key itself (a
+//     placeholder carrying the owner's token, replaced by the value or deleted by its owner
+//     only, through Lua compare-and-set / compare-and-delete scripts). Other callers wait,
+//     reading the key every Breakdown.WaitInterval, and after Breakdown.WaitTimeout load
+//     without the lock (a degraded load, counted). A loader error is returned to every
+//     caller sharing the load and never cached.
+//
+// Sliding expiration (opt-in) renews the TTL of a value on reads; null markers are never
+// renewed. Client-side caching (opt-in, Config.ClientSideCache) keeps read values in process
+// memory with rueidis's server-assisted invalidation: a hot hit costs no round trip, a write
+// from any client invalidates the copy, and the writer itself always reads its own writes.
+//
+// Every key is a single Redis string (KeyPrefix [+ Env + ":"] + key) and every command or
+// script touches that one key, so the cache works unchanged on Redis Cluster. Counters
+// (hits, misses, null hits, local hits, loads, load errors, lock waits, degraded loads) are
+// VictoriaMetrics metrics in a set per cache ([Cache.Metrics], [Cache.Stats]).
+package cache

@@ -1,0 +1,239 @@
+package cache
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// GetOrLoad returns the value cached under key, decoded into a T; on a miss it calls loader,
+// caches its result for ttl (DefaultTTL for Config.DefaultTTL; plus jitter) and returns it.
+//
+// The loader says "this key has no value" by returning ErrNotFound (possibly wrapped):
+// GetOrLoad then caches a null marker for Config.NullTTL and returns ErrNotFound, and so do
+// later calls until the marker expires, without calling the loader (penetration
+// protection). Any other loader error is returned to every caller waiting for that load and
+// is not cached: the next call loads again. A loader's panic releases the lock and
+// propagates to its own caller; callers sharing that load get an error.
+//
+// With Config.Breakdown.Enabled (the default), a miss is loaded once however many callers
+// ask at the same time (stampede protection): callers in one Cache share one load
+// (singleflight), and across processes the load holds a lock in Redis (the key itself holds
+// a placeholder with the owner's token for Breakdown.LockTTL, replaced by the value or
+// deleted by its owner only). A caller that finds another process loading reads the key
+// every Breakdown.WaitInterval; after Breakdown.WaitTimeout it calls loader itself without
+// the lock (a degraded load, counted in MetricDegradedLoads, whose result is returned but
+// not cached). Callers sharing a load get its result whatever ttl and loader they passed.
+//
+// Every caller gets its own decoded copy of the value, as from a later cache hit: the loaded
+// value goes through the codec. The loader gets the context of the caller that runs it; if
+// that caller's context ends, the others start a load of their own. A load whose key is
+// deleted or set while it runs returns its result but does not cache it.
+//
+// A ttl that is neither DefaultTTL nor at least 1ms, a nil loader or an empty key is
+// ErrInvalidArgument; a loaded value the codec cannot encode is ErrEncode (nothing cached).
+func GetOrLoad[T any](ctx context.Context, c *Cache, key string, ttl time.Duration, loader func(ctx context.Context) (T, error)) (T, error) {
+	var zero T
+	if err := c.check(key); err != nil {
+		return zero, err
+	}
+	if loader == nil {
+		return zero, fmt.Errorf("%w: nil loader", ErrInvalidArgument)
+	}
+	if err := checkTTLArg(ttl); err != nil {
+		return zero, err
+	}
+	s, k, err := c.lookup(ctx, key)
+	if err != nil {
+		return zero, err
+	}
+	switch k {
+	case kindValue:
+		return decode[T](c, key, s)
+	case kindNull:
+		return zero, ErrNotFound
+	}
+	load := func(ctx context.Context) ([]byte, error) {
+		v, err := loader(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return c.encode(key, v)
+	}
+	r, err := c.loadMiss(ctx, key, ttl, load)
+	if err != nil {
+		return zero, err
+	}
+	if r.null {
+		return zero, ErrNotFound
+	}
+	return decode[T](c, key, r.raw)
+}
+
+// result is the outcome of a load: an encoded value, or null (the key has no value).
+type result struct {
+	raw  string
+	null bool
+}
+
+// loadFunc runs the caller's loader and encodes its value.
+type loadFunc func(ctx context.Context) ([]byte, error)
+
+// loadMiss loads key after a miss, with or without the breakdown protection.
+func (c *Cache) loadMiss(ctx context.Context, key string, ttl time.Duration, load loadFunc) (result, error) {
+	dk := c.keys.data(key)
+	if !c.cfg.Breakdown.Enabled {
+		r, err := c.callLoader(ctx, load)
+		if err != nil {
+			return r, err
+		}
+		c.store(ctx, dk, r, ttl)
+		return r, nil
+	}
+	return c.flight.do(ctx, dk, func(ctx context.Context) (result, error) {
+		return c.loadLocked(ctx, key, dk, ttl, load)
+	})
+}
+
+// loadLocked is one process's load of dk: take the lock, or wait for its owner.
+func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duration, load loadFunc) (result, error) {
+	placeholder := lockPrefix + rand.Text()
+	lockMs := strconv.FormatInt(c.cfg.Breakdown.LockTTL.Milliseconds(), 10)
+	acquire := func() (result, kind, error) {
+		s, err := acquireScript.Exec(ctx, c.client, []string{dk}, []string{placeholder, lockMs}).ToString()
+		if rueidis.IsRedisNil(err) {
+			return result{}, kindLocked, nil // ours
+		}
+		if err != nil {
+			return result{}, kindMiss, fmt.Errorf("cache: lock %q: %w", key, err)
+		}
+		k := classify(s)
+		if k == kindLocked {
+			return result{}, kindMiss, nil // theirs: wait
+		}
+		return result{raw: s, null: k == kindNull}, k, nil
+	}
+	r, k, err := acquire()
+	switch {
+	case err != nil:
+		return r, err
+	case k == kindLocked:
+		return c.loadAsOwner(ctx, dk, placeholder, ttl, load)
+	case k != kindMiss:
+		return r, nil // filled since our read
+	}
+
+	c.m.lockWaits.Inc()
+	deadline := time.Now().Add(c.cfg.Breakdown.WaitTimeout)
+	var timer *time.Timer
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			c.m.degraded.Inc()
+			return c.callLoader(ctx, load)
+		}
+		if wait := min(left, c.cfg.Breakdown.WaitInterval); timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-ctx.Done():
+			return result{}, ctx.Err()
+		case <-timer.C:
+		}
+		s, k, _, err := c.read(ctx, dk)
+		if err != nil {
+			return result{}, fmt.Errorf("cache: get %q: %w", key, err)
+		}
+		switch k {
+		case kindValue, kindNull:
+			return result{raw: s, null: k == kindNull}, nil
+		case kindMiss: // the owner failed, or its lock expired: try to take over
+			r, k, err := acquire()
+			switch {
+			case err != nil:
+				return r, err
+			case k == kindLocked:
+				return c.loadAsOwner(ctx, dk, placeholder, ttl, load)
+			case k != kindMiss:
+				return r, nil
+			}
+		}
+	}
+}
+
+// loadAsOwner runs the load while holding the lock placeholder, then replaces the
+// placeholder with the result, or deletes it if the load failed (or panicked).
+func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl time.Duration, load loadFunc) (r result, err error) {
+	// Writing back must not depend on the caller still waiting: the lock would otherwise
+	// stay until it expires.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Breakdown.LockTTL)
+	defer cancel()
+	done := false
+	defer func() {
+		if !done {
+			if n, err := unlockScript.Exec(wctx, c.client, []string{dk}, []string{placeholder}).AsInt64(); err != nil || n == 1 {
+				c.wrote(dk, "", true)
+			}
+		}
+	}()
+	r, err = c.callLoader(ctx, load)
+	if err != nil {
+		return r, err
+	}
+	value, ms := r.raw, int64(0)
+	if r.null {
+		value, ms = nullMarker, jitter(c.cfg.NullTTL, c.cfg.JitterRatio)
+	} else {
+		ms, _ = c.ttlMillis(ttl) // ttl was checked by GetOrLoad
+	}
+	// 0 means the key no longer holds our placeholder (expired, deleted or set): the
+	// result goes to the callers but is not cached. A failed write only costs a reload.
+	if n, err := fillScript.Exec(wctx, c.client, []string{dk}, []string{placeholder, value, strconv.FormatInt(ms, 10)}).AsInt64(); err != nil || n == 1 {
+		c.wrote(dk, value, false)
+	}
+	done = true
+	return r, nil
+}
+
+// store writes a load's result without the lock (breakdown protection off). A failed
+// write only costs a reload, so it is not reported.
+func (c *Cache) store(ctx context.Context, dk string, r result, ttl time.Duration) {
+	value, ms := r.raw, int64(0)
+	if r.null {
+		value, ms = nullMarker, jitter(c.cfg.NullTTL, c.cfg.JitterRatio)
+	} else {
+		ms, _ = c.ttlMillis(ttl)
+	}
+	_ = c.client.Do(context.WithoutCancel(ctx), c.client.B().Set().Key(dk).Value(value).PxMilliseconds(ms).Build()).Error()
+	c.wrote(dk, value, false)
+}
+
+// callLoader runs load and counts it. ErrNotFound becomes a null result.
+func (c *Cache) callLoader(ctx context.Context, load loadFunc) (result, error) {
+	c.m.loads.Inc()
+	ok := false
+	defer func() {
+		if !ok {
+			c.m.loadErrors.Inc() // a panic, or runtime.Goexit
+		}
+	}()
+	raw, err := load(ctx)
+	ok = true
+	switch {
+	case err == nil:
+		return result{raw: string(raw)}, nil
+	case errors.Is(err, ErrNotFound):
+		return result{null: true}, nil
+	case !errors.Is(err, ErrEncode):
+		c.m.loadErrors.Inc()
+	}
+	return result{}, err
+}

@@ -1,0 +1,511 @@
+// Package wasmabi is the single definition of the WebAssembly ABI of redstream's core: the
+// export names, status codes and result slots shared by the guest (tools/wasmguest), the
+// host (package wasmcore) and the test-vector generator, plus a native implementation of
+// every export on package core.
+//
+// The guest is a thin wrapper over the functions here, so the native functions compute
+// exactly what the module computes; the test vectors are produced by running them natively.
+// The ABI is written down for embedders in wasmcore/ABI.md; keep the two in step.
+package wasmabi
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/bits"
+
+	"github.com/redstream-go/redstream/core"
+)
+
+// Version is the ABI version returned by the redstream_abi_version export. It changes
+// whenever an export's name, arguments, results or status codes change.
+const Version = 1
+
+// Status is the value every step export returns: StatusOK or an error code.
+type Status = int32
+
+// Status codes.
+const (
+	// StatusOK means the results slots hold the answer.
+	StatusOK Status = 0
+	// StatusInvalidConfig means a parameter (capacity, rate, window, limit, ...) is out of
+	// range: core's constructor rejected it (ErrInvalidConfig).
+	StatusInvalidConfig Status = 1
+	// StatusInvalidCost means n <= 0 (ErrInvalidCost).
+	StatusInvalidCost Status = 2
+	// StatusCostTooLarge means n exceeds the limit (ErrCostTooLarge).
+	StatusCostTooLarge Status = 3
+	// StatusInvalidTime means now is outside [0, core.MaxTime] (ErrInvalidTime).
+	StatusInvalidTime Status = 4
+	// StatusInvalidState means the state passed in cannot have been produced by the
+	// algorithm (a negative count, an unsorted or too long log, ...).
+	StatusInvalidState Status = 5
+	// StatusBuffer means a length is negative or larger than the scratch buffer.
+	StatusBuffer Status = 6
+	// StatusInternal means the guest recovered from an unexpected failure; the embedder
+	// should discard the instance.
+	StatusInternal Status = 7
+)
+
+// StatusName returns the status code's name as written in ABI.md.
+func StatusName(s Status) string {
+	switch s {
+	case StatusOK:
+		return "OK"
+	case StatusInvalidConfig:
+		return "INVALID_CONFIG"
+	case StatusInvalidCost:
+		return "INVALID_COST"
+	case StatusCostTooLarge:
+		return "COST_TOO_LARGE"
+	case StatusInvalidTime:
+		return "INVALID_TIME"
+	case StatusInvalidState:
+		return "INVALID_STATE"
+	case StatusBuffer:
+		return "BUFFER"
+	case StatusInternal:
+		return "INTERNAL"
+	}
+	return "UNKNOWN"
+}
+
+// Err returns the core sentinel error of a status (nil for StatusOK and for the statuses
+// that have no core sentinel).
+func Err(s Status) error {
+	switch s {
+	case StatusInvalidConfig:
+		return core.ErrInvalidConfig
+	case StatusInvalidCost:
+		return core.ErrInvalidCost
+	case StatusCostTooLarge:
+		return core.ErrCostTooLarge
+	case StatusInvalidTime:
+		return core.ErrInvalidTime
+	}
+	return nil
+}
+
+// statusOf maps a core error to its status code.
+func statusOf(err error) Status {
+	switch {
+	case err == nil:
+		return StatusOK
+	case errors.Is(err, core.ErrInvalidConfig):
+		return StatusInvalidConfig
+	case errors.Is(err, core.ErrInvalidCost):
+		return StatusInvalidCost
+	case errors.Is(err, core.ErrCostTooLarge):
+		return StatusCostTooLarge
+	case errors.Is(err, core.ErrInvalidTime):
+		return StatusInvalidTime
+	}
+	return StatusInternal
+}
+
+// NumSlots is the number of int64 slots of the results area.
+const NumSlots = 16
+
+// Results is the results area: NumSlots little-endian int64 values in guest memory.
+type Results [NumSlots]int64
+
+// Result slots of the limiter steps: the decision, then the state to store.
+const (
+	SlotAllowed    = 0 // 1 if admitted, else 0
+	SlotLimit      = 1
+	SlotRemaining  = 2
+	SlotRetryAfter = 3 // µs
+	SlotResetAfter = 4 // µs
+	SlotDelay      = 5 // µs
+	SlotState0     = 6 // first state slot
+	SlotState1     = 7
+	SlotState2     = 8
+)
+
+// Limits of the ABI.
+const (
+	// MaxBuffer is the largest scratch buffer redstream_buffer grants: 256 MiB.
+	MaxBuffer = 1 << 28
+	// MaxLog is the longest sliding-window log a step accepts (MaxBuffer / 8 entries).
+	MaxLog = MaxBuffer / 8
+	// MaxBloomK is the largest number of hash functions bloom_positions accepts. NewBloom
+	// never produces more than 1075 (p at the smallest positive double).
+	MaxBloomK = 4096
+	// MaxBloomShards is the largest number of Bloom shards (as in core.NewBloom).
+	MaxBloomShards = 1 << 16
+	// MaxAttempt bounds the attempt number of the backoff steps: core.Backoff.Base is
+	// constant for every attempt beyond it (see BackoffBase), so larger attempts are
+	// answered as MaxAttempt.
+	MaxAttempt = 1 << 20
+)
+
+// Export names, in the order of the Exports table.
+const (
+	ExportABIVersion         = "redstream_abi_version"
+	ExportResults            = "redstream_results"
+	ExportBuffer             = "redstream_buffer"
+	ExportTokenBucketStep    = "redstream_token_bucket_step"
+	ExportLeakyBucketStep    = "redstream_leaky_bucket_step"
+	ExportFixedWindowStep    = "redstream_fixed_window_step"
+	ExportSlidingCounterStep = "redstream_sliding_counter_step"
+	ExportSlidingLogStep     = "redstream_sliding_log_step"
+	ExportWindowDedupCheck   = "redstream_window_dedup_check"
+	ExportWindowDedupExpired = "redstream_window_dedup_expired"
+	ExportBloomParams        = "redstream_bloom_params"
+	ExportBloomPositions     = "redstream_bloom_positions"
+	ExportBloomEstimate      = "redstream_bloom_estimate_count"
+	ExportMurmur3            = "redstream_murmur3_x64_128"
+	ExportBackoffBase        = "redstream_backoff_base"
+	ExportBackoffDelay       = "redstream_backoff_delay"
+)
+
+// ValType is a WebAssembly value type of an export's parameter.
+type ValType string
+
+// The value types the ABI uses.
+const (
+	I32 ValType = "i32"
+	I64 ValType = "i64"
+	F64 ValType = "f64"
+)
+
+// Export describes one exported function: its name, parameter names and types, and how
+// many result slots a successful call fills.
+type Export struct {
+	Name   string
+	Params []Param
+	// Slots is the number of result slots a StatusOK call fills (0 for the three memory
+	// exports, which return their answer directly).
+	Slots int
+	// Direct reports that the function's return value is the answer, not a status.
+	Direct bool
+}
+
+// Param is one parameter of an export.
+type Param struct {
+	Name string
+	Type ValType
+}
+
+func p(name string, t ValType) Param { return Param{name, t} }
+
+// Exports lists every export of ABI Version, in a fixed order.
+var Exports = []Export{
+	{Name: ExportABIVersion, Direct: true},
+	{Name: ExportResults, Direct: true},
+	{Name: ExportBuffer, Params: []Param{p("size", I32)}, Direct: true},
+	{Name: ExportTokenBucketStep, Params: []Param{p("capacity", F64), p("rate", F64), p("tat", I64), p("now", I64), p("n", I64)}, Slots: 7},
+	{Name: ExportLeakyBucketStep, Params: []Param{p("capacity", F64), p("rate", F64), p("tat", I64), p("now", I64), p("n", I64)}, Slots: 7},
+	{Name: ExportFixedWindowStep, Params: []Param{p("window", I64), p("limit", I64), p("start", I64), p("count", I64), p("now", I64), p("n", I64)}, Slots: 8},
+	{Name: ExportSlidingCounterStep, Params: []Param{p("window", I64), p("limit", I64), p("start", I64), p("count", I64), p("prev", I64), p("now", I64), p("n", I64)}, Slots: 9},
+	{Name: ExportSlidingLogStep, Params: []Param{p("window", I64), p("limit", I64), p("len", I32), p("now", I64), p("n", I64)}, Slots: 9},
+	{Name: ExportWindowDedupCheck, Params: []Param{p("window", I64), p("high", I64), p("last", I64), p("seen", I32), p("now", I64)}, Slots: 2},
+	{Name: ExportWindowDedupExpired, Params: []Param{p("window", I64), p("last", I64), p("t", I64)}, Slots: 1},
+	{Name: ExportBloomParams, Params: []Param{p("insertions", I64), p("fp_rate", F64), p("shards", I32)}, Slots: 4},
+	{Name: ExportBloomPositions, Params: []Param{p("k", I32), p("shard_bits", I64), p("shards", I32), p("len", I32)}, Slots: 1},
+	{Name: ExportBloomEstimate, Params: []Param{p("k", I32), p("shard_bits", I64), p("ones", I64)}, Slots: 1},
+	{Name: ExportMurmur3, Params: []Param{p("len", I32), p("seed", I32)}, Slots: 2},
+	{Name: ExportBackoffBase, Params: []Param{p("initial", I64), p("max", I64), p("multiplier", F64), p("attempt", I64)}, Slots: 1},
+	{Name: ExportBackoffDelay, Params: []Param{p("initial", I64), p("max", I64), p("multiplier", F64), p("jitter", I32), p("attempt", I64), p("prev", I64), p("random", I64)}, Slots: 1},
+}
+
+// Lookup returns the export named name.
+func Lookup(name string) (Export, bool) {
+	for _, e := range Exports {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Export{}, false
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// putDecision writes d into slots 0..5.
+func putDecision(r *Results, d core.Decision) {
+	r[SlotAllowed] = b2i(d.Allowed)
+	r[SlotLimit] = d.Limit
+	r[SlotRemaining] = d.Remaining
+	r[SlotRetryAfter] = d.RetryAfter
+	r[SlotResetAfter] = d.ResetAfter
+	r[SlotDelay] = d.Delay
+}
+
+// Decision reads the decision of a limiter step from slots 0..5.
+func (r *Results) Decision() core.Decision {
+	return core.Decision{
+		Allowed:    r[SlotAllowed] != 0,
+		Limit:      r[SlotLimit],
+		Remaining:  r[SlotRemaining],
+		RetryAfter: r[SlotRetryAfter],
+		ResetAfter: r[SlotResetAfter],
+		Delay:      r[SlotDelay],
+	}
+}
+
+// maxTAT bounds a GCRA state: a TAT never runs more than the tolerance (at most
+// core.MaxDuration) ahead of a valid time.
+const maxTAT = core.MaxTime + core.MaxDuration
+
+// TokenBucketStep is redstream_token_bucket_step: core.NewTokenBucket(capacity, rate)
+// then Step(tat, now, n). Slot 6 is the TAT to store.
+func TokenBucketStep(r *Results, capacity, rate float64, tat, now, n int64) Status {
+	b, err := core.NewTokenBucket(capacity, rate)
+	if err != nil {
+		return StatusInvalidConfig
+	}
+	if tat < 0 || tat > maxTAT {
+		return StatusInvalidState
+	}
+	next, d, err := b.Step(tat, now, n)
+	if err != nil {
+		return statusOf(err)
+	}
+	putDecision(r, d)
+	r[SlotState0] = next
+	return StatusOK
+}
+
+// LeakyBucketStep is redstream_leaky_bucket_step: core.NewLeakyBucket(capacity, rate) then
+// Step(tat, now, n). Slot 6 is the TAT to store.
+func LeakyBucketStep(r *Results, capacity, rate float64, tat, now, n int64) Status {
+	b, err := core.NewLeakyBucket(capacity, rate)
+	if err != nil {
+		return StatusInvalidConfig
+	}
+	if tat < 0 || tat > maxTAT {
+		return StatusInvalidState
+	}
+	next, d, err := b.Step(tat, now, n)
+	if err != nil {
+		return statusOf(err)
+	}
+	putDecision(r, d)
+	r[SlotState0] = next
+	return StatusOK
+}
+
+// validWindowState reports whether a window state could have come from the algorithm.
+func validWindowState(start, count, prev, limit int64) bool {
+	return start >= 0 && start <= core.MaxTime && count >= 0 && count <= limit && prev >= 0 && prev <= limit
+}
+
+// FixedWindowStep is redstream_fixed_window_step: core.NewFixedWindow(window, limit) then
+// Step({start, count}, now, n). Slots 6 and 7 are the start and count to store.
+func FixedWindowStep(r *Results, window, limit, start, count, now, n int64) Status {
+	p, err := core.NewFixedWindow(window, limit)
+	if err != nil {
+		return StatusInvalidConfig
+	}
+	if !validWindowState(start, count, 0, limit) {
+		return StatusInvalidState
+	}
+	s, d, err := p.Step(core.WindowState{Start: start, Count: count}, now, n)
+	if err != nil {
+		return statusOf(err)
+	}
+	putDecision(r, d)
+	r[SlotState0], r[SlotState1] = s.Start, s.Count
+	return StatusOK
+}
+
+// SlidingCounterStep is redstream_sliding_counter_step: core.NewSlidingCounter(window,
+// limit) then Step({start, count, prev}, now, n). Slots 6, 7 and 8 are the start, count and
+// prev to store.
+func SlidingCounterStep(r *Results, window, limit, start, count, prev, now, n int64) Status {
+	p, err := core.NewSlidingCounter(window, limit)
+	if err != nil {
+		return StatusInvalidConfig
+	}
+	if !validWindowState(start, count, prev, limit) {
+		return StatusInvalidState
+	}
+	s, d, err := p.Step(core.WindowState{Start: start, Count: count, Prev: prev}, now, n)
+	if err != nil {
+		return statusOf(err)
+	}
+	putDecision(r, d)
+	r[SlotState0], r[SlotState1], r[SlotState2] = s.Start, s.Count, s.Prev
+	return StatusOK
+}
+
+// SlidingLogStep is redstream_sliding_log_step: core.NewSlidingLog(window, limit) then
+// Step on the log held in buf[0:8*length] (length little-endian int64 timestamps, oldest
+// first). It does not write buf. Slot 6 is the number of entries to drop from the front of
+// the log, slot 7 the number of entries to append (n when admitted, else 0) and slot 8 the
+// timestamp of the appended entries. lg is scratch space reused between calls.
+func SlidingLogStep(r *Results, lg *core.Log, buf []byte, window, limit int64, length int32, now, n int64) Status {
+	p, err := core.NewSlidingLog(window, limit)
+	if err != nil {
+		return StatusInvalidConfig
+	}
+	if length < 0 || int64(length)*8 > int64(len(buf)) {
+		return StatusBuffer
+	}
+	if int64(length) > limit {
+		return StatusInvalidState
+	}
+	lg.Reset()
+	prevTS := int64(0)
+	for i := 0; i < int(length); i++ {
+		ts := int64(binary.LittleEndian.Uint64(buf[8*i:]))
+		if ts < prevTS || ts > core.MaxTime {
+			return StatusInvalidState
+		}
+		prevTS = ts
+		p.Record(lg, ts, 1)
+	}
+	d, err := p.Check(lg, now, n)
+	if err != nil {
+		return statusOf(err)
+	}
+	putDecision(r, d)
+	r[SlotState0] = int64(length) - int64(lg.Len())
+	r[SlotState1], r[SlotState2] = 0, 0
+	if d.Allowed {
+		p.Record(lg, now, n)
+		r[SlotState1], r[SlotState2] = n, lg.Newest()
+	}
+	return StatusOK
+}
+
+// WindowDedupCheck is redstream_window_dedup_check: core.NewWindowDedup(window), then
+// t = Effective(high, now) and IsDuplicate(last, seen != 0, t). Slot 0 is 1 for a
+// duplicate, slot 1 is t: a write stores t as the element's last-seen time and as the
+// deduplicator's new high-water mark.
+func WindowDedupCheck(r *Results, window, high, last int64, seen int32, now int64) Status {
+	w, err := core.NewWindowDedup(window)
+	if err != nil {
+		return StatusInvalidConfig
+	}
+	if err := core.CheckTime(now); err != nil {
+		return StatusInvalidTime
+	}
+	if high < 0 || high > core.MaxTime || seen < 0 || seen > 1 || (seen == 1 && (last < 0 || last > core.MaxTime)) {
+		return StatusInvalidState
+	}
+	t := w.Effective(high, now)
+	r[0] = b2i(w.IsDuplicate(last, seen == 1, t))
+	r[1] = t
+	return StatusOK
+}
+
+// WindowDedupExpired is redstream_window_dedup_expired: core.NewWindowDedup(window) then
+// Expired(last, t). Slot 0 is 1 when the entry may be pruned.
+func WindowDedupExpired(r *Results, window, last, t int64) Status {
+	w, err := core.NewWindowDedup(window)
+	if err != nil {
+		return StatusInvalidConfig
+	}
+	if err := core.CheckTime(t); err != nil {
+		return StatusInvalidTime
+	}
+	if last < 0 || last > core.MaxTime {
+		return StatusInvalidState
+	}
+	r[0] = b2i(w.Expired(last, t))
+	return StatusOK
+}
+
+// BloomParams is redstream_bloom_params: core.NewBloom(insertions, fpRate, shards). Slots
+// 0..3 are K, Bits, Shards and ShardBits.
+func BloomParams(r *Results, insertions int64, fpRate float64, shards int32) Status {
+	b, err := core.NewBloom(insertions, fpRate, int(shards))
+	if err != nil {
+		return StatusInvalidConfig
+	}
+	r[0], r[1], r[2], r[3] = int64(b.K), int64(b.Bits), int64(b.Shards), int64(b.ShardBits)
+	return StatusOK
+}
+
+func bloomOf(k int32, shardBits int64, shards int32) (core.Bloom, bool) {
+	if k < 1 || k > MaxBloomK || shardBits < 1 || uint64(shardBits) > core.MaxShardBits ||
+		shards < 1 || shards > MaxBloomShards {
+		return core.Bloom{}, false
+	}
+	return core.Bloom{K: int(k), ShardBits: uint64(shardBits), Shards: int(shards)}, true
+}
+
+// BloomPositions is redstream_bloom_positions: the element is buf[0:length]; slot 0 is its
+// shard and its k positions are written as little-endian uint64 over buf[0:8*k] (after the
+// element was read). pos is scratch space reused between calls.
+func BloomPositions(r *Results, pos []uint64, buf []byte, k int32, shardBits int64, shards int32, length int32) ([]uint64, Status) {
+	b, ok := bloomOf(k, shardBits, shards)
+	if !ok {
+		return pos, StatusInvalidConfig
+	}
+	if length < 0 || int(length) > len(buf) || 8*int(k) > len(buf) {
+		return pos, StatusBuffer
+	}
+	shard, pos := b.Locate(buf[:length], pos[:0])
+	for i, v := range pos {
+		binary.LittleEndian.PutUint64(buf[8*i:], v)
+	}
+	r[0] = int64(shard)
+	return pos, StatusOK
+}
+
+// BloomEstimateCount is redstream_bloom_estimate_count: core.Bloom{K: k, ShardBits:
+// shardBits}.EstimateCount(ones). Slot 0 is the estimate.
+func BloomEstimateCount(r *Results, k int32, shardBits, ones int64) Status {
+	b, ok := bloomOf(k, shardBits, 1)
+	if !ok {
+		return StatusInvalidConfig
+	}
+	if ones < 0 {
+		return StatusInvalidState
+	}
+	r[0] = b.EstimateCount(uint64(ones))
+	return StatusOK
+}
+
+// Murmur3 is redstream_murmur3_x64_128 over buf[0:length] with seed (an unsigned 32-bit
+// value passed as i32). Slots 0 and 1 are h1 and h2 (as int64 bit patterns).
+func Murmur3(r *Results, buf []byte, length, seed int32) Status {
+	if length < 0 || int(length) > len(buf) {
+		return StatusBuffer
+	}
+	h1, h2 := core.Murmur3x64_128(buf[:length], uint32(seed))
+	r[0], r[1] = int64(h1), int64(h2)
+	return StatusOK
+}
+
+// clampAttempt bounds attempt by MaxAttempt. core.Backoff.Base(a) is the same for every
+// a >= MaxAttempt: each step either leaves the delay unchanged (then it never changes
+// again) or raises it by at least 1 and by at least delay/2000 once delay >= 1000, so the
+// delay reaches Max (at most 2^51) or a fixed point in fewer than 100,000 steps.
+func clampAttempt(a int64) int64 { return min(a, MaxAttempt) }
+
+// BackoffBase is redstream_backoff_base: core.NewBackoff(initial, max, multiplier,
+// JitterNone) then Base(attempt). Slot 0 is the delay in µs.
+func BackoffBase(r *Results, initial, max int64, multiplier float64, attempt int64) Status {
+	b, err := core.NewBackoff(initial, max, multiplier, core.JitterNone)
+	if err != nil {
+		return StatusInvalidConfig
+	}
+	r[0] = b.Base(clampAttempt(attempt))
+	return StatusOK
+}
+
+// Uniform returns the random draw the backoff steps use for rnd(n): the high 64 bits of
+// the 128-bit product random × n, a value in [0, n) for n > 0.
+func Uniform(random uint64, n int64) int64 {
+	hi, _ := bits.Mul64(random, uint64(n))
+	return int64(hi)
+}
+
+// BackoffDelay is redstream_backoff_delay: core.NewBackoff(initial, max, multiplier,
+// jitter) then Delay(attempt, prev, rnd) with rnd(n) = Uniform(random, n). Slot 0 is the
+// delay in µs.
+func BackoffDelay(r *Results, initial, max int64, multiplier float64, jitter int32, attempt, prev, random int64) Status {
+	b, err := core.NewBackoff(initial, max, multiplier, core.Jitter(jitter))
+	if err != nil {
+		return StatusInvalidConfig
+	}
+	r[0] = b.Delay(clampAttempt(attempt), prev, func(n int64) int64 { return Uniform(uint64(random), n) })
+	return StatusOK
+}

@@ -1,0 +1,30 @@
+// Package lua holds redstream's Redis scripts, one operation per .lua file, each embedded
+// into a named string and headed by its contract: KEYS, ARGV, the reply and the errors.
+// Package redisbackend wraps each once in a rueidis.Lua and runs it; other runtimes may load
+// the same files (see [Scripts]).
+//
+// Every limiter script decides exactly as its counterpart in package core (the
+// specification), bit for bit:
+//
+//   - [TokenBucket], [LeakyBucket]: GCRA, one integer of state (the TAT).
+//   - [SlidingLog]: the exact sliding window log, a sorted set.
+//   - [SlidingCounter], [FixedWindow]: O(1) state in one string.
+//   - [Multi]: several of the above on one key, all-or-nothing, in one round trip.
+//
+// and the deduplication scripts implement core.WindowDedup ([DedupWindow],
+// [DedupWindowCheck]), an exact set ([DedupSet]) and a Bloom filter whose bit positions the
+// client computes with core.Bloom ([BloomAdd], [BloomExists], [BloomCount]).
+//
+// Conventions every script follows, because Lua numbers are doubles and Redis converts them
+// lossily: all arithmetic is on integers below 2^53 (core guarantees the bounds); division
+// and remainders use math.fmod, which is exact, never '/' followed by math.floor or '%';
+// numbers sent to Redis are formatted with string.format('%d', x), never tostring; replies
+// are integers or strings, never fractions; every key is declared in KEYS, and all the keys
+// of one call share a hash tag. Time is µs since the Unix epoch; an empty ARGV now means
+// "read the server's TIME", which Redis 7 replicates by effects. The scripts need Redis 7.0
+// or later (EVALSHA_RO) or a compatible server.
+//
+// The constants shared with core (MICROS_PER_SECOND, MAX_TIME, KEY_TTL_MARGIN, ...) are
+// generated into each script's "-- BEGIN luagen" region by `go generate ./lua/...`
+// (tools/luagen); the package's tests fail when a committed script is stale.
+package lua

@@ -1,0 +1,3 @@
+package lua
+
+//go:generate go run ../tools/luagen -dir .

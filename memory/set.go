@@ -1,0 +1,77 @@
+package memory
+
+import (
+	"context"
+
+	"github.com/redstream-go/redstream"
+)
+
+// SetDeduplicator is the exact deduplicator: it remembers every element until Clear, in a
+// sharded map (one mutex per shard). It has no false positives and no false negatives, and
+// its memory grows with the number of distinct elements.
+//
+// A SetDeduplicator is safe for concurrent use; CheckAndMark is atomic, so of several
+// goroutines marking the same new element exactly one sees it as new. The empty element is
+// never a duplicate and is never recorded. Its zero value is not usable; call
+// [NewSetDeduplicator].
+type SetDeduplicator struct {
+	t table[struct{}]
+}
+
+var _ redstream.Deduplicator = (*SetDeduplicator)(nil)
+
+// NewSetDeduplicator returns an empty exact deduplicator. Of opts only Shards is used. It
+// returns an error wrapping redstream.ErrInvalidConfig when opts is invalid.
+func NewSetDeduplicator(opts Options) (*SetDeduplicator, error) {
+	r, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &SetDeduplicator{t: newTable[struct{}](r)}, nil
+}
+
+// IsDuplicate reports whether element was recorded. It never returns an error.
+func (d *SetDeduplicator) IsDuplicate(ctx context.Context, element string) (bool, error) {
+	if element == "" {
+		return false, nil
+	}
+	s, tag := d.t.locate(element)
+	s.mu.Lock()
+	_, ok := s.find(element, tag)
+	s.mu.Unlock()
+	return ok, nil
+}
+
+// MarkSeen records element. It never returns an error.
+func (d *SetDeduplicator) MarkSeen(ctx context.Context, element string) error {
+	d.CheckAndMark(ctx, element)
+	return nil
+}
+
+// CheckAndMark records element and reports whether it was recorded before. It never
+// returns an error.
+func (d *SetDeduplicator) CheckAndMark(ctx context.Context, element string) (bool, error) {
+	if element == "" {
+		return false, nil
+	}
+	s, tag := d.t.locate(element)
+	s.mu.Lock()
+	i, ok := s.find(element, tag)
+	if !ok {
+		d.t.insert(s, i, element, tag, struct{}{}, nil)
+	}
+	s.mu.Unlock()
+	return ok, nil
+}
+
+// Clear forgets every element. It never returns an error.
+func (d *SetDeduplicator) Clear(ctx context.Context) error {
+	d.t.clear()
+	return nil
+}
+
+// UniqueCount returns the exact number of distinct elements recorded since the last Clear.
+// It never returns an error.
+func (d *SetDeduplicator) UniqueCount(ctx context.Context) (int64, error) {
+	return int64(d.t.len()), nil
+}

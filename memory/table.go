@@ -1,0 +1,197 @@
+package memory
+
+import (
+	"hash/maphash"
+	"sync"
+)
+
+// table maps string keys to states of type S. It is split into power-of-two shards, each
+// an open-addressing hash table (linear probing) under its own mutex. One hash/maphash hash
+// of the key chooses the shard (low bits) and the tag (high 32 bits); the tag chooses the
+// home slot and filters the probe, so a lookup hashes the key once and compares key bytes
+// only on a tag match, and the value is updated in place.
+//
+// Keys are never deleted one by one: a sweep (or Clear) rebuilds a shard from the entries
+// it keeps, which also gives memory back when most keys went away.
+type table[S any] struct {
+	shards    []shard[S]
+	seed      maphash.Seed
+	shardMask uint64
+	threshold int
+}
+
+// shard is one part of a table. tags[i] is 0 for an empty slot, else the tag of the key in
+// ents[i]. The table is grown to keep count <= 3/4 of its slots.
+type shard[S any] struct {
+	mu    sync.Mutex
+	tags  []uint32
+	ents  []entry[S]
+	count int // keys held
+	mark  int // a new key arriving when count >= mark sweeps first
+	_     [2*cacheLine - 8 - 24 - 24 - 8 - 8]byte
+}
+
+type entry[S any] struct {
+	key string
+	val S
+}
+
+// cacheLine is the assumed size of a CPU cache line; shards and locks are padded to it so
+// that two of them never share a line.
+const cacheLine = 64
+
+// minSlots is the smallest table a shard allocates.
+const minSlots = 8
+
+func newTable[S any](r resolved) table[S] {
+	t := table[S]{
+		shards:    make([]shard[S], r.shards),
+		seed:      maphash.MakeSeed(),
+		shardMask: uint64(r.shards - 1),
+		threshold: r.threshold,
+	}
+	for i := range t.shards {
+		t.shards[i].reset(t.threshold)
+	}
+	return t
+}
+
+// reset empties s; its table is allocated by the first insert.
+func (s *shard[S]) reset(threshold int) {
+	s.tags, s.ents = nil, nil
+	s.count = 0
+	s.mark = threshold
+}
+
+// locate hashes key once and returns its shard and tag (never 0).
+func (t *table[S]) locate(key string) (*shard[S], uint32) {
+	h := maphash.String(t.seed, key)
+	tag := uint32(h >> 32)
+	if tag == 0 {
+		tag = 1
+	}
+	return &t.shards[h&t.shardMask], tag
+}
+
+// find returns the slot of key in s (locked) and true, or the empty slot where key would be
+// inserted (-1 when s has no table yet) and false.
+func (s *shard[S]) find(key string, tag uint32) (int, bool) {
+	if len(s.tags) == 0 {
+		return -1, false
+	}
+	mask := len(s.tags) - 1
+	i := int(tag) & mask
+	for {
+		switch s.tags[i] {
+		case tag:
+			if s.ents[i].key == key {
+				return i, true
+			}
+		case 0:
+			return i, false
+		}
+		i = (i + 1) & mask
+	}
+}
+
+// get returns the state of key, for tests.
+func (t *table[S]) get(key string) (S, bool) {
+	s, tag := t.locate(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.find(key, tag)
+	if !ok {
+		var zero S
+		return zero, false
+	}
+	return s.ents[i].val, true
+}
+
+// insert stores v for a key that s (locked) does not hold; i is the slot find returned. A
+// shard already holding its mark of keys is swept first: the keys for which gone(state) is
+// true are dropped, and the mark becomes max(threshold, 2 × keys left).
+func (t *table[S]) insert(s *shard[S], i int, key string, tag uint32, v S, gone func(S) bool) {
+	if s.count >= s.mark {
+		if gone != nil {
+			s.filter(func(v S) bool { return !gone(v) })
+		}
+		s.mark = max(t.threshold, 2*s.count)
+		i = -1
+	}
+	if 4*(s.count+1) > 3*len(s.tags) {
+		s.rehash(max(minSlots, 2*len(s.tags)))
+		i = -1
+	}
+	if i < 0 {
+		i, _ = s.find(key, tag)
+	}
+	s.tags[i] = tag
+	s.ents[i] = entry[S]{key: key, val: v}
+	s.count++
+}
+
+// filter drops the entries of s (locked) for which keep is false and rebuilds the shard's
+// table at the size its remaining keys need.
+func (s *shard[S]) filter(keep func(S) bool) {
+	dropped := 0
+	for i, tg := range s.tags {
+		if tg != 0 && !keep(s.ents[i].val) {
+			s.tags[i] = 0
+			s.ents[i] = entry[S]{}
+			dropped++
+		}
+	}
+	if dropped == 0 {
+		return
+	}
+	s.count -= dropped
+	// Dropping entries breaks probe sequences: reinsert what is left.
+	if s.count == 0 {
+		s.tags, s.ents = nil, nil
+		return
+	}
+	size := minSlots
+	for 4*s.count > 3*size {
+		size *= 2
+	}
+	s.rehash(size)
+}
+
+// rehash moves every entry of s (locked) into new tables of size slots (a power of two).
+func (s *shard[S]) rehash(size int) {
+	tags, ents := make([]uint32, size), make([]entry[S], size)
+	mask := size - 1
+	for j, tg := range s.tags {
+		if tg == 0 {
+			continue
+		}
+		i := int(tg) & mask
+		for tags[i] != 0 {
+			i = (i + 1) & mask
+		}
+		tags[i], ents[i] = tg, s.ents[j]
+	}
+	s.tags, s.ents = tags, ents
+}
+
+// len returns the number of keys held by every shard.
+func (t *table[S]) len() int {
+	n := 0
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		n += s.count
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// clear forgets every key.
+func (t *table[S]) clear() {
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		s.reset(t.threshold)
+		s.mu.Unlock()
+	}
+}

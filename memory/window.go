@@ -1,0 +1,171 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/core"
+)
+
+// WindowedDeduplicator forgets an element Window after it was last seen (core.WindowDedup):
+// a sighting is a duplicate iff the element was seen less than Window ago, exactly Window
+// later it is new again, and CheckAndMark refreshes the last-seen time of a duplicate too.
+//
+// Elements live in a sharded map of last-seen times. Expired elements are never reported;
+// they are pruned on write by the amortized sweep of Options.SweepThreshold and by
+// UniqueCount. Like every engine it keeps a high-water mark, the latest time a write used,
+// and runs every operation at max(mark, now) (core.WindowDedup.Effective), so a clock going
+// backwards never brings an expired element back.
+//
+// A WindowedDeduplicator is safe for concurrent use; CheckAndMark is atomic. The empty
+// element is never a duplicate and is never recorded. Its zero value is not usable; call
+// [NewWindowedDeduplicator] or [NewDeduplicator].
+type WindowedDeduplicator struct {
+	w    core.WindowDedup
+	opts resolved
+	t    table[int64] // element -> last seen (µs)
+	high atomic.Int64 // the high-water mark (µs); 0 before the first write
+}
+
+var _ redstream.TimedDeduplicator = (*WindowedDeduplicator)(nil)
+
+// NewWindowedDeduplicator returns an empty windowed deduplicator. window is truncated to
+// whole microseconds and must be in (0, core.MaxDuration]; otherwise, or when opts is
+// invalid, the error wraps redstream.ErrInvalidConfig.
+func NewWindowedDeduplicator(window time.Duration, opts Options) (*WindowedDeduplicator, error) {
+	w, err := core.NewWindowDedup(window.Microseconds())
+	if err != nil {
+		return nil, fmt.Errorf("memory: %w", err)
+	}
+	r, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &WindowedDeduplicator{w: w, opts: r, t: newTable[int64](r)}, nil
+}
+
+// Window returns the deduplication window.
+func (d *WindowedDeduplicator) Window() time.Duration {
+	return time.Duration(d.w.Window) * time.Microsecond
+}
+
+// at validates an explicit time and returns it, or the clock's, in µs.
+func (d *WindowedDeduplicator) at(now time.Time) (int64, error) {
+	t := d.opts.micros(now)
+	if err := core.CheckTime(t); err != nil {
+		return 0, fmt.Errorf("memory: %w", err)
+	}
+	return t, nil
+}
+
+// raise moves the high-water mark up to t.
+func (d *WindowedDeduplicator) raise(t int64) {
+	for {
+		h := d.high.Load()
+		if h >= t || d.high.CompareAndSwap(h, t) {
+			return
+		}
+	}
+}
+
+// IsDuplicate is shorthand for IsDuplicateAt(ctx, element, time.Time{}).
+func (d *WindowedDeduplicator) IsDuplicate(ctx context.Context, element string) (bool, error) {
+	return d.IsDuplicateAt(ctx, element, time.Time{})
+}
+
+// MarkSeen is shorthand for MarkSeenAt(ctx, element, time.Time{}).
+func (d *WindowedDeduplicator) MarkSeen(ctx context.Context, element string) error {
+	return d.MarkSeenAt(ctx, element, time.Time{})
+}
+
+// CheckAndMark is shorthand for CheckAndMarkAt(ctx, element, time.Time{}).
+func (d *WindowedDeduplicator) CheckAndMark(ctx context.Context, element string) (bool, error) {
+	return d.CheckAndMarkAt(ctx, element, time.Time{})
+}
+
+// IsDuplicateAt reports whether element was seen less than Window before now (the zero time
+// means Options.Clock), without recording it. It returns an error wrapping
+// redstream.ErrInvalidTime for a time before the Unix epoch or after core.MaxTime.
+func (d *WindowedDeduplicator) IsDuplicateAt(ctx context.Context, element string, now time.Time) (bool, error) {
+	if element == "" {
+		return false, nil
+	}
+	t, err := d.at(now)
+	if err != nil {
+		return false, err
+	}
+	s, tag := d.t.locate(element)
+	s.mu.Lock()
+	eff := d.w.Effective(d.high.Load(), t)
+	i, seen := s.find(element, tag)
+	dup := seen && d.w.IsDuplicate(s.ents[i].val, seen, eff)
+	s.mu.Unlock()
+	return dup, nil
+}
+
+// MarkSeenAt records a sighting of element at now (the zero time means Options.Clock). Its
+// errors are those of IsDuplicateAt.
+func (d *WindowedDeduplicator) MarkSeenAt(ctx context.Context, element string, now time.Time) error {
+	_, err := d.CheckAndMarkAt(ctx, element, now)
+	return err
+}
+
+// CheckAndMarkAt atomically reports whether element is a duplicate at now (the zero time
+// means Options.Clock) and records the sighting, refreshing the last-seen time of a
+// duplicate. Its errors are those of IsDuplicateAt.
+func (d *WindowedDeduplicator) CheckAndMarkAt(ctx context.Context, element string, now time.Time) (bool, error) {
+	if element == "" {
+		return false, nil
+	}
+	t, err := d.at(now)
+	if err != nil {
+		return false, err
+	}
+	s, tag := d.t.locate(element)
+	s.mu.Lock()
+	eff := d.w.Effective(d.high.Load(), t)
+	i, seen := s.find(element, tag)
+	dup := seen && d.w.IsDuplicate(s.ents[i].val, seen, eff)
+	if seen {
+		s.ents[i].val = eff
+	} else {
+		d.t.insert(s, i, element, tag, eff, func(v int64) bool { return d.w.Expired(v, eff) })
+	}
+	d.raise(eff)
+	s.mu.Unlock()
+	return dup, nil
+}
+
+// Clear forgets every element. The high-water mark stays. It never returns an error.
+func (d *WindowedDeduplicator) Clear(ctx context.Context) error {
+	d.t.clear()
+	return nil
+}
+
+// UniqueCount returns the number of elements that would be duplicates at the clock's time
+// (Options.Clock, or the high-water mark if later). It first prunes every element expired
+// at the high-water mark, so it reads the whole map.
+func (d *WindowedDeduplicator) UniqueCount(ctx context.Context) (int64, error) {
+	t, err := d.at(time.Time{})
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for i := range d.t.shards {
+		s := &d.t.shards[i]
+		s.mu.Lock()
+		high := d.high.Load()
+		eff := d.w.Effective(high, t)
+		s.filter(func(last int64) bool { return !d.w.Expired(last, high) })
+		for j, tg := range s.tags {
+			if tg != 0 && !d.w.Expired(s.ents[j].val, eff) {
+				n++
+			}
+		}
+		s.mu.Unlock()
+	}
+	return n, nil
+}

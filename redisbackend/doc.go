@@ -1,0 +1,26 @@
+// Package redisbackend implements redstream's limiters and deduplicators on Redis: every
+// decision is one Lua script from package lua, run through rueidis in one round trip, and
+// decides exactly as package core (the conformance suites in package proptest prove it on
+// miniredis, a real redis-server and a real 3-master Redis Cluster). No Redis module is
+// needed; Redis 7.0 or later (or a compatible server with EVALSHA_RO) is.
+//
+// Limiters: [NewLimiter] for one [redstream.Spec] (token bucket, leaky bucket, sliding
+// window log, sliding window counter, fixed window), [NewMultiLimiter] for several limits on
+// one key, all-or-nothing. [Limiter.AllowBatch] decides many keys in one pipelined round
+// trip. Deduplicators: [NewDeduplicator] builds a [SetDeduplicator] (exact),
+// [BloomDeduplicator] (probabilistic, atomic check-and-add, sharded) or
+// [WindowDeduplicator] (forgets an element a window after it was last seen).
+//
+// Clock: a zero time means the Redis server's TIME, read inside the script, so clients need
+// no synchronized clocks; an explicit time is passed to the script as is (tests, replays).
+//
+// Keys: all the keys of one call share a hash tag derived from the user key in one key
+// schema (keys.go), so user keys holding '{', '}', spaces, binary bytes or megabytes of data
+// work and stay in one cluster slot. Default key prefixes: [DefaultTokenBucketPrefix]
+// (the seed's "streaming:tb"), [DefaultSlidingWindowPrefix] (the seed's "streaming:rl") and
+// one per other engine.
+//
+// Failures: a limiter follows its [Options.FailurePolicy] when Redis fails (fail-closed by
+// default, fail-open, or a fallback limiter); bad input is always an error. Every call
+// honours its context's deadline. Engines never close the rueidis.Client they are given.
+package redisbackend

@@ -1,0 +1,134 @@
+package redisbackend
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redstream-go/redstream/core"
+)
+
+// The key schema: every Redis key redstream's engines use is built here.
+//
+// A key is
+//
+//	<prefix>:{<tag>}[:<role>]            when the user key is plain
+//	<prefix>:{#<hash>}[:<role>]|<user>   otherwise
+//
+// A user key is plain when it is 1 to maxPlainTag bytes of printable ASCII without '{', '}'
+// or a space and does not start with '#'; its tag is the key itself, so plain keys read as in
+// the seed ("streaming:rl:{user:1}"). Any other key (braces, spaces, binary bytes, very long)
+// gets the tag "#" + 16 hex digits of MurmurHash3 x64 128 (core.Murmur3x64_128, seed 0, the
+// first half) and is appended whole after a '|', so two different user keys never share a
+// Redis key. Roles never contain ':', '|', '{' or '}'. Redis Cluster hashes only the text
+// between the first '{' and the first '}' after it; prefixes may not contain braces, so that
+// text is always the tag, and every key built for one user key (all the keys of one script)
+// lands in one slot whatever the user key holds.
+
+// maxPlainTag is the longest user key used as its own hash tag.
+const maxPlainTag = 128
+
+// maxBulk is the largest string Redis accepts in one argument (proto-max-bulk-len, 512 MB by
+// default). A variable so tests can lower it.
+var maxBulk = 512 << 20
+
+// keySlack bounds the bytes a key adds around the user key: braces, separators, tag, role.
+const keySlack = 64
+
+// plain reports whether s can be its own hash tag.
+func plain(s string) bool {
+	if len(s) == 0 || len(s) > maxPlainTag || s[0] == '#' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c > '~' || c == '{' || c == '}' {
+			return false
+		}
+	}
+	return true
+}
+
+// hashTag returns the tag of a non-plain user key.
+func hashTag(s string) string {
+	h1, _ := core.Murmur3x64_128([]byte(s), 0)
+	var b [8]byte
+	for i := range b {
+		b[i] = byte(h1 >> (56 - 8*i))
+	}
+	return "#" + hex.EncodeToString(b[:])
+}
+
+// redisKey builds the key of role for user key u under prefix.
+func redisKey(prefix, u, role string) string {
+	var b strings.Builder
+	if plain(u) {
+		b.Grow(len(prefix) + len(u) + len(role) + 4)
+		b.WriteString(prefix)
+		b.WriteString(":{")
+		b.WriteString(u)
+		b.WriteByte('}')
+		if role != "" {
+			b.WriteByte(':')
+			b.WriteString(role)
+		}
+		return b.String()
+	}
+	b.Grow(len(prefix) + len(u) + len(role) + 24)
+	b.WriteString(prefix)
+	b.WriteString(":{")
+	b.WriteString(hashTag(u))
+	b.WriteByte('}')
+	if role != "" {
+		b.WriteByte(':')
+		b.WriteString(role)
+	}
+	b.WriteByte('|')
+	b.WriteString(u)
+	return b.String()
+}
+
+// checkPrefix validates a key prefix.
+func checkPrefix(p string) error {
+	if strings.ContainsAny(p, "{}") {
+		return fmt.Errorf("redisbackend: %w: key prefix %q contains a brace, which would break the hash tag", errInvalidConfig, p)
+	}
+	if len(p) > 4096 {
+		return fmt.Errorf("redisbackend: %w: key prefix of %d bytes is longer than 4096", errInvalidConfig, len(p))
+	}
+	return nil
+}
+
+// checkSize reports a user key or element too large for one Redis argument.
+func checkSize(what string, n int) error {
+	if n > maxBulk-keySlack-4096 {
+		return fmt.Errorf("redisbackend: %w: %s of %d bytes exceeds what Redis accepts in one argument (%d bytes)", ErrTooLarge, what, n, maxBulk)
+	}
+	return nil
+}
+
+// limitRole is the role of limit i of a multi-limiter.
+func limitRole(i int) string { return "m" + strconv.Itoa(i) }
+
+// Roles of the deduplicators' keys.
+const (
+	roleSet        = "set"
+	roleWindow     = "win"
+	roleWindowMark = "winhw"
+)
+
+// bloomRole is the role of a Bloom filter's shard keys; it carries the sizing so that a
+// filter re-created with other parameters never reads bits laid out for different ones.
+func bloomRole(k int, shardBits uint64, shards int) string {
+	return fmt.Sprintf("bf.%d.%d.%d", k, shardBits, shards)
+}
+
+// bloomShardKey is the key of shard i. With several shards each gets its own tag (the
+// filter's name and the shard number), so shards spread over a cluster's slots.
+func bloomShardKey(prefix, name, role string, shards, i int) string {
+	if shards == 1 {
+		return redisKey(prefix, name, role)
+	}
+	return redisKey(prefix, name+"/"+strconv.Itoa(i), role)
+}

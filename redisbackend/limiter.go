@@ -1,0 +1,350 @@
+package redisbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/core"
+)
+
+// Default key prefixes, one per engine. A blank Options.KeyPrefix selects the engine's
+// default; the first two are the seed's.
+const (
+	DefaultTokenBucketPrefix    = "streaming:tb"
+	DefaultSlidingWindowPrefix  = "streaming:rl"
+	DefaultLeakyBucketPrefix    = "streaming:lb"
+	DefaultSlidingCounterPrefix = "streaming:sc"
+	DefaultFixedWindowPrefix    = "streaming:fw"
+	DefaultMultiPrefix          = "streaming:ml"
+	DefaultDedupPrefix          = "streaming:dedup"
+)
+
+// DefaultExpiryMargin is how long a limiter key outlives the moment its state is back to
+// the initial one, by default.
+const DefaultExpiryMargin = time.Second
+
+// ErrTooLarge is returned for a key or element larger than Redis accepts in one argument
+// (512 MB with Redis's default proto-max-bulk-len). It is bad input: no failure policy
+// applies.
+var ErrTooLarge = errors.New("redisbackend: too large")
+
+var errInvalidConfig = redstream.ErrInvalidConfig
+
+// Options configures a limiter. The zero value is valid: the engine's default key prefix,
+// fail-closed, DefaultExpiryMargin.
+type Options struct {
+	// KeyPrefix starts every Redis key of the limiter; keys are "<KeyPrefix>:{<key>}".
+	// Blank selects the engine's default (DefaultTokenBucketPrefix, ...). It may not
+	// contain '{' or '}'. Limiters sharing a prefix must have the same Spec.
+	KeyPrefix string
+	// FailurePolicy is what a decision does when Redis fails (error, timeout, script
+	// error): redstream.FailClosed (default) returns the error with a denied Decision,
+	// FailOpen admits, FailFallback asks Fallback. Bad input is never subject to it.
+	FailurePolicy redstream.FailurePolicy
+	// Fallback decides when Redis fails under FailFallback, typically an in-process
+	// memory limiter with the same Spec. Required with FailFallback, nil otherwise.
+	Fallback redstream.Limiter
+	// ExpiryMargin is how long a key outlives the moment its state is back to the
+	// initial one (default DefaultExpiryMargin; rounded up to whole milliseconds). Redis
+	// expires keys by its own clock: with explicit times that run slower than the
+	// server's clock, or clients whose clocks disagree, a larger margin keeps state alive
+	// for requests that arrive "late".
+	ExpiryMargin time.Duration
+}
+
+// Limiter is a rate limiter whose state lives in Redis: one Spec, or several limits on one
+// key (NewMultiLimiter). Each decision runs one Lua script, atomically, in one round trip.
+// A Limiter is safe for concurrent use; it holds no state of its own besides its
+// configuration, so any number of processes may share the same keys.
+type Limiter struct {
+	client   rueidis.Client
+	specs    []redstream.Spec
+	script   *script
+	prefix   string
+	roles    []string // one key role per limit ("" for a single limit)
+	params   []string // the script's fixed ARGV after now and n
+	limit    int64    // the largest admissible cost
+	policy   redstream.FailurePolicy
+	fallback redstream.Limiter
+}
+
+var _ redstream.Limiter = (*Limiter)(nil)
+
+// NewLimiter returns a limiter of spec on client. It validates spec (errors wrap
+// redstream.ErrInvalidConfig) and opts. The client stays the caller's: the limiter never
+// closes it.
+func NewLimiter(client rueidis.Client, spec redstream.Spec, opts Options) (*Limiter, error) {
+	p, err := spec.Params()
+	if err != nil {
+		return nil, fmt.Errorf("redisbackend: %w", err)
+	}
+	l, err := newLimiter(client, opts, defaultPrefix(spec.Algorithm))
+	if err != nil {
+		return nil, err
+	}
+	l.specs = []redstream.Spec{spec}
+	l.roles = []string{""}
+	l.limit = p.Limit()
+	l.params = append(algParams(p), l.params...)
+	l.script = scriptFor(spec.Algorithm)
+	return l, nil
+}
+
+// NewMultiLimiter returns a limiter applying every spec to each key, all-or-nothing, in one
+// script: a request is admitted only if every limit admits it, and only then does every
+// limit record it. Decisions are combined as core.Combine does. A cost above the smallest
+// limit is ErrCostTooLarge. Wrap it with redstream.Multi to name the limits. The client
+// stays the caller's.
+func NewMultiLimiter(client rueidis.Client, specs []redstream.Spec, opts Options) (*Limiter, error) {
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("redisbackend: %w: no limits", errInvalidConfig)
+	}
+	l, err := newLimiter(client, opts, DefaultMultiPrefix)
+	if err != nil {
+		return nil, err
+	}
+	l.specs = append([]redstream.Spec(nil), specs...)
+	l.limit = core.MaxCount // l.params holds the margin, the multi script's ARGV[3]
+	for i, s := range specs {
+		p, err := s.Params()
+		if err != nil {
+			return nil, fmt.Errorf("redisbackend: limit %d (%v): %w", i, s, err)
+		}
+		l.limit = min(l.limit, p.Limit())
+		l.roles = append(l.roles, limitRole(i))
+		l.params = append(l.params, multiCode(s.Algorithm))
+		ps := algParams(p)
+		for len(ps) < 3 {
+			ps = append(ps, "0")
+		}
+		l.params = append(l.params, ps...)
+	}
+	l.script = scriptMulti
+	return l, nil
+}
+
+func newLimiter(client rueidis.Client, opts Options, prefix string) (*Limiter, error) {
+	if client == nil {
+		return nil, fmt.Errorf("redisbackend: %w: nil client", errInvalidConfig)
+	}
+	if opts.KeyPrefix != "" && !isBlank(opts.KeyPrefix) {
+		prefix = opts.KeyPrefix
+	}
+	if err := checkPrefix(prefix); err != nil {
+		return nil, err
+	}
+	switch opts.FailurePolicy {
+	case redstream.FailClosed, redstream.FailOpen:
+		if opts.Fallback != nil {
+			return nil, fmt.Errorf("redisbackend: %w: a Fallback limiter is only used with FailFallback", errInvalidConfig)
+		}
+	case redstream.FailFallback:
+		if opts.Fallback == nil {
+			return nil, fmt.Errorf("redisbackend: %w: FailFallback needs a Fallback limiter", errInvalidConfig)
+		}
+	default:
+		return nil, fmt.Errorf("redisbackend: %w: unknown failure policy %d", errInvalidConfig, int(opts.FailurePolicy))
+	}
+	margin := opts.ExpiryMargin
+	switch {
+	case margin < 0:
+		return nil, fmt.Errorf("redisbackend: %w: ExpiryMargin = %v, want >= 0", errInvalidConfig, margin)
+	case margin == 0:
+		margin = DefaultExpiryMargin
+	case margin > 365*24*time.Hour:
+		return nil, fmt.Errorf("redisbackend: %w: ExpiryMargin = %v, want at most a year", errInvalidConfig, margin)
+	}
+	ms := (margin + time.Millisecond - 1) / time.Millisecond
+	return &Limiter{
+		client:   client,
+		prefix:   prefix,
+		params:   []string{strconv.FormatInt(int64(ms), 10)},
+		policy:   opts.FailurePolicy,
+		fallback: opts.Fallback,
+	}, nil
+}
+
+func isBlank(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case ' ', '\t', '\n', '\r', '\v', '\f':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func defaultPrefix(a redstream.Algorithm) string {
+	switch a {
+	case redstream.AlgorithmTokenBucket:
+		return DefaultTokenBucketPrefix
+	case redstream.AlgorithmLeakyBucket:
+		return DefaultLeakyBucketPrefix
+	case redstream.AlgorithmSlidingWindow:
+		return DefaultSlidingWindowPrefix
+	case redstream.AlgorithmSlidingCounter:
+		return DefaultSlidingCounterPrefix
+	}
+	return DefaultFixedWindowPrefix
+}
+
+// algParams returns the script parameters of p, in ARGV order after now and n.
+func algParams(p redstream.Params) []string {
+	f := func(v ...int64) []string {
+		s := make([]string, len(v))
+		for i, x := range v {
+			s[i] = strconv.FormatInt(x, 10)
+		}
+		return s
+	}
+	switch p.Algorithm {
+	case redstream.AlgorithmTokenBucket:
+		g := p.TokenBucket.GCRA
+		return f(g.Interval, g.Tolerance, g.Burst)
+	case redstream.AlgorithmLeakyBucket:
+		g := p.LeakyBucket.GCRA
+		return f(g.Interval, g.Tolerance, g.Burst)
+	case redstream.AlgorithmSlidingWindow:
+		return f(p.SlidingLog.Window, p.SlidingLog.Limit)
+	case redstream.AlgorithmSlidingCounter:
+		return f(p.SlidingCounter.Window, p.SlidingCounter.Limit)
+	}
+	return f(p.FixedWindow.Window, p.FixedWindow.Limit)
+}
+
+func multiCode(a redstream.Algorithm) string {
+	switch a {
+	case redstream.AlgorithmTokenBucket:
+		return "tb"
+	case redstream.AlgorithmLeakyBucket:
+		return "lb"
+	case redstream.AlgorithmSlidingWindow:
+		return "sl"
+	case redstream.AlgorithmSlidingCounter:
+		return "sc"
+	}
+	return "fw"
+}
+
+// Specs returns the limiter's specs (one, unless built by NewMultiLimiter) in a new slice.
+func (l *Limiter) Specs() []redstream.Spec { return append([]redstream.Spec(nil), l.specs...) }
+
+// KeyPrefix returns the prefix of the limiter's Redis keys.
+func (l *Limiter) KeyPrefix() string { return l.prefix }
+
+// Keys returns the Redis keys holding key's state, one per limit (for inspection, MEMORY
+// USAGE or deletion).
+func (l *Limiter) Keys(key string) []string {
+	ks := make([]string, len(l.roles))
+	for i, r := range l.roles {
+		ks[i] = redisKey(l.prefix, key, r)
+	}
+	return ks
+}
+
+// Allow is shorthand for AllowN(ctx, key, time.Time{}, 1): cost 1 at the Redis server's TIME.
+func (l *Limiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
+	return l.AllowN(ctx, key, time.Time{}, 1)
+}
+
+// AllowAt is shorthand for AllowN(ctx, key, now, 1).
+func (l *Limiter) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
+	return l.AllowN(ctx, key, now, 1)
+}
+
+// AllowN decides a request of cost n for key at now (the zero time reads the Redis server's
+// TIME inside the script) in one round trip. Bad input returns an error and no Redis call:
+// redstream.ErrEmptyKey, ErrInvalidCost (n <= 0), ErrCostTooLarge (n above the limit),
+// ErrInvalidTime, or ErrTooLarge for a key Redis cannot hold. A Redis failure follows the
+// limiter's FailurePolicy; under FailClosed the error names the script and the Decision
+// is denied.
+func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {
+	if err := l.check(key, now, n); err != nil {
+		return redstream.Decision{}, err
+	}
+	keys := l.Keys(key)
+	d, err := l.parse(l.script.exec(ctx, l.client, keys, l.args(now, n)))
+	if err != nil {
+		return l.fail(ctx, key, now, n, err)
+	}
+	return d, nil
+}
+
+// check validates a request before any Redis call.
+func (l *Limiter) check(key string, now time.Time, n int64) error {
+	if err := redstream.CheckRequest(key, now, n); err != nil {
+		return fmt.Errorf("redisbackend: %w", err)
+	}
+	if n > l.limit {
+		return fmt.Errorf("redisbackend: %w: n = %d, limit = %d", redstream.ErrCostTooLarge, n, l.limit)
+	}
+	return checkSize("key", len(key)+len(l.prefix))
+}
+
+// args returns the script's ARGV for one request.
+func (l *Limiter) args(now time.Time, n int64) []string {
+	a := make([]string, 0, 2+len(l.params))
+	if now.IsZero() {
+		a = append(a, "")
+	} else {
+		a = append(a, strconv.FormatInt(now.UnixMicro(), 10))
+	}
+	a = append(a, strconv.FormatInt(n, 10))
+	return append(a, l.params...)
+}
+
+// parse turns a script reply into a Decision.
+func (l *Limiter) parse(r rueidis.RedisResult) (redstream.Decision, error) {
+	if err := r.Error(); err != nil {
+		return redstream.Decision{}, l.script.wrap(err)
+	}
+	vs, err := r.AsIntSlice()
+	if err != nil || len(vs) != 6*len(l.roles) {
+		return redstream.Decision{}, l.script.wrap(fmt.Errorf("unexpected reply %v (%v)", r, err))
+	}
+	if len(l.roles) == 1 {
+		return redstream.DecisionFromCore(coreDecision(vs)), nil
+	}
+	ds := make([]core.Decision, len(l.roles))
+	for i := range ds {
+		ds[i] = coreDecision(vs[6*i:])
+	}
+	return redstream.DecisionFromCore(core.Combine(ds)), nil
+}
+
+func coreDecision(v []int64) core.Decision {
+	return core.Decision{Allowed: v[0] == 1, Limit: v[1], Remaining: v[2], RetryAfter: v[3], ResetAfter: v[4], Delay: v[5]}
+}
+
+// fail applies the failure policy to a Redis error.
+func (l *Limiter) fail(ctx context.Context, key string, now time.Time, n int64, err error) (redstream.Decision, error) {
+	switch l.policy {
+	case redstream.FailOpen:
+		return redstream.Decision{Allowed: true}, nil
+	case redstream.FailFallback:
+		// The fallback keeps its own state; a cancelled context still lets it decide, since
+		// it typically does no I/O.
+		return l.fallback.AllowN(context.WithoutCancel(ctx), key, now, n)
+	}
+	return redstream.Decision{}, err
+}
+
+// Reset deletes key's state, so its next request sees a new key.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	if key == "" {
+		return fmt.Errorf("redisbackend: %w", redstream.ErrEmptyKey)
+	}
+	if err := checkSize("key", len(key)+len(l.prefix)); err != nil {
+		return err
+	}
+	if err := l.client.Do(ctx, l.client.B().Del().Key(l.Keys(key)...).Build()).Error(); err != nil {
+		return fmt.Errorf("redisbackend: reset: %w", err)
+	}
+	return nil
+}

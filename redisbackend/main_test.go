@@ -1,0 +1,77 @@
+package redisbackend
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+	"github.com/redstream-go/redstream/internal/redistest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	code := redistest.Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// backend is one Redis the tests run against.
+type backend struct {
+	name   string
+	client func(t *testing.T) rueidis.Client
+}
+
+// miniClient returns a client to a fresh embedded miniredis, both closed when t ends.
+func miniClient(t testing.TB) (rueidis.Client, *miniredis.Miniredis) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true})
+	if err != nil {
+		t.Fatalf("connect miniredis: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return c, m
+}
+
+// backends lists miniredis (always), the package's real redis-server and its real 3-master
+// cluster (skipped loudly, or failed under REDSTREAM_REQUIRE_REDIS=1, when unavailable).
+var backends = []backend{
+	{"miniredis", func(t *testing.T) rueidis.Client { c, _ := miniClient(t); return c }},
+	{"redis", func(t *testing.T) rueidis.Client { return redistest.Client(t) }},
+	{"cluster", func(t *testing.T) rueidis.Client { return redistest.ClusterClient(t) }},
+}
+
+var (
+	nonce = strconv.FormatUint(rand.Uint64(), 36)
+	seq   atomic.Int64
+)
+
+// uniq returns a name unique to this run, so tests sharing a server never share keys.
+func uniq(base string) string {
+	return base + ":" + nonce + ":" + strconv.FormatInt(seq.Add(1), 10)
+}
+
+// checks returns the number of conformance cases per algorithm for a backend: 500 against
+// real Redis when REDSTREAM_REQUIRE_REDIS=1 (CI), fewer otherwise; REDSTREAM_CHECKS
+// overrides both.
+func checks(real bool) int {
+	if s := os.Getenv("REDSTREAM_CHECKS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			return n
+		}
+	}
+	if real && redistest.Required() {
+		return 500
+	}
+	return 100
+}

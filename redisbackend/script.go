@@ -1,0 +1,117 @@
+package redisbackend
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/redis/rueidis"
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/lua"
+)
+
+// script is one of package lua's scripts, wrapped once in a rueidis.Lua (EVALSHA, falling
+// back to EVAL when the server does not know the script yet).
+type script struct {
+	name string
+	src  string
+	sha  string // SHA-1 of src in hex: only the script's name for EVALSHA, as Redis defines it
+	lua  *rueidis.Lua
+	ro   bool
+}
+
+func newScript(name, src string, readOnly bool) *script {
+	sum := sha1.Sum([]byte(src))
+	s := &script{name: name, src: src, sha: hex.EncodeToString(sum[:]), ro: readOnly}
+	if readOnly {
+		s.lua = rueidis.NewLuaScriptReadOnly(src)
+	} else {
+		s.lua = rueidis.NewLuaScript(src)
+	}
+	return s
+}
+
+var (
+	scriptTokenBucket      = newScript("token_bucket.lua", lua.TokenBucket, false)
+	scriptLeakyBucket      = newScript("leaky_bucket.lua", lua.LeakyBucket, false)
+	scriptSlidingLog       = newScript("sliding_log.lua", lua.SlidingLog, false)
+	scriptSlidingCounter   = newScript("sliding_counter.lua", lua.SlidingCounter, false)
+	scriptFixedWindow      = newScript("fixed_window.lua", lua.FixedWindow, false)
+	scriptMulti            = newScript("multi.lua", lua.Multi, false)
+	scriptDedupWindow      = newScript("dedup_window.lua", lua.DedupWindow, false)
+	scriptDedupWindowCheck = newScript("dedup_window_check.lua", lua.DedupWindowCheck, true)
+	scriptDedupSet         = newScript("dedup_set.lua", lua.DedupSet, false)
+	scriptBloomAdd         = newScript("bloom_add.lua", lua.BloomAdd, false)
+	scriptBloomExists      = newScript("bloom_exists.lua", lua.BloomExists, true)
+	scriptBloomCount       = newScript("bloom_count.lua", lua.BloomCount, true)
+)
+
+func scriptFor(a redstream.Algorithm) *script {
+	switch a {
+	case redstream.AlgorithmTokenBucket:
+		return scriptTokenBucket
+	case redstream.AlgorithmLeakyBucket:
+		return scriptLeakyBucket
+	case redstream.AlgorithmSlidingWindow:
+		return scriptSlidingLog
+	case redstream.AlgorithmSlidingCounter:
+		return scriptSlidingCounter
+	}
+	return scriptFixedWindow
+}
+
+// exec runs the script once. keys must share one hash tag (the key schema guarantees it).
+func (s *script) exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	return s.lua.Exec(ctx, c, keys, args)
+}
+
+// cmd builds the EVALSHA (or EVALSHA_RO) command of one call.
+func (s *script) cmd(c rueidis.Client, keys, args []string) rueidis.Completed {
+	if s.ro {
+		return c.B().EvalshaRo().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	}
+	return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+// evalCmd builds the EVAL (or EVAL_RO) command of one call, sending the script's text.
+func (s *script) evalCmd(c rueidis.Client, keys, args []string) rueidis.Completed {
+	if s.ro {
+		return c.B().EvalRo().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	}
+	return c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+// execMulti runs the script once per call, pipelined in one round trip (DoMulti; a cluster
+// client splits it by node). Calls the server does not know the script for (NOSCRIPT, after
+// a restart or SCRIPT FLUSH) are repeated once with EVAL, in a second round trip; NOSCRIPT
+// means the script did not run, so the repeat cannot apply a call twice.
+func (s *script) execMulti(ctx context.Context, c rueidis.Client, calls []rueidis.LuaExec) []rueidis.RedisResult {
+	cmds := make(rueidis.Commands, len(calls))
+	for i, e := range calls {
+		cmds[i] = s.cmd(c, e.Keys, e.Args)
+	}
+	res := c.DoMulti(ctx, cmds...)
+	var retry []int
+	for i, r := range res {
+		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() {
+			retry = append(retry, i)
+		}
+	}
+	if len(retry) == 0 {
+		return res
+	}
+	again := make(rueidis.Commands, len(retry))
+	for j, i := range retry {
+		again[j] = s.evalCmd(c, calls[i].Keys, calls[i].Args)
+	}
+	for j, r := range c.DoMulti(ctx, again...) {
+		res[retry[j]] = r
+	}
+	return res
+}
+
+// wrap names the script in an error.
+func (s *script) wrap(err error) error {
+	return fmt.Errorf("redisbackend: %s: %w", s.name, err)
+}

@@ -1,0 +1,397 @@
+package stream
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/metrics"
+)
+
+// Defaults of Config, the seed's values. A zero field of Config means its default.
+const (
+	DefaultReadCount        = 10     // entries per XREADGROUP
+	DefaultBlockMs          = 2000   // XREADGROUP BLOCK, milliseconds
+	DefaultMaxRetry         = 3      // deliveries per entry, the first one included
+	DefaultMinIdleMs        = 60000  // idle time before a pending entry is re-claimed, ms
+	DefaultClaimIntervalMs  = 30000  // period of the pending-entry scan, ms
+	DefaultTrimMaxLen       = 100000 // entries kept by trimming
+	DefaultTrimIntervalMs   = 60000  // period of trimming, ms
+	DefaultDeadLetterMaxLen = 100000 // entries kept in a dead-letter stream
+	DefaultConcurrency      = 1      // handler goroutines per handler
+	ConfigSection           = "redis-stream"
+)
+
+// TrimMode selects how the consumer trims its topics' streams.
+type TrimMode string
+
+const (
+	// TrimSafe, the default (also selected by ""), keeps every entry some consumer group has
+	// not yet received and acknowledged, even when the stream then stays above Trim.MaxLen.
+	// On Redis 8.2 and later it uses XTRIM ... ACKED; before, a script trims by MINID below
+	// the oldest pending entry and the slowest group's last-delivered id.
+	TrimSafe TrimMode = "safe"
+	// TrimMaxLen is the seed's exact XTRIM MAXLEN: the newest Trim.MaxLen entries are kept,
+	// whether or not they were consumed. A backlog longer than MaxLen loses its oldest
+	// unconsumed entries; deleted pending entries are reported through
+	// Config.OnTrimmedWhilePending, entries never delivered are gone without a trace.
+	TrimMaxLen TrimMode = "maxlen"
+	// TrimOff disables trimming.
+	TrimOff TrimMode = "off"
+)
+
+// Config configures producers, consumers, trimming and dead letters. The zero value is the
+// default configuration (the seed's defaults); every numeric field's zero means its Default*
+// constant. Its YAML form is the seed's `redis-stream` section, read by [LoadConfig] and
+// [ConfigFromNode].
+type Config struct {
+	// EnvIsolation appends "_" + Env to every stream name (when Env is non-empty), so that
+	// several environments can share one Redis. Producers and consumers must agree.
+	EnvIsolation bool `yaml:"env-isolation"`
+	// Env is the environment suffix used under EnvIsolation.
+	Env string `yaml:"env"`
+	// ConsumerName is this consumer's name in its groups. Empty (the default) generates a
+	// name unique to the Consumer value; a fixed name shared by several processes makes them
+	// one consumer and breaks load balancing, so set it only for a single instance.
+	ConsumerName string `yaml:"consumer-name"`
+	// ReadCount is the most entries one XREADGROUP returns. Default 10.
+	ReadCount int `yaml:"read-count"`
+	// BlockMs is how long one XREADGROUP waits for new entries, in milliseconds. Default
+	// 2000. It also bounds how long Consumer.Close waits for a read in progress.
+	BlockMs int64 `yaml:"block-ms"`
+	// MaxRetry is the most deliveries of one entry, the first one included, after which a
+	// failing entry is dead-lettered. Default 3. A handler may override it.
+	MaxRetry int `yaml:"max-retry"`
+	// Autoclaim configures the re-claiming of pending entries (retries, crash recovery).
+	Autoclaim AutoclaimConfig `yaml:"autoclaim"`
+	// Trim configures the periodic trimming of the consumed topics' streams.
+	Trim TrimConfig `yaml:"trim"`
+	// DeadLetter bounds the dead-letter streams.
+	DeadLetter DeadLetterConfig `yaml:"dead-letter"`
+
+	// Metrics is the set the package's metrics are registered in. Nil means
+	// metrics.Stream (registered with VictoriaMetrics' default registry).
+	Metrics *metrics.Set `yaml:"-"`
+	// OnTrimmedWhilePending, if set, is called with the ids of pending entries that were
+	// deleted from the stream before being acknowledged (by trimming, XDEL or MAXLEN on
+	// write) when a scan finds them. They are also counted in
+	// redis_streaming_mq_trimmed_while_pending_total. It must not block for long.
+	OnTrimmedWhilePending func(topic, group string, ids []string) `yaml:"-"`
+	// OnError, if set, receives errors of the consumer's background work (a failed read, ack,
+	// scan or trim) that the consumer retries by itself. It must not block for long.
+	OnError func(err error) `yaml:"-"`
+}
+
+// AutoclaimConfig configures the pending-entry scan.
+type AutoclaimConfig struct {
+	// MinIdleMs is how long a pending entry must have been idle (since its last delivery)
+	// before it is delivered again, in milliseconds: the backoff of the default retry
+	// policy. Default 60000. Too small competes with slow handlers; too large recovers slowly.
+	MinIdleMs int64 `yaml:"min-idle-ms"`
+	// IntervalMs is the period of the scan, in milliseconds. Default 30000.
+	IntervalMs int64 `yaml:"interval-ms"`
+}
+
+// TrimConfig configures trimming.
+type TrimConfig struct {
+	// MaxLen is the number of entries trimming keeps (a soft bound: streams grow between two
+	// trims, and TrimSafe keeps unacknowledged entries beyond it). Default 100000.
+	MaxLen int64 `yaml:"maxlen"`
+	// IntervalMs is the period of trimming, in milliseconds. Default 60000.
+	IntervalMs int64 `yaml:"interval-ms"`
+	// Mode is TrimSafe (the default, also ""), TrimMaxLen or TrimOff.
+	Mode TrimMode `yaml:"mode"`
+}
+
+// DeadLetterConfig bounds every dead-letter stream. Bounds are applied when a dead letter is
+// written; dead letters dropped by them are counted in
+// redis_streaming_dlq_trimmed_total.
+type DeadLetterConfig struct {
+	// MaxLen is the most entries kept per dead-letter stream; the oldest go first. Default
+	// 100000; a negative value means unbounded.
+	MaxLen int64 `yaml:"maxlen"`
+	// MaxAgeMs drops dead letters older than this many milliseconds. Default 0: no age bound.
+	MaxAgeMs int64 `yaml:"max-age-ms"`
+}
+
+// withDefaults returns c with every zero field replaced by its default.
+func (c Config) withDefaults() Config {
+	if c.ReadCount == 0 {
+		c.ReadCount = DefaultReadCount
+	}
+	if c.BlockMs == 0 {
+		c.BlockMs = DefaultBlockMs
+	}
+	if c.MaxRetry == 0 {
+		c.MaxRetry = DefaultMaxRetry
+	}
+	if c.Autoclaim.MinIdleMs == 0 {
+		c.Autoclaim.MinIdleMs = DefaultMinIdleMs
+	}
+	if c.Autoclaim.IntervalMs == 0 {
+		c.Autoclaim.IntervalMs = DefaultClaimIntervalMs
+	}
+	if c.Trim.MaxLen == 0 {
+		c.Trim.MaxLen = DefaultTrimMaxLen
+	}
+	if c.Trim.IntervalMs == 0 {
+		c.Trim.IntervalMs = DefaultTrimIntervalMs
+	}
+	if c.Trim.Mode == "" {
+		c.Trim.Mode = TrimSafe
+	}
+	if c.DeadLetter.MaxLen == 0 {
+		c.DeadLetter.MaxLen = DefaultDeadLetterMaxLen
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.Stream
+	}
+	return c
+}
+
+// Validate reports the first invalid field of c, naming its key path in the YAML section
+// (for example "redis-stream.read-count"). The error wraps redstream.ErrInvalidConfig.
+func (c Config) Validate() error {
+	return c.validate(ConfigSection)
+}
+
+func (c Config) validate(prefix string) error {
+	bad := func(key string, v any, want string) error {
+		return fmt.Errorf("stream: %s.%s: %w: got %v, want %s", prefix, key, redstream.ErrInvalidConfig, v, want)
+	}
+	switch {
+	case c.ReadCount < 0:
+		return bad("read-count", c.ReadCount, "a positive count (0 for the default 10)")
+	case c.BlockMs < 0:
+		return bad("block-ms", c.BlockMs, "a positive number of milliseconds (0 for the default 2000)")
+	case c.MaxRetry < 0:
+		return bad("max-retry", c.MaxRetry, "a positive count (0 for the default 3)")
+	case c.Autoclaim.MinIdleMs < 0:
+		return bad("autoclaim.min-idle-ms", c.Autoclaim.MinIdleMs, "a positive number of milliseconds")
+	case c.Autoclaim.IntervalMs < 0:
+		return bad("autoclaim.interval-ms", c.Autoclaim.IntervalMs, "a positive number of milliseconds")
+	case c.Trim.MaxLen < 0:
+		return bad("trim.maxlen", c.Trim.MaxLen, "a positive count (0 for the default 100000)")
+	case c.Trim.IntervalMs < 0:
+		return bad("trim.interval-ms", c.Trim.IntervalMs, "a positive number of milliseconds")
+	case c.DeadLetter.MaxAgeMs < 0:
+		return bad("dead-letter.max-age-ms", c.DeadLetter.MaxAgeMs, "a non-negative number of milliseconds")
+	}
+	switch c.Trim.Mode {
+	case "", TrimSafe, TrimMaxLen, TrimOff:
+	default:
+		return bad("trim.mode", strconv.Quote(string(c.Trim.Mode)), `"safe", "maxlen" or "off"`)
+	}
+	if c.EnvIsolation && strings.IndexByte(c.Env, '}') >= 0 {
+		return bad("env", strconv.Quote(c.Env), "no '}'")
+	}
+	return nil
+}
+
+// LoadConfig reads the `redis-stream` section of a YAML document (a Spring-style
+// application.yml). A document without that section yields the default Config. Keys may be
+// written kebab-case (read-count), camelCase (readCount) or snake_case, nested or dotted
+// (autoclaim.min-idle-ms: 100). Unknown keys and bad values are errors naming their key path,
+// wrapping redstream.ErrInvalidConfig.
+func LoadConfig(yamlBytes []byte) (Config, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(yamlBytes, &doc); err != nil {
+		return Config{}, fmt.Errorf("stream: %w: %v", redstream.ErrInvalidConfig, err)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return Config{}, nil
+	}
+	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return Config{}, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return Config{}, fmt.Errorf("stream: %w: the document is not a mapping", redstream.ErrInvalidConfig)
+	}
+	// Collect the section, which may be nested (redis-stream: {...}) or dotted at the root
+	// (redis-stream.read-count: 5), or both.
+	section := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		head, rest, dotted := strings.Cut(k.Value, ".")
+		if normalize(head) != normalize(ConfigSection) {
+			continue
+		}
+		if dotted {
+			section.Content = append(section.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: rest, Line: k.Line}, v)
+			continue
+		}
+		switch {
+		case v.Kind == yaml.MappingNode:
+			section.Content = append(section.Content, v.Content...)
+		case v.Kind == yaml.ScalarNode && v.Tag == "!!null":
+		default:
+			return Config{}, fmt.Errorf("stream: %s: %w: want a mapping (line %d)", ConfigSection, redstream.ErrInvalidConfig, v.Line)
+		}
+	}
+	return ConfigFromNode(section, ConfigSection)
+}
+
+// ConfigFromNode decodes a Config from node, the mapping under the `redis-stream` key, as
+// parsed by go.yaml.in/yaml/v3. path is the node's key path, used in error messages
+// (ConfigSection when empty). A nil or null node yields the default Config. Keys are
+// matched as by LoadConfig; the result is validated.
+func ConfigFromNode(node *yaml.Node, path string) (Config, error) {
+	if path == "" {
+		path = ConfigSection
+	}
+	var c Config
+	if node == nil || (node.Kind == yaml.ScalarNode && node.Tag == "!!null") {
+		return c, nil
+	}
+	if node.Kind == yaml.DocumentNode && len(node.Content) == 1 {
+		node = node.Content[0]
+	}
+	if node.Kind != yaml.MappingNode {
+		return c, fmt.Errorf("stream: %s: %w: want a mapping (line %d)", path, redstream.ErrInvalidConfig, node.Line)
+	}
+	fields := map[string]func(p string, v *yaml.Node) error{
+		"envisolation":         boolField(&c.EnvIsolation),
+		"env":                  stringField(&c.Env),
+		"consumername":         stringField(&c.ConsumerName),
+		"readcount":            intField(&c.ReadCount),
+		"blockms":              int64Field(&c.BlockMs),
+		"maxretry":             intField(&c.MaxRetry),
+		"autoclaim.minidlems":  int64Field(&c.Autoclaim.MinIdleMs),
+		"autoclaim.intervalms": int64Field(&c.Autoclaim.IntervalMs),
+		"trim.maxlen":          int64Field(&c.Trim.MaxLen),
+		"trim.intervalms":      int64Field(&c.Trim.IntervalMs),
+		"trim.mode":            func(p string, v *yaml.Node) error { return stringField((*string)(&c.Trim.Mode))(p, v) },
+		"deadletter.maxlen":    int64Field(&c.DeadLetter.MaxLen),
+		"deadletter.maxagems":  int64Field(&c.DeadLetter.MaxAgeMs),
+	}
+	groups := map[string]bool{"autoclaim": true, "trim": true, "deadletter": true}
+	if err := walkConfig(node, path, "", fields, groups); err != nil {
+		return Config{}, err
+	}
+	if err := c.validate(path); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// walkConfig visits the leaves of a mapping node. norm is the normalized path of node
+// ("" for the section itself); display paths keep the keys as written.
+func walkConfig(node *yaml.Node, display, norm string, fields map[string]func(string, *yaml.Node) error, groups map[string]bool) error {
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		k, v := node.Content[i], node.Content[i+1]
+		parts := strings.Split(k.Value, ".")
+		d, n := display, norm
+		for j, part := range parts {
+			d += "." + part
+			if n == "" {
+				n = normalize(part)
+			} else {
+				n += "." + normalize(part)
+			}
+			if j < len(parts)-1 && !groups[n] {
+				return fmt.Errorf("stream: %s: %w: unknown key (line %d)", d, redstream.ErrInvalidConfig, k.Line)
+			}
+		}
+		if groups[n] {
+			switch {
+			case v.Kind == yaml.MappingNode:
+				if err := walkConfig(v, d, n, fields, groups); err != nil {
+					return err
+				}
+			case v.Kind == yaml.ScalarNode && v.Tag == "!!null":
+			default:
+				return fmt.Errorf("stream: %s: %w: want a mapping (line %d)", d, redstream.ErrInvalidConfig, v.Line)
+			}
+			continue
+		}
+		set, ok := fields[n]
+		if !ok {
+			return fmt.Errorf("stream: %s: %w: unknown key (line %d)", d, redstream.ErrInvalidConfig, k.Line)
+		}
+		if err := set(d, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// normalize folds a key the way Spring's relaxed binding does: case-insensitive, with '-'
+// and '_' ignored, so read-count, readCount and read_count are one key.
+func normalize(k string) string {
+	k = strings.ToLower(k)
+	return strings.NewReplacer("-", "", "_", "").Replace(k)
+}
+
+func scalar(p string, v *yaml.Node, want string) (string, bool, error) {
+	if v.Kind != yaml.ScalarNode {
+		return "", false, fmt.Errorf("stream: %s: %w: want %s (line %d)", p, redstream.ErrInvalidConfig, want, v.Line)
+	}
+	if v.Tag == "!!null" {
+		return "", false, nil
+	}
+	return v.Value, true, nil
+}
+
+func int64Field(dst *int64) func(string, *yaml.Node) error {
+	return func(p string, v *yaml.Node) error {
+		s, ok, err := scalar(p, v, "an integer")
+		if err != nil || !ok {
+			return err
+		}
+		n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64)
+		if err != nil {
+			return fmt.Errorf("stream: %s: %w: want an integer, got %q (line %d)", p, redstream.ErrInvalidConfig, s, v.Line)
+		}
+		*dst = n
+		return nil
+	}
+}
+
+func intField(dst *int) func(string, *yaml.Node) error {
+	return func(p string, v *yaml.Node) error {
+		var n int64
+		if err := int64Field(&n)(p, v); err != nil {
+			return err
+		}
+		if n != int64(int(n)) || n > 1<<31-1 || n < -(1<<31) {
+			return fmt.Errorf("stream: %s: %w: %d is out of range (line %d)", p, redstream.ErrInvalidConfig, n, v.Line)
+		}
+		*dst = int(n)
+		return nil
+	}
+}
+
+func boolField(dst *bool) func(string, *yaml.Node) error {
+	return func(p string, v *yaml.Node) error {
+		s, ok, err := scalar(p, v, "true or false")
+		if err != nil || !ok {
+			return err
+		}
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("stream: %s: %w: want true or false, got %q (line %d)", p, redstream.ErrInvalidConfig, s, v.Line)
+		}
+		*dst = b
+		return nil
+	}
+}
+
+func stringField(dst *string) func(string, *yaml.Node) error {
+	return func(p string, v *yaml.Node) error {
+		s, _, err := scalar(p, v, "a string")
+		if err != nil {
+			return err
+		}
+		*dst = s
+		return nil
+	}
+}
+
+// errInvalid wraps redstream.ErrInvalidConfig with the package prefix.
+func errInvalid(format string, args ...any) error {
+	return fmt.Errorf("stream: %w: %s", redstream.ErrInvalidConfig, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,406 @@
+package stream
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+)
+
+// The wire contract: every entry a producer writes has exactly these fields, in this order.
+// Consumers decode by FieldEnc alone, so producers written in other languages interoperate
+// (testdata/wire_vectors.json holds exact entries).
+const (
+	// FieldKey is the message's business key.
+	FieldKey = "key"
+	// FieldTag is the message's routing / filtering tag ("" when none).
+	FieldTag = "tag"
+	// FieldEnc is the body's encoding: EncPlain or EncGzip.
+	FieldEnc = "enc"
+	// FieldBody is the message body: JSON (EncPlain) or base64(gzip(JSON)) (EncGzip).
+	FieldBody = "body"
+	// FieldTS is the send time, milliseconds since the Unix epoch, in decimal.
+	FieldTS = "ts"
+)
+
+// Body encodings (the values of FieldEnc).
+const (
+	// EncPlain: the body field is the JSON text. A missing enc field also means plain.
+	EncPlain = "plain"
+	// EncGzip: the body field is the standard base64 encoding (with padding) of the gzip
+	// compression of the JSON text.
+	EncGzip = "gzip"
+)
+
+// MaxBodyBytes bounds the decoded (decompressed) size of one body: a larger body is
+// undecodable, so that a small compressed entry cannot exhaust a consumer's memory.
+const MaxBodyBytes = 64 << 20
+
+var maxBodyBytes = MaxBodyBytes // lowered by tests
+
+// ErrUndecodable is returned (wrapped) for an entry whose body cannot be decoded: an unknown
+// enc, bad base64 or gzip, or JSON that does not fit the handler's body type. Such an entry
+// is poison: it is reported to OnFailure with a nil message, dead-lettered and acknowledged.
+var ErrUndecodable = errors.New("stream: undecodable entry")
+
+// Message is one message: an envelope (Key, Tag, Source, SendTime) and a typed Body. A
+// producer sends a Message; a handler receives a *Message whose delivery fields (ID onwards)
+// are set too.
+//
+// On the wire, Key, Tag and SendTime travel as the entry fields key, tag and ts. The body is
+// the JSON encoding of Body; when that is a JSON object, the producer adds the members "key",
+// and "tag" and "source" when non-empty, in front of Body's own members (as the Java system's
+// message base class does), unless Body's type declares a member of that name itself. A
+// consumer takes Source from the body's "source" member.
+type Message[T any] struct {
+	// Key is the business key. Empty on send means a new unique, time-ordered 64-bit id
+	// (see NextKey), in decimal.
+	Key string
+	// Tag is a routing or filtering tag. Optional.
+	Tag string
+	// Source names the sender. Optional.
+	Source string
+	// SendTime is the send time, kept to the millisecond on the wire. Zero on send means now.
+	SendTime time.Time
+	// Body is the payload, encoded as JSON.
+	Body T
+
+	// ID is the stream entry id ("1700000000000-0"). Set on delivery.
+	ID string
+	// Topic is the topic the message was read from (without the env suffix). Set on delivery.
+	Topic string
+	// Group is the consumer group that received the message. Set on delivery.
+	Group string
+	// Consumer is the consumer name that received it. Set on delivery.
+	Consumer string
+	// DeliveryCount is 1 on the first delivery and grows with each redelivery. Set on
+	// delivery.
+	DeliveryCount int64
+
+	d *delivery
+}
+
+// NewMessage returns a message with body and every other field zero: on send, it gets a new
+// key and the current time.
+func NewMessage[T any](body T) Message[T] { return Message[T]{Body: body} }
+
+// DeferAck tells the consumer not to acknowledge the message when the handler returns nil:
+// the handler (or code it hands the message to) acknowledges it later with Ack. Until then
+// the entry stays pending, and like any pending entry it is delivered again once it has been
+// idle for its retry backoff (Autoclaim.MinIdleMs by default), so ack within that time.
+// DeferAck does nothing on a message that was not delivered by a Consumer.
+func (m *Message[T]) DeferAck() {
+	if m.d != nil {
+		m.d.deferred.Store(true)
+	}
+}
+
+// Ack acknowledges the message now (XACK). It may be called from any goroutine, during or
+// after the handler; a second Ack does nothing. A message acknowledged by Ack is not
+// acknowledged again when its handler returns. It returns an error for a message that was
+// not delivered by a Consumer, or when Redis fails (the entry then stays pending).
+func (m *Message[T]) Ack(ctx context.Context) error {
+	if m.d == nil {
+		return errors.New("stream: Ack: the message was not delivered by a Consumer")
+	}
+	return m.d.ack(ctx)
+}
+
+// delivery is the link from a delivered message back to its handler, for acknowledgement.
+type delivery struct {
+	h        *handlerRT
+	id       string
+	deferred atomic.Bool
+	acked    atomic.Bool
+}
+
+func (d *delivery) ack(ctx context.Context) error {
+	if d.acked.Swap(true) {
+		return nil
+	}
+	if err := d.h.ackNow(ctx, d.id); err != nil {
+		d.acked.Store(false)
+		return err
+	}
+	return nil
+}
+
+// outgoing is implemented by every Message[T]: what a producer needs to encode it.
+type outgoing interface {
+	envelope() (key, tag, source string, sendTime time.Time, body any, t reflect.Type)
+}
+
+func (m Message[T]) envelope() (string, string, string, time.Time, any, reflect.Type) {
+	return m.Key, m.Tag, m.Source, m.SendTime, m.Body, reflect.TypeFor[T]()
+}
+
+// Sendable is any Message[T]: the argument of Producer.Send.
+type Sendable interface{ outgoing }
+
+// reserved records which envelope members a body type declares itself.
+type reserved struct{ key, tag, source bool }
+
+var reservedCache sync.Map // reflect.Type -> reserved
+
+// reservedOf returns the envelope members t's JSON object declares (for struct types; other
+// types declare none).
+func reservedOf(t reflect.Type) reserved {
+	if t == nil {
+		return reserved{}
+	}
+	if r, ok := reservedCache.Load(t); ok {
+		return r.(reserved)
+	}
+	var r reserved
+	var walk func(t reflect.Type, depth int)
+	walk = func(t reflect.Type, depth int) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || depth > 8 {
+			return
+		}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			tag := f.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, _, _ := strings.Cut(tag, ",")
+			if f.Anonymous && name == "" {
+				walk(f.Type, depth+1)
+				continue
+			}
+			if !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			switch strings.ToLower(name) {
+			case FieldKey:
+				r.key = true
+			case FieldTag:
+				r.tag = true
+			case "source":
+				r.source = true
+			}
+		}
+	}
+	walk(t, 0)
+	reservedCache.Store(t, r)
+	return r
+}
+
+// encodeEntry returns the entry fields (name, value, ...) of one message.
+func encodeEntry(key, tag, source string, sendTime time.Time, body any, t reflect.Type, compress bool) ([]string, error) {
+	js, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("stream: encode body: %w", err)
+	}
+	if len(js) > 0 && js[0] == '{' {
+		js = spliceEnvelope(js, key, tag, source, reservedOf(t))
+	}
+	enc, b, err := EncodeBody(js, compress)
+	if err != nil {
+		return nil, err
+	}
+	return []string{FieldKey, key, FieldTag, tag, FieldEnc, enc, FieldBody, b, FieldTS, strconv.FormatInt(sendTime.UnixMilli(), 10)}, nil
+}
+
+// spliceEnvelope inserts the envelope members in front of a JSON object's own members.
+func spliceEnvelope(obj []byte, key, tag, source string, r reserved) []byte {
+	out := make([]byte, 0, len(obj)+len(key)+len(tag)+len(source)+32)
+	out = append(out, '{')
+	n := 0
+	add := func(name, v string) {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, name...)
+		out = append(out, `":`...)
+		out = appendJSONString(out, v)
+		n++
+	}
+	if !r.key {
+		add(FieldKey, key)
+	}
+	if tag != "" && !r.tag {
+		add(FieldTag, tag)
+	}
+	if source != "" && !r.source {
+		add("source", source)
+	}
+	rest := bytes.TrimSpace(obj[1:])
+	if n == 0 {
+		return obj
+	}
+	if len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+
+// EncodeBody encodes a JSON body for the wire: (EncPlain, js) or, with compress,
+// (EncGzip, base64(gzip(js))). It is what producers in other languages must do.
+func EncodeBody(js []byte, compress bool) (enc, body string, err error) {
+	if !compress {
+		return EncPlain, string(js), nil
+	}
+	var buf bytes.Buffer
+	zw := gzipWriters.Get().(*gzip.Writer)
+	zw.Reset(&buf)
+	if _, err := zw.Write(js); err != nil {
+		return "", "", fmt.Errorf("stream: gzip body: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return "", "", fmt.Errorf("stream: gzip body: %w", err)
+	}
+	gzipWriters.Put(zw)
+	return EncGzip, base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+}
+
+// DecodeBody returns the JSON text of a body field given its enc field: "" and EncPlain are
+// the text itself, EncGzip is base64 (standard alphabet; unpadded is accepted) of gzip. Any
+// other enc, bad base64 or gzip, or a body larger than MaxBodyBytes, is an error wrapping
+// ErrUndecodable.
+func DecodeBody(enc, body string) ([]byte, error) {
+	switch enc {
+	case "", EncPlain:
+		return []byte(body), nil
+	case EncGzip:
+		raw, err := base64.StdEncoding.DecodeString(body)
+		if err != nil {
+			raw, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(body, "="))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: enc=gzip: bad base64: %v", ErrUndecodable, err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("%w: enc=gzip: %v", ErrUndecodable, err)
+		}
+		out, err := io.ReadAll(io.LimitReader(zr, int64(maxBodyBytes)+1))
+		if err != nil {
+			return nil, fmt.Errorf("%w: enc=gzip: %v", ErrUndecodable, err)
+		}
+		if len(out) > maxBodyBytes {
+			return nil, fmt.Errorf("%w: enc=gzip: body larger than %d bytes", ErrUndecodable, maxBodyBytes)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: unknown enc %q", ErrUndecodable, enc)
+}
+
+// entry is one stream entry as read: its id and its fields as name, value pairs.
+type entry struct {
+	id     string
+	fields []string
+}
+
+func (e entry) get(name string) (string, bool) {
+	for i := 0; i+1 < len(e.fields); i += 2 {
+		if e.fields[i] == name {
+			return e.fields[i+1], true
+		}
+	}
+	return "", false
+}
+
+var sourceMember = []byte(`"source"`)
+
+// decodeInto fills m's envelope and body from e. raw is the decoded JSON body (nil when even
+// that failed); the error wraps ErrUndecodable.
+func decodeInto[T any](m *Message[T], e entry) (raw []byte, err error) {
+	enc, _ := e.get(FieldEnc)
+	body, _ := e.get(FieldBody)
+	raw, err = DecodeBody(enc, body)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, &m.Body); err != nil {
+		return raw, fmt.Errorf("%w: body: %v", ErrUndecodable, err)
+	}
+	m.Key, _ = e.get(FieldKey)
+	m.Tag, _ = e.get(FieldTag)
+	if ts, ok := e.get(FieldTS); ok {
+		if ms, err := strconv.ParseInt(ts, 10, 64); err == nil {
+			m.SendTime = time.UnixMilli(ms)
+		}
+	}
+	if bytes.Contains(raw, sourceMember) && !reservedOf(reflect.TypeFor[T]()).source {
+		var s struct {
+			Source json.RawMessage `json:"source"`
+		}
+		if json.Unmarshal(raw, &s) == nil && len(s.Source) > 0 && s.Source[0] == '"' {
+			_ = json.Unmarshal(s.Source, &m.Source)
+		}
+	}
+	return raw, nil
+}
+
+// Key generation: 41 bits of milliseconds since keyEpoch, 10 bits of node (random per
+// process), 12 bits of sequence: the Snowflake layout. Keys from one process are unique and
+// increasing (a clock going backwards is absorbed); two processes collide only if they drew
+// the same node and hit the same millisecond and sequence.
+const keyEpoch = 1288834974657 // Twitter's Snowflake epoch, 2010-11-04, ms
+
+var keyState struct {
+	mu   sync.Mutex
+	last int64 // ms since keyEpoch of the last key
+	seq  int64
+	node int64
+}
+
+func init() {
+	h := uint64(time.Now().UnixNano()) ^ uint64(pid())<<32
+	keyState.node = int64((h*0x9E3779B97F4A7C15)>>54) & 1023
+}
+
+// NextKey returns a new message key: a unique, time-ordered 64-bit id (Snowflake layout: 41
+// bits of milliseconds since 2010-11-04, 10 bits of per-process node, 12 bits of sequence).
+// It is safe for concurrent use.
+func NextKey() int64 {
+	keyState.mu.Lock()
+	defer keyState.mu.Unlock()
+	now := time.Now().UnixMilli() - keyEpoch
+	if now <= keyState.last {
+		now = keyState.last
+		keyState.seq++
+		if keyState.seq > 4095 {
+			now++
+			keyState.seq = 0
+		}
+	} else {
+		keyState.seq = 0
+	}
+	keyState.last = now
+	return now<<22 | keyState.node<<12 | keyState.seq
+}

@@ -1,0 +1,119 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redstream-go/redstream/metrics"
+)
+
+// Producer writes messages to topics. It is safe for concurrent use; concurrent Sends share
+// the client's pipeline (rueidis pipelines concurrent commands automatically).
+//
+// The Producer does not own its rueidis.Client and has nothing to close.
+type Producer struct {
+	client rueidis.Client
+	cfg    Config
+	topics sync.Map // topic -> *producerTopic
+}
+
+type producerTopic struct {
+	stream   string
+	produced *metrics.Counter
+}
+
+// NewProducer returns a producer. It validates cfg (only EnvIsolation, Env and Metrics
+// matter to a producer); an error wraps redstream.ErrInvalidConfig.
+func NewProducer(client rueidis.Client, cfg Config) (*Producer, error) {
+	if client == nil {
+		return nil, errInvalid("nil rueidis client")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Producer{client: client, cfg: cfg.withDefaults()}, nil
+}
+
+// SendOption changes one Send.
+type SendOption func(*sendOptions)
+
+type sendOptions struct {
+	gzip   bool
+	maxLen int64
+}
+
+// WithGzip sends the body compressed: enc=gzip, body=base64(gzip(JSON)).
+func WithGzip() SendOption { return func(o *sendOptions) { o.gzip = true } }
+
+// WithMaxLen trims the stream on write to about n entries (XADD MAXLEN ~ n), which is cheap
+// but, like the seed's MAXLEN trimming, does not spare entries no group has consumed yet:
+// prefer the consumer's safe trimming (Config.Trim) unless the stream must stay bounded
+// between trims. n <= 0 means no trimming.
+func WithMaxLen(n int64) SendOption { return func(o *sendOptions) { o.maxLen = n } }
+
+// Send writes msg to topic and returns the new entry's id. An empty msg.Key becomes NextKey
+// in decimal; a zero msg.SendTime becomes now. It returns an error for a bad topic name, a
+// body that cannot be encoded as JSON, or a Redis failure.
+func (p *Producer) Send(ctx context.Context, topic string, msg Sendable, opts ...SendOption) (string, error) {
+	if msg == nil {
+		return "", errInvalid("Send: nil message")
+	}
+	t, err := p.topic(topic)
+	if err != nil {
+		return "", err
+	}
+	var o sendOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	key, tag, source, sendTime, body, typ := msg.envelope()
+	if key == "" {
+		key = strconv.FormatInt(NextKey(), 10)
+	}
+	if sendTime.IsZero() {
+		sendTime = time.Now()
+	}
+	fields, err := encodeEntry(key, tag, source, sendTime, body, typ, o.gzip)
+	if err != nil {
+		return "", err
+	}
+	cl := p.client
+	var cmd rueidis.Completed
+	if o.maxLen > 0 {
+		fv := cl.B().Xadd().Key(t.stream).Maxlen().Almost().Threshold(strconv.FormatInt(o.maxLen, 10)).Id("*").FieldValue()
+		for i := 0; i < len(fields); i += 2 {
+			fv = fv.FieldValue(fields[i], fields[i+1])
+		}
+		cmd = fv.Build()
+	} else {
+		fv := cl.B().Xadd().Key(t.stream).Id("*").FieldValue()
+		for i := 0; i < len(fields); i += 2 {
+			fv = fv.FieldValue(fields[i], fields[i+1])
+		}
+		cmd = fv.Build()
+	}
+	id, err := cl.Do(ctx, cmd).ToString()
+	if err != nil {
+		return "", fmt.Errorf("stream: send to %q: %w", t.stream, err)
+	}
+	t.produced.Inc()
+	return id, nil
+}
+
+func (p *Producer) topic(topic string) (*producerTopic, error) {
+	if t, ok := p.topics.Load(topic); ok {
+		return t.(*producerTopic), nil
+	}
+	s, err := StreamName(p.cfg, topic)
+	if err != nil {
+		return nil, err
+	}
+	t := &producerTopic{stream: s, produced: p.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricProduced, "topic", topic))}
+	v, _ := p.topics.LoadOrStore(topic, t)
+	return v.(*producerTopic), nil
+}

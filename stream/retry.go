@@ -1,0 +1,126 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redstream-go/redstream/core"
+)
+
+// DeliveryRetryPolicy decides how often a failing entry is delivered and how long it waits
+// between deliveries. A handler error with retry leaves the entry pending; the consumer's
+// pending-entry scan delivers it again once it has been idle for NextBackoff(its delivery
+// count), until MaxDeliveries deliveries have failed: then it is dead-lettered.
+// Implementations must be safe for concurrent use.
+type DeliveryRetryPolicy interface {
+	// MaxDeliveries is the most deliveries of one entry, the first one included (>= 1).
+	MaxDeliveries() int
+	// NextBackoff is how long an entry delivered deliveryCount times (>= 1) must stay idle
+	// before it is delivered again. Results under a millisecond count as one millisecond.
+	// It is evaluated on every scan, so a jittered policy draws anew each time.
+	NextBackoff(deliveryCount int64) time.Duration
+}
+
+// FixedRetryPolicy delivers an entry at most Max times, Backoff apart: the seed's behaviour
+// (max-retry deliveries, autoclaim.min-idle-ms apart). It is the default policy.
+type FixedRetryPolicy struct {
+	Max     int           // most deliveries, the first included; < 1 means 1
+	Backoff time.Duration // idle time before each redelivery
+}
+
+// MaxDeliveries returns p.Max, at least 1.
+func (p FixedRetryPolicy) MaxDeliveries() int { return max(p.Max, 1) }
+
+// NextBackoff returns p.Backoff.
+func (p FixedRetryPolicy) NextBackoff(int64) time.Duration { return p.Backoff }
+
+// ExponentialRetryPolicy delivers an entry at most Max times, waiting Backoff.Delay(n) after
+// the n-th delivery: core.Backoff's exponential delay (microseconds), with its jitter mode
+// drawn from math/rand/v2.
+type ExponentialRetryPolicy struct {
+	Max     int
+	Backoff core.Backoff
+}
+
+// NewExponentialRetryPolicy returns a policy of maxDeliveries deliveries whose backoff starts
+// at initial and grows by multiplier up to maxDelay. It returns an error for maxDeliveries <
+// 1 or for parameters core.NewBackoff rejects.
+func NewExponentialRetryPolicy(maxDeliveries int, initial, maxDelay time.Duration, multiplier float64, jitter core.Jitter) (ExponentialRetryPolicy, error) {
+	if maxDeliveries < 1 {
+		return ExponentialRetryPolicy{}, errInvalid("max deliveries %d: want >= 1", maxDeliveries)
+	}
+	b, err := core.NewBackoff(initial.Microseconds(), maxDelay.Microseconds(), multiplier, jitter)
+	if err != nil {
+		return ExponentialRetryPolicy{}, fmt.Errorf("stream: retry policy: %w", err)
+	}
+	return ExponentialRetryPolicy{Max: maxDeliveries, Backoff: b}, nil
+}
+
+// MaxDeliveries returns p.Max, at least 1.
+func (p ExponentialRetryPolicy) MaxDeliveries() int { return max(p.Max, 1) }
+
+// NextBackoff returns the backoff after delivery number deliveryCount.
+func (p ExponentialRetryPolicy) NextBackoff(deliveryCount int64) time.Duration {
+	d := p.Backoff.Delay(deliveryCount, 0, func(n int64) int64 { return rand.Int64N(n) })
+	return time.Duration(d) * time.Microsecond
+}
+
+// backoffTable returns the reclaim script's backoff arguments (ms, >= 1) for deliveries
+// 1..min(max, 64).
+func backoffTable(p DeliveryRetryPolicy, maxDeliveries int) []string {
+	n := min(maxDeliveries, 64)
+	out := make([]string, 0, n)
+	for i := 1; i <= n; i++ {
+		ms := p.NextBackoff(int64(i)).Milliseconds()
+		out = append(out, fmt.Sprint(max(ms, 1)))
+	}
+	return out
+}
+
+// ErrMaxRetryExceeded matches (errors.Is) the error OnFailure receives when an entry is
+// dead-lettered because it reached its max deliveries.
+var ErrMaxRetryExceeded = errors.New("stream: max retry exceeded")
+
+// MaxRetryError is the error OnFailure receives for an entry dead-lettered after its last
+// allowed delivery failed (or after its consumer vanished while handling it).
+type MaxRetryError struct {
+	Deliveries int64 // deliveries so far
+	Max        int   // the handler's max deliveries
+	Err        error // the last handler error; nil when the last delivery's outcome is unknown
+}
+
+// Error says "stream: max retry exceeded", the counts, and the last error if known.
+func (e *MaxRetryError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("stream: max retry exceeded: delivered %d times (max %d); the last delivery was not acknowledged", e.Deliveries, e.Max)
+	}
+	return fmt.Sprintf("stream: max retry exceeded: delivered %d times (max %d): %v", e.Deliveries, e.Max, e.Err)
+}
+
+// Is reports whether target is ErrMaxRetryExceeded.
+func (e *MaxRetryError) Is(target error) bool { return target == ErrMaxRetryExceeded }
+
+// Unwrap returns the last handler error.
+func (e *MaxRetryError) Unwrap() error { return e.Err }
+
+// Permanent marks err as not worth retrying: a handler returning it has its message
+// dead-lettered at once, as if the handler had NoRetry set. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// IsPermanent reports whether err was marked by Permanent.
+func IsPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}

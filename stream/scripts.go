@@ -1,0 +1,29 @@
+package stream
+
+import (
+	_ "embed"
+
+	"github.com/redis/rueidis"
+)
+
+// The package's Lua scripts, one per file in scripts/, each headed by its KEYS, ARGV and
+// reply contract. Every script's keys share one hash tag (see keys.go), so they are
+// cluster-safe.
+var (
+	//go:embed scripts/deadletter.lua
+	deadLetterLua string
+	//go:embed scripts/replay.lua
+	replayLua string
+	//go:embed scripts/reclaim.lua
+	reclaimLua string
+	//go:embed scripts/trim_safe.lua
+	trimSafeLua string
+	//go:embed scripts/sink_write.lua
+	sinkWriteLua string
+
+	deadLetterScript = rueidis.NewLuaScript(deadLetterLua)
+	replayScript     = rueidis.NewLuaScript(replayLua)
+	reclaimScript    = rueidis.NewLuaScript(reclaimLua)
+	trimSafeScript   = rueidis.NewLuaScript(trimSafeLua)
+	sinkWriteScript  = rueidis.NewLuaScript(sinkWriteLua)
+)

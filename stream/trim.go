@@ -1,0 +1,136 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redstream-go/redstream/metrics"
+)
+
+// Trimmer trims topic streams by Config.Trim. A Consumer runs one for its topics every
+// Trim.IntervalMs; use one directly to trim on demand (for topics nobody consumes in this
+// process, say). It is safe for concurrent use and does not own its client.
+type Trimmer struct {
+	client rueidis.Client
+	cfg    Config
+	acked  atomic.Int32 // 0 unknown, 1 the server has XTRIM ... ACKED, 2 it has not
+}
+
+// trimChunk is the most entries one trim_safe.lua call removes.
+const trimChunk = 5000
+
+// NewTrimmer returns a trimmer; cfg is validated (an error wraps redstream.ErrInvalidConfig).
+func NewTrimmer(client rueidis.Client, cfg Config) (*Trimmer, error) {
+	if client == nil {
+		return nil, errInvalid("nil rueidis client")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Trimmer{client: client, cfg: cfg.withDefaults()}, nil
+}
+
+// Trim trims topic's stream once and returns the number of entries removed:
+//   - TrimSafe: towards Trim.MaxLen, never removing an entry some group has not received and
+//     acknowledged (XTRIM MAXLEN = n ACKED on Redis 8.2+, else trim_safe.lua's MINID);
+//   - TrimMaxLen: XTRIM MAXLEN = n, the seed's exact trimming, consumed or not;
+//   - TrimOff: nothing.
+func (t *Trimmer) Trim(ctx context.Context, topic string) (int64, error) {
+	stream, err := StreamName(t.cfg, topic)
+	if err != nil {
+		return 0, err
+	}
+	n, err := t.trim(ctx, stream)
+	if n > 0 {
+		t.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricTrimmed, "topic", topic)).Add(int(n))
+	}
+	return n, err
+}
+
+func (t *Trimmer) trim(ctx context.Context, stream string) (int64, error) {
+	cl := t.client
+	maxlen := strconv.FormatInt(t.cfg.Trim.MaxLen, 10)
+	switch t.cfg.Trim.Mode {
+	case TrimOff:
+		return 0, nil
+	case TrimMaxLen:
+		n, err := cl.Do(ctx, cl.B().Xtrim().Key(stream).Maxlen().Exact().Threshold(maxlen).Build()).AsInt64()
+		if err != nil {
+			return 0, fmt.Errorf("stream: trim %q: %w", stream, err)
+		}
+		return n, nil
+	}
+	if t.hasAcked(ctx) {
+		n, err := cl.Do(ctx, cl.B().Xtrim().Key(stream).Maxlen().Exact().Threshold(maxlen).Acked().Build()).AsInt64()
+		if err == nil {
+			return n, nil
+		}
+		if !strings.Contains(strings.ToLower(err.Error()), "syntax") {
+			return 0, fmt.Errorf("stream: trim %q: %w", stream, err)
+		}
+		t.acked.Store(2)
+	}
+	var total int64
+	for {
+		res, err := trimSafeScript.Exec(ctx, cl, []string{stream}, []string{maxlen, strconv.Itoa(trimChunk)}).ToArray()
+		if err != nil {
+			return total, fmt.Errorf("stream: trim %q: %w", stream, err)
+		}
+		if len(res) != 3 {
+			return total, fmt.Errorf("stream: trim %q: unexpected reply of %d elements", stream, len(res))
+		}
+		n, _ := res[0].AsInt64()
+		more, _ := res[1].AsInt64()
+		total += n
+		if more == 0 {
+			return total, nil
+		}
+	}
+}
+
+// hasAcked reports whether the server supports XTRIM ... ACKED (Redis 8.2+), asking once.
+func (t *Trimmer) hasAcked(ctx context.Context) bool {
+	switch t.acked.Load() {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	info, err := t.client.Do(ctx, t.client.B().Info().Section("server").Build()).ToString()
+	if err != nil {
+		return false
+	}
+	ok := versionAtLeast(info, 8, 2)
+	if ok {
+		t.acked.Store(1)
+	} else {
+		t.acked.Store(2)
+	}
+	return ok
+}
+
+// versionAtLeast reports whether INFO server text has redis_version >= major.minor.
+func versionAtLeast(info string, major, minor int) bool {
+	for _, line := range strings.Split(info, "\n") {
+		v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:")
+		if !ok {
+			continue
+		}
+		parts := strings.Split(v, ".")
+		if len(parts) < 2 {
+			return false
+		}
+		ma, err1 := strconv.Atoi(parts[0])
+		mi, err2 := strconv.Atoi(parts[1])
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		return ma > major || (ma == major && mi >= minor)
+	}
+	return false
+}

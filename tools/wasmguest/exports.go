@@ -1,0 +1,157 @@
+//go:build wasip1
+
+// Command wasmguest is redstream's core compiled to a WebAssembly module: a WASI reactor
+// (GOOS=wasip1 GOARCH=wasm -buildmode=c-shared) whose exports are documented in
+// wasmcore/ABI.md. Every export is a thin wrapper over package internal/wasmabi, which
+// implements the ABI on package core.
+//
+// The reactor keeps no state between calls except its results area and scratch buffer:
+// every step takes its parameters and the key's state as arguments and returns the new
+// state, so any instance can serve any call.
+package main
+
+import (
+	"unsafe"
+
+	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/wasmabi"
+)
+
+func main() {}
+
+var (
+	// results is the results area; its address never changes.
+	results wasmabi.Results
+	// scratch backs the scratch buffer as uint64s so that it is 8-byte aligned; buf is
+	// its byte view. The Go garbage collector does not move objects, so the address
+	// handed out stays valid while scratch refers to it.
+	scratch []uint64
+	buf     []byte
+	// log and pos are reused by the sliding log and Bloom steps.
+	log core.Log
+	pos []uint64
+)
+
+func init() { grow(4096) }
+
+// grow makes the scratch buffer hold at least size bytes.
+func grow(size int) {
+	if size <= len(buf) {
+		return
+	}
+	c := max(size, 2*len(buf))
+	if c > wasmabi.MaxBuffer {
+		c = size
+	}
+	scratch = make([]uint64, (c+7)/8)
+	buf = unsafe.Slice((*byte)(unsafe.Pointer(&scratch[0])), 8*len(scratch))
+}
+
+func addr(p unsafe.Pointer) int32 { return int32(uintptr(p)) }
+
+//go:wasmexport redstream_abi_version
+func abiVersion() int32 { return wasmabi.Version }
+
+//go:wasmexport redstream_results
+func resultsAddr() int32 { return addr(unsafe.Pointer(&results[0])) }
+
+//go:wasmexport redstream_buffer
+func bufferAddr(size int32) (a int32) {
+	defer func() {
+		if recover() != nil {
+			a = 0
+		}
+	}()
+	if size < 0 || size > wasmabi.MaxBuffer {
+		return 0
+	}
+	grow(int(size))
+	return addr(unsafe.Pointer(&buf[0]))
+}
+
+// internal turns a panic (a bug; core's steps do not panic) into StatusInternal instead
+// of a trap.
+func internal(s *int32) {
+	if recover() != nil {
+		*s = wasmabi.StatusInternal
+	}
+}
+
+//go:wasmexport redstream_token_bucket_step
+func tokenBucketStep(capacity, rate float64, tat, now, n int64) (s int32) {
+	defer func() { internal(&s) }()
+	return wasmabi.TokenBucketStep(&results, capacity, rate, tat, now, n)
+}
+
+//go:wasmexport redstream_leaky_bucket_step
+func leakyBucketStep(capacity, rate float64, tat, now, n int64) (s int32) {
+	defer func() { internal(&s) }()
+	return wasmabi.LeakyBucketStep(&results, capacity, rate, tat, now, n)
+}
+
+//go:wasmexport redstream_fixed_window_step
+func fixedWindowStep(window, limit, start, count, now, n int64) (s int32) {
+	defer func() { internal(&s) }()
+	return wasmabi.FixedWindowStep(&results, window, limit, start, count, now, n)
+}
+
+//go:wasmexport redstream_sliding_counter_step
+func slidingCounterStep(window, limit, start, count, prev, now, n int64) (s int32) {
+	defer func() { internal(&s) }()
+	return wasmabi.SlidingCounterStep(&results, window, limit, start, count, prev, now, n)
+}
+
+//go:wasmexport redstream_sliding_log_step
+func slidingLogStep(window, limit int64, length int32, now, n int64) (s int32) {
+	defer func() { internal(&s) }()
+	return wasmabi.SlidingLogStep(&results, &log, buf, window, limit, length, now, n)
+}
+
+//go:wasmexport redstream_window_dedup_check
+func windowDedupCheck(window, high, last int64, seen int32, now int64) (s int32) {
+	defer func() { internal(&s) }()
+	return wasmabi.WindowDedupCheck(&results, window, high, last, seen, now)
+}
+
+//go:wasmexport redstream_window_dedup_expired
+func windowDedupExpired(window, last, t int64) (s int32) {
+	defer func() { internal(&s) }()
+	return wasmabi.WindowDedupExpired(&results, window, last, t)
+}
+
+//go:wasmexport redstream_bloom_params
+func bloomParams(insertions int64, fpRate float64, shards int32) (s int32) {
+	defer func() { internal(&s) }()
+	return wasmabi.BloomParams(&results, insertions, fpRate, shards)
+}
+
+//go:wasmexport redstream_bloom_positions
+func bloomPositions(k int32, shardBits int64, shards, length int32) (s int32) {
+	defer func() { internal(&s) }()
+	pos, s = wasmabi.BloomPositions(&results, pos, buf, k, shardBits, shards, length)
+	return s
+}
+
+//go:wasmexport redstream_bloom_estimate_count
+func bloomEstimateCount(k int32, shardBits, ones int64) (s int32) {
+	defer func() { internal(&s) }()
+	return wasmabi.BloomEstimateCount(&results, k, shardBits, ones)
+}
+
+//go:wasmexport redstream_murmur3_x64_128
+func murmur3(length, seed int32) (s int32) {
+	defer func() { internal(&s) }()
+	return wasmabi.Murmur3(&results, buf, length, seed)
+}
+
+//go:wasmexport redstream_backoff_base
+func backoffBase(initial, max int64, multiplier float64, attempt int64) (s int32) {
+	defer func() { internal(&s) }()
+	return wasmabi.BackoffBase(&results, initial, max, multiplier, attempt)
+}
+
+//go:wasmexport redstream_backoff_delay
+func backoffDelay(initial, max int64, multiplier float64, jitter int32, attempt, prev, random int64) (s int32) {
+	defer func() { internal(&s) }()
+	return wasmabi.BackoffDelay(&results, initial, max, multiplier, jitter, attempt, prev, random)
+}

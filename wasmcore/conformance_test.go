@@ -1,0 +1,44 @@
+package wasmcore_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/proptest"
+	"github.com/redstream-go/redstream/wasmcore"
+)
+
+var (
+	confRT     *wasmcore.Runtime
+	confRTErr  error
+	confRTOnce sync.Once
+)
+
+func conformanceRuntime(t *testing.T) *wasmcore.Runtime {
+	t.Helper()
+	confRTOnce.Do(func() { confRT, confRTErr = wasmcore.NewRuntime(context.Background(), wasmcore.Config{Instances: 2}) })
+	if confRTErr != nil {
+		t.Fatal(confRTErr)
+	}
+	return confRT
+}
+
+// TestLimiterConformance runs proptest's limiter suite (every algorithm, 1000 cases each)
+// against the wasm engine.
+func TestLimiterConformance(t *testing.T) {
+	rt := conformanceRuntime(t)
+	proptest.TestLimiter(t, func(spec redstream.Spec) (redstream.Limiter, error) {
+		return wasmcore.NewLimiter(spec, wasmcore.Options{Runtime: rt})
+	}, proptest.Options{Checks: 1000})
+}
+
+// TestDeduplicatorConformance runs proptest's deduplicator suite (every strategy, 1000
+// cases each) against the wasm engine.
+func TestDeduplicatorConformance(t *testing.T) {
+	rt := conformanceRuntime(t)
+	proptest.TestDeduplicator(t, func(spec redstream.DedupSpec) (redstream.Deduplicator, error) {
+		return wasmcore.NewDeduplicator(spec, wasmcore.Options{Runtime: rt})
+	}, proptest.Options{Checks: 1000})
+}

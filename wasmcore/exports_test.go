@@ -1,0 +1,241 @@
+package wasmcore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/tetratelabs/wazero/api"
+	"pgregory.net/rapid"
+
+	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/wasmabi"
+)
+
+// native calls the native implementation of an export: the same functions the guest wraps,
+// run on the host on package core.
+func native(name string, a []uint64, buf []byte) (wasmabi.Status, wasmabi.Results, []byte) {
+	var r wasmabi.Results
+	var lg core.Log
+	i := func(k int) int64 { return int64(a[k]) }
+	i32 := func(k int) int32 { return api.DecodeI32(a[k]) }
+	f := func(k int) float64 { return math.Float64frombits(a[k]) }
+	var s wasmabi.Status
+	switch name {
+	case wasmabi.ExportTokenBucketStep:
+		s = wasmabi.TokenBucketStep(&r, f(0), f(1), i(2), i(3), i(4))
+	case wasmabi.ExportLeakyBucketStep:
+		s = wasmabi.LeakyBucketStep(&r, f(0), f(1), i(2), i(3), i(4))
+	case wasmabi.ExportFixedWindowStep:
+		s = wasmabi.FixedWindowStep(&r, i(0), i(1), i(2), i(3), i(4), i(5))
+	case wasmabi.ExportSlidingCounterStep:
+		s = wasmabi.SlidingCounterStep(&r, i(0), i(1), i(2), i(3), i(4), i(5), i(6))
+	case wasmabi.ExportSlidingLogStep:
+		s = wasmabi.SlidingLogStep(&r, &lg, buf, i(0), i(1), i32(2), i(3), i(4))
+	case wasmabi.ExportWindowDedupCheck:
+		s = wasmabi.WindowDedupCheck(&r, i(0), i(1), i(2), i32(3), i(4))
+	case wasmabi.ExportWindowDedupExpired:
+		s = wasmabi.WindowDedupExpired(&r, i(0), i(1), i(2))
+	case wasmabi.ExportBloomParams:
+		s = wasmabi.BloomParams(&r, i(0), f(1), i32(2))
+	case wasmabi.ExportBloomPositions:
+		_, s = wasmabi.BloomPositions(&r, nil, buf, i32(0), i(1), i32(2), i32(3))
+	case wasmabi.ExportBloomEstimate:
+		s = wasmabi.BloomEstimateCount(&r, i32(0), i(1), i(2))
+	case wasmabi.ExportMurmur3:
+		s = wasmabi.Murmur3(&r, buf, i32(0), i32(1))
+	case wasmabi.ExportBackoffBase:
+		s = wasmabi.BackoffBase(&r, i(0), i(1), f(2), i(3))
+	case wasmabi.ExportBackoffDelay:
+		s = wasmabi.BackoffDelay(&r, i(0), i(1), f(2), i32(3), i(4), i(5), i(6))
+	default:
+		panic("unknown export " + name)
+	}
+	return s, r, buf
+}
+
+// drawArg draws an argument of type t: usually a plausible value, sometimes an edge or an
+// arbitrary bit pattern, so that bad input is exercised as often as good.
+func drawArg(t *rapid.T, typ wasmabi.ValType, name string) uint64 {
+	switch typ {
+	case wasmabi.F64:
+		switch rapid.IntRange(0, 9).Draw(t, name+".kind") {
+		case 0:
+			return math.Float64bits(rapid.SampledFrom([]float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, -1, 1e6, 1e6 + 1,
+				math.SmallestNonzeroFloat64, 1e-300, 0.999999, 1, 1000, 1000.0001, float64(core.MaxCount)}).Draw(t, name))
+		case 1:
+			return rapid.Uint64().Draw(t, name)
+		case 2:
+			return math.Float64bits(rapid.Float64().Draw(t, name))
+		case 3, 4:
+			return math.Float64bits(rapid.Float64Range(0, 1).Draw(t, name))
+		}
+		return math.Float64bits(rapid.Float64Range(1, 50).Draw(t, name))
+	case wasmabi.I32:
+		switch rapid.IntRange(0, 5).Draw(t, name+".kind") {
+		case 0:
+			return api.EncodeI32(rapid.Int32().Draw(t, name))
+		case 1:
+			return api.EncodeI32(rapid.SampledFrom([]int32{-1, 0, 1, 2, 3, 4, 5, wasmabi.MaxBloomK, wasmabi.MaxBloomK + 1, 1 << 16, 1<<16 + 1}).Draw(t, name))
+		}
+		return api.EncodeI32(rapid.Int32Range(0, 24).Draw(t, name))
+	}
+	switch rapid.IntRange(0, 9).Draw(t, name+".kind") {
+	case 0:
+		return rapid.Uint64().Draw(t, name)
+	case 1:
+		return uint64(rapid.SampledFrom([]int64{-1, 0, 1, core.MaxTime, core.MaxTime + 1, core.MaxDuration, core.MaxDuration + 1,
+			core.MaxCount, core.MaxCount + 1, math.MaxInt64, math.MinInt64, 1 << 32, 1<<32 + 1}).Draw(t, name))
+	case 2, 3:
+		return uint64(rapid.Int64Range(0, 40).Draw(t, name))
+	case 4, 5:
+		return uint64(rapid.Int64Range(1, 5*core.Second).Draw(t, name))
+	}
+	return uint64(1767225600000000 + rapid.Int64Range(-10*core.Second, 10*core.Second).Draw(t, name))
+}
+
+// TestExportsMatchNative calls every step export with drawn arguments (valid and invalid,
+// at least 1000 cases each) in the module and natively, and requires the same status, the
+// same result slots and the same buffer output. A trap fails the test: bad input must come
+// back as a status.
+func TestExportsMatchNative(t *testing.T) {
+	ctx := context.Background()
+	rt := testRuntime(t)
+	for _, e := range wasmabi.Exports {
+		if e.Direct {
+			continue
+		}
+		t.Run(e.Name, func(t *testing.T) {
+			in, err := rt.acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.release(in)
+			fn := in.mod.ExportedFunction(e.Name)
+			ok := 0
+			cases := 0
+			for cases < 1000 && !t.Failed() {
+				rapid.Check(t, func(rt *rapid.T) {
+					cases++
+					args := make([]uint64, len(e.Params))
+					for i, p := range e.Params {
+						args[i] = drawArg(rt, p.Type, p.Name)
+					}
+					// A buffer input: log timestamps or element bytes.
+					input := drawInput(rt, e.Name, args)
+					size := len(input)
+					if e.Name == wasmabi.ExportBloomPositions {
+						size = max(size, 8*int(min(max(api.DecodeI32(args[0]), 0), wasmabi.MaxBloomK)))
+					}
+					if err := in.ensure(ctx, size); err != nil {
+						rt.Fatal(err)
+					}
+					view := in.bytes(int(in.bufLen))
+					copy(view, input)
+					nbuf := append([]byte(nil), view...)
+					ws, wr, wout := native(e.Name, args, nbuf)
+
+					res, err := fn.Call(ctx, args...)
+					if err != nil {
+						rt.Fatalf("%s%v: trap: %v", e.Name, args, err)
+					}
+					gs := int32(res[0])
+					if gs != ws {
+						rt.Fatalf("%s%s: status %d (%s), native %d (%s)", e.Name, fmtArgs(e, args), gs, wasmabi.StatusName(gs), ws, wasmabi.StatusName(ws))
+					}
+					if gs != wasmabi.StatusOK {
+						return
+					}
+					ok++
+					b := in.slots()
+					for j := 0; j < e.Slots; j++ {
+						if g := int64(binary.LittleEndian.Uint64(b[8*j:])); g != wr[j] {
+							rt.Fatalf("%s%s: slot %d = %d, native %d", e.Name, fmtArgs(e, args), j, g, wr[j])
+						}
+					}
+					if got := in.bytes(len(wout)); !bytes.Equal(got, wout) {
+						rt.Fatalf("%s%s: buffer differs from native", e.Name, fmtArgs(e, args))
+					}
+				})
+			}
+			t.Logf("%s: %d cases, %d with status OK", e.Name, cases, ok)
+			if ok == 0 {
+				t.Errorf("%s: no case succeeded; the generator exercises only errors", e.Name)
+			}
+		})
+	}
+}
+
+func fmtArgs(e wasmabi.Export, args []uint64) string {
+	var b bytes.Buffer
+	b.WriteByte('(')
+	for i, p := range e.Params {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		switch p.Type {
+		case wasmabi.F64:
+			fmt.Fprintf(&b, "%s=%v", p.Name, math.Float64frombits(args[i]))
+		case wasmabi.I32:
+			fmt.Fprintf(&b, "%s=%d", p.Name, api.DecodeI32(args[i]))
+		default:
+			fmt.Fprintf(&b, "%s=%d", p.Name, int64(args[i]))
+		}
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// drawInput draws the scratch-buffer input of an export and adjusts its length argument:
+// a valid sorted log for the sliding log (sometimes corrupted), element bytes otherwise.
+func drawInput(t *rapid.T, name string, args []uint64) []byte {
+	switch name {
+	case wasmabi.ExportSlidingLogStep:
+		n := rapid.IntRange(0, 30).Draw(t, "loglen")
+		ts := int64(1767225600000000) + rapid.Int64Range(-10*core.Second, 10*core.Second).Draw(t, "logstart")
+		b := make([]byte, 8*n)
+		for i := 0; i < n; i++ {
+			ts += rapid.Int64Range(0, core.Second).Draw(t, "logdt")
+			if rapid.IntRange(0, 50).Draw(t, "corrupt") == 0 {
+				ts = rapid.Int64().Draw(t, "garbage")
+			}
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(ts))
+		}
+		if rapid.IntRange(0, 10).Draw(t, "keeplen") > 0 {
+			args[2] = api.EncodeI32(int32(n))
+		}
+		return b
+	case wasmabi.ExportBloomPositions, wasmabi.ExportMurmur3:
+		e := rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(t, "elem")
+		l := 3
+		if name == wasmabi.ExportMurmur3 {
+			l = 0
+		}
+		if rapid.IntRange(0, 10).Draw(t, "keeplen") > 0 {
+			args[l] = api.EncodeI32(int32(len(e)))
+		}
+		return e
+	}
+	return nil
+}
+
+// TestBackoffClamp checks that answering attempts beyond MaxAttempt as MaxAttempt is exact:
+// core.Backoff.Base is constant from there on.
+func TestBackoffClamp(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		initial := rapid.Int64Range(0, 1e6).Draw(t, "initial")
+		maxD := initial + rapid.Int64Range(0, core.MaxDuration-initial).Draw(t, "max")
+		m := rapid.Float64Range(1, 1000).Draw(t, "multiplier")
+		b, err := core.NewBackoff(initial, maxD, m, core.JitterNone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := wasmabi.MaxAttempt + rapid.Int64Range(0, 1000).Draw(t, "beyond")
+		if got, want := b.Base(wasmabi.MaxAttempt), b.Base(a); got != want {
+			t.Fatalf("Base(MaxAttempt) = %d, Base(%d) = %d", got, a, want)
+		}
+	})
+}

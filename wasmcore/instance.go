@@ -1,0 +1,422 @@
+package wasmcore
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/wasmabi"
+)
+
+// fn indexes the step exports an instance calls.
+type fn int
+
+const (
+	fnBuffer fn = iota
+	fnTokenBucket
+	fnLeakyBucket
+	fnFixedWindow
+	fnSlidingCounter
+	fnSlidingLog
+	fnWindowDedupCheck
+	fnWindowDedupExpired
+	fnBloomParams
+	fnBloomPositions
+	fnBloomEstimate
+	fnMurmur3
+	fnBackoffBase
+	fnBackoffDelay
+	numFns
+)
+
+var fnNames = [numFns]string{
+	fnBuffer:             wasmabi.ExportBuffer,
+	fnTokenBucket:        wasmabi.ExportTokenBucketStep,
+	fnLeakyBucket:        wasmabi.ExportLeakyBucketStep,
+	fnFixedWindow:        wasmabi.ExportFixedWindowStep,
+	fnSlidingCounter:     wasmabi.ExportSlidingCounterStep,
+	fnSlidingLog:         wasmabi.ExportSlidingLogStep,
+	fnWindowDedupCheck:   wasmabi.ExportWindowDedupCheck,
+	fnWindowDedupExpired: wasmabi.ExportWindowDedupExpired,
+	fnBloomParams:        wasmabi.ExportBloomParams,
+	fnBloomPositions:     wasmabi.ExportBloomPositions,
+	fnBloomEstimate:      wasmabi.ExportBloomEstimate,
+	fnMurmur3:            wasmabi.ExportMurmur3,
+	fnBackoffBase:        wasmabi.ExportBackoffBase,
+	fnBackoffDelay:       wasmabi.ExportBackoffDelay,
+}
+
+// instance is one instantiated module. It is not safe for concurrent use: the pool hands
+// it to one goroutine at a time.
+type instance struct {
+	mod     api.Module
+	mem     api.Memory
+	fns     [numFns]api.Function
+	results uint32 // address of the results area
+	buf     uint32 // address of the scratch buffer
+	bufLen  uint32 // bytes of the scratch buffer known to be available
+	stack   [8]uint64
+	// broken is set when a call trapped or the instance misbehaved; release then closes
+	// the instance instead of returning it to the pool.
+	broken bool
+}
+
+// initialBuffer is the scratch buffer size the guest allocates at start (see
+// tools/wasmguest).
+const initialBuffer = 4096
+
+func (r *Runtime) instantiate(ctx context.Context) (*instance, error) {
+	mod, err := r.rt.InstantiateModule(ctx, r.compiled,
+		wazero.NewModuleConfig().WithName("").WithStartFunctions("_initialize"))
+	if err != nil {
+		return nil, fmt.Errorf("wasmcore: instantiating the module: %w", err)
+	}
+	in := &instance{mod: mod, mem: mod.Memory()}
+	fail := func(format string, args ...any) (*instance, error) {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("wasmcore: "+format, args...)
+	}
+	if in.mem == nil {
+		return fail("the module exports no memory")
+	}
+	for i, name := range fnNames {
+		if in.fns[i] = mod.ExportedFunction(name); in.fns[i] == nil {
+			return fail("the module lacks the export %s", name)
+		}
+	}
+	v, err := mod.ExportedFunction(wasmabi.ExportABIVersion).Call(ctx)
+	if err != nil {
+		return fail("%s: %w", wasmabi.ExportABIVersion, err)
+	}
+	if got := int32(v[0]); got != wasmabi.Version {
+		return fail("module ABI version %d, want %d", got, wasmabi.Version)
+	}
+	res, err := mod.ExportedFunction(wasmabi.ExportResults).Call(ctx)
+	if err != nil {
+		return fail("%s: %w", wasmabi.ExportResults, err)
+	}
+	in.results = uint32(res[0])
+	if _, ok := in.mem.Read(in.results, 8*wasmabi.NumSlots); !ok || in.results%8 != 0 {
+		return fail("results area at %#x is outside memory or misaligned", in.results)
+	}
+	if err := in.ensure(ctx, initialBuffer); err != nil {
+		return fail("%v", err)
+	}
+	return in, nil
+}
+
+// ensure makes the scratch buffer at least size bytes long.
+func (in *instance) ensure(ctx context.Context, size int) error {
+	if size <= int(in.bufLen) {
+		return nil
+	}
+	if size > wasmabi.MaxBuffer {
+		return fmt.Errorf("wasmcore: %d bytes exceed the scratch buffer limit of %d", size, wasmabi.MaxBuffer)
+	}
+	in.stack[0] = api.EncodeI32(int32(size))
+	if err := in.fns[fnBuffer].CallWithStack(ctx, in.stack[:]); err != nil {
+		in.broken = true
+		return fmt.Errorf("%w: %s: %w", ErrTrapped, wasmabi.ExportBuffer, err)
+	}
+	a := uint32(in.stack[0])
+	if _, ok := in.mem.Read(a, uint32(size)); !ok || a == 0 {
+		in.broken = true
+		return fmt.Errorf("%w: %s(%d) returned %#x", ErrTrapped, wasmabi.ExportBuffer, size, a)
+	}
+	in.buf, in.bufLen = a, uint32(size)
+	return nil
+}
+
+// bytes returns a view of the scratch buffer's first n bytes (n <= bufLen). The view is
+// valid until the next call into the instance.
+func (in *instance) bytes(n int) []byte {
+	b, ok := in.mem.Read(in.buf, uint32(n))
+	if !ok {
+		return nil
+	}
+	return b
+}
+
+// call calls f with the arguments already in in.stack and returns its status. A trap marks
+// the instance broken and returns an error wrapping ErrTrapped, as does a status the ABI
+// does not define or StatusInternal.
+func (in *instance) call(ctx context.Context, f fn) (wasmabi.Status, error) {
+	if err := in.fns[f].CallWithStack(ctx, in.stack[:]); err != nil {
+		in.broken = true
+		return 0, fmt.Errorf("%w: %s: %w", ErrTrapped, fnNames[f], err)
+	}
+	s := wasmabi.Status(int32(uint32(in.stack[0])))
+	if s < wasmabi.StatusOK || s >= wasmabi.StatusInternal {
+		in.broken = true
+		return s, fmt.Errorf("%w: %s returned status %d (%s)", ErrTrapped, fnNames[f], s, wasmabi.StatusName(s))
+	}
+	return s, nil
+}
+
+// slots returns a view of the results area. It is valid until the next call into the
+// instance.
+func (in *instance) slots() []byte {
+	b, _ := in.mem.Read(in.results, 8*wasmabi.NumSlots)
+	return b
+}
+
+func slot(b []byte, i int) int64 { return int64(binary.LittleEndian.Uint64(b[8*i:])) }
+
+func f64(v float64) uint64 { return math.Float64bits(v) }
+
+func i32(v int32) uint64 { return api.EncodeI32(v) }
+
+// decision reads the decision of a limiter step.
+func decision(b []byte) core.Decision {
+	return core.Decision{
+		Allowed:    slot(b, wasmabi.SlotAllowed) != 0,
+		Limit:      slot(b, wasmabi.SlotLimit),
+		Remaining:  slot(b, wasmabi.SlotRemaining),
+		RetryAfter: slot(b, wasmabi.SlotRetryAfter),
+		ResetAfter: slot(b, wasmabi.SlotResetAfter),
+		Delay:      slot(b, wasmabi.SlotDelay),
+	}
+}
+
+// statusErr converts a non-OK status of a step into the error core returns for the same
+// input.
+func statusErr(s wasmabi.Status, f fn) error {
+	if err := wasmabi.Err(s); err != nil {
+		return fmt.Errorf("wasmcore: %w", err)
+	}
+	return fmt.Errorf("wasmcore: %s: status %d (%s)", fnNames[f], s, wasmabi.StatusName(s))
+}
+
+// gcraStep calls the token or leaky bucket step.
+func (in *instance) gcraStep(ctx context.Context, f fn, capacity, rate float64, tat, now, n int64) (int64, core.Decision, error) {
+	st := &in.stack
+	st[0], st[1], st[2], st[3], st[4] = f64(capacity), f64(rate), uint64(tat), uint64(now), uint64(n)
+	s, err := in.call(ctx, f)
+	if err != nil {
+		return tat, core.Decision{}, err
+	}
+	if s != wasmabi.StatusOK {
+		return tat, core.Decision{}, statusErr(s, f)
+	}
+	b := in.slots()
+	return slot(b, wasmabi.SlotState0), decision(b), nil
+}
+
+// fixedWindowStep calls redstream_fixed_window_step.
+func (in *instance) fixedWindowStep(ctx context.Context, window, limit int64, ws core.WindowState, now, n int64) (core.WindowState, core.Decision, error) {
+	st := &in.stack
+	st[0], st[1], st[2], st[3], st[4], st[5] = uint64(window), uint64(limit), uint64(ws.Start), uint64(ws.Count), uint64(now), uint64(n)
+	s, err := in.call(ctx, fnFixedWindow)
+	if err != nil {
+		return ws, core.Decision{}, err
+	}
+	if s != wasmabi.StatusOK {
+		return ws, core.Decision{}, statusErr(s, fnFixedWindow)
+	}
+	b := in.slots()
+	return core.WindowState{Start: slot(b, wasmabi.SlotState0), Count: slot(b, wasmabi.SlotState1)}, decision(b), nil
+}
+
+// slidingCounterStep calls redstream_sliding_counter_step.
+func (in *instance) slidingCounterStep(ctx context.Context, window, limit int64, ws core.WindowState, now, n int64) (core.WindowState, core.Decision, error) {
+	st := &in.stack
+	st[0], st[1], st[2], st[3], st[4], st[5], st[6] = uint64(window), uint64(limit), uint64(ws.Start), uint64(ws.Count), uint64(ws.Prev), uint64(now), uint64(n)
+	s, err := in.call(ctx, fnSlidingCounter)
+	if err != nil {
+		return ws, core.Decision{}, err
+	}
+	if s != wasmabi.StatusOK {
+		return ws, core.Decision{}, statusErr(s, fnSlidingCounter)
+	}
+	b := in.slots()
+	return core.WindowState{Start: slot(b, wasmabi.SlotState0), Count: slot(b, wasmabi.SlotState1), Prev: slot(b, wasmabi.SlotState2)}, decision(b), nil
+}
+
+// logDelta is how a sliding log step changes the log: drop the oldest Pruned entries, then
+// append Appended entries at At.
+type logDelta struct{ Pruned, Appended, At int64 }
+
+// slidingLogStep calls redstream_sliding_log_step with log (oldest first).
+func (in *instance) slidingLogStep(ctx context.Context, window, limit int64, log []int64, now, n int64) (logDelta, core.Decision, error) {
+	if len(log) > wasmabi.MaxLog {
+		return logDelta{}, core.Decision{}, fmt.Errorf("wasmcore: a log of %d entries exceeds %d", len(log), wasmabi.MaxLog)
+	}
+	if err := in.ensure(ctx, 8*len(log)); err != nil {
+		return logDelta{}, core.Decision{}, err
+	}
+	if len(log) > 0 {
+		b := in.bytes(8 * len(log))
+		for i, ts := range log {
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(ts))
+		}
+	}
+	st := &in.stack
+	st[0], st[1], st[2], st[3], st[4] = uint64(window), uint64(limit), i32(int32(len(log))), uint64(now), uint64(n)
+	s, err := in.call(ctx, fnSlidingLog)
+	if err != nil {
+		return logDelta{}, core.Decision{}, err
+	}
+	if s != wasmabi.StatusOK {
+		return logDelta{}, core.Decision{}, statusErr(s, fnSlidingLog)
+	}
+	b := in.slots()
+	d := logDelta{slot(b, wasmabi.SlotState0), slot(b, wasmabi.SlotState1), slot(b, wasmabi.SlotState2)}
+	if d.Pruned < 0 || d.Pruned > int64(len(log)) || d.Appended < 0 || d.Appended > limit {
+		in.broken = true
+		return logDelta{}, core.Decision{}, fmt.Errorf("%w: %s returned an impossible delta %+v", ErrTrapped, fnNames[fnSlidingLog], d)
+	}
+	return d, decision(b), nil
+}
+
+// windowDedupCheck calls redstream_window_dedup_check and returns whether the element is a
+// duplicate and the effective time t.
+func (in *instance) windowDedupCheck(ctx context.Context, window, high, last int64, seen bool, now int64) (bool, int64, error) {
+	st := &in.stack
+	var sn int32
+	if seen {
+		sn = 1
+	}
+	st[0], st[1], st[2], st[3], st[4] = uint64(window), uint64(high), uint64(last), i32(sn), uint64(now)
+	s, err := in.call(ctx, fnWindowDedupCheck)
+	if err != nil {
+		return false, 0, err
+	}
+	if s != wasmabi.StatusOK {
+		return false, 0, statusErr(s, fnWindowDedupCheck)
+	}
+	b := in.slots()
+	return slot(b, 0) != 0, slot(b, 1), nil
+}
+
+// windowDedupExpired calls redstream_window_dedup_expired.
+func (in *instance) windowDedupExpired(ctx context.Context, window, last, t int64) (bool, error) {
+	st := &in.stack
+	st[0], st[1], st[2] = uint64(window), uint64(last), uint64(t)
+	s, err := in.call(ctx, fnWindowDedupExpired)
+	if err != nil {
+		return false, err
+	}
+	if s != wasmabi.StatusOK {
+		return false, statusErr(s, fnWindowDedupExpired)
+	}
+	return slot(in.slots(), 0) != 0, nil
+}
+
+// bloomParams calls redstream_bloom_params.
+func (in *instance) bloomParams(ctx context.Context, insertions int64, fpRate float64, shards int32) (core.Bloom, error) {
+	st := &in.stack
+	st[0], st[1], st[2] = uint64(insertions), f64(fpRate), i32(shards)
+	s, err := in.call(ctx, fnBloomParams)
+	if err != nil {
+		return core.Bloom{}, err
+	}
+	if s != wasmabi.StatusOK {
+		return core.Bloom{}, statusErr(s, fnBloomParams)
+	}
+	b := in.slots()
+	return core.Bloom{Insertions: insertions, FPRate: fpRate, K: int(slot(b, 0)), Bits: uint64(slot(b, 1)),
+		Shards: int(slot(b, 2)), ShardBits: uint64(slot(b, 3))}, nil
+}
+
+// bloomPositions calls redstream_bloom_positions and appends the element's positions to
+// pos.
+func (in *instance) bloomPositions(ctx context.Context, b core.Bloom, elem []byte, pos []uint64) (int, []uint64, error) {
+	if err := in.ensure(ctx, max(len(elem), 8*b.K)); err != nil {
+		return 0, pos, err
+	}
+	if len(elem) > 0 {
+		copy(in.bytes(len(elem)), elem)
+	}
+	st := &in.stack
+	st[0], st[1], st[2], st[3] = i32(int32(b.K)), b.ShardBits, i32(int32(b.Shards)), i32(int32(len(elem)))
+	s, err := in.call(ctx, fnBloomPositions)
+	if err != nil {
+		return 0, pos, err
+	}
+	if s != wasmabi.StatusOK {
+		return 0, pos, statusErr(s, fnBloomPositions)
+	}
+	shard := slot(in.slots(), 0)
+	if shard < 0 || shard >= int64(b.Shards) {
+		in.broken = true
+		return 0, pos, fmt.Errorf("%w: %s returned shard %d of %d", ErrTrapped, fnNames[fnBloomPositions], shard, b.Shards)
+	}
+	raw := in.bytes(8 * b.K)
+	for i := 0; i < b.K; i++ {
+		v := binary.LittleEndian.Uint64(raw[8*i:])
+		if v >= b.ShardBits {
+			in.broken = true
+			return 0, pos, fmt.Errorf("%w: %s returned position %d of %d", ErrTrapped, fnNames[fnBloomPositions], v, b.ShardBits)
+		}
+		pos = append(pos, v)
+	}
+	return int(shard), pos, nil
+}
+
+// bloomEstimate calls redstream_bloom_estimate_count.
+func (in *instance) bloomEstimate(ctx context.Context, k int, shardBits, ones uint64) (int64, error) {
+	st := &in.stack
+	st[0], st[1], st[2] = i32(int32(k)), shardBits, ones
+	s, err := in.call(ctx, fnBloomEstimate)
+	if err != nil {
+		return 0, err
+	}
+	if s != wasmabi.StatusOK {
+		return 0, statusErr(s, fnBloomEstimate)
+	}
+	return slot(in.slots(), 0), nil
+}
+
+// murmur3 calls redstream_murmur3_x64_128.
+func (in *instance) murmur3(ctx context.Context, data []byte, seed uint32) (uint64, uint64, error) {
+	if err := in.ensure(ctx, len(data)); err != nil {
+		return 0, 0, err
+	}
+	if len(data) > 0 {
+		copy(in.bytes(len(data)), data)
+	}
+	st := &in.stack
+	st[0], st[1] = i32(int32(len(data))), i32(int32(seed))
+	s, err := in.call(ctx, fnMurmur3)
+	if err != nil {
+		return 0, 0, err
+	}
+	if s != wasmabi.StatusOK {
+		return 0, 0, statusErr(s, fnMurmur3)
+	}
+	b := in.slots()
+	return uint64(slot(b, 0)), uint64(slot(b, 1)), nil
+}
+
+// backoffBase calls redstream_backoff_base.
+func (in *instance) backoffBase(ctx context.Context, initial, maxDelay int64, multiplier float64, attempt int64) (int64, error) {
+	st := &in.stack
+	st[0], st[1], st[2], st[3] = uint64(initial), uint64(maxDelay), f64(multiplier), uint64(attempt)
+	s, err := in.call(ctx, fnBackoffBase)
+	if err != nil {
+		return 0, err
+	}
+	if s != wasmabi.StatusOK {
+		return 0, statusErr(s, fnBackoffBase)
+	}
+	return slot(in.slots(), 0), nil
+}
+
+// backoffDelay calls redstream_backoff_delay.
+func (in *instance) backoffDelay(ctx context.Context, initial, maxDelay int64, multiplier float64, jitter core.Jitter, attempt, prev int64, random uint64) (int64, error) {
+	st := &in.stack
+	st[0], st[1], st[2], st[3], st[4], st[5], st[6] = uint64(initial), uint64(maxDelay), f64(multiplier), i32(int32(jitter)), uint64(attempt), uint64(prev), random
+	s, err := in.call(ctx, fnBackoffDelay)
+	if err != nil {
+		return 0, err
+	}
+	if s != wasmabi.StatusOK {
+		return 0, statusErr(s, fnBackoffDelay)
+	}
+	return slot(in.slots(), 0), nil
+}
