@@ -105,9 +105,23 @@ func ExampleMulti() {
 	// +2m0s allowed=false remaining=0
 }
 
+// unreachable stands for a limiter whose backend is down: every call fails.
+type unreachable struct{}
+
+func (unreachable) Allow(ctx context.Context, key string) (redstream.Decision, error) {
+	return unreachable{}.AllowN(ctx, key, time.Time{}, 1)
+}
+
+func (unreachable) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
+	return unreachable{}.AllowN(ctx, key, now, 1)
+}
+
+func (unreachable) AllowN(context.Context, string, time.Time, int64) (redstream.Decision, error) {
+	return redstream.Decision{}, errors.New("redis: connection refused")
+}
+
 func ExampleWithFailurePolicy() {
-	// A limiter whose backend is down: every call fails.
-	var broken redstream.Limiter = &fakeLimiter{err: errors.New("redis: connection refused")}
+	var broken redstream.Limiter = unreachable{} // e.g. a Redis limiter whose server is down
 	local, _ := memory.NewLimiter(redstream.FixedWindow(time.Minute, 1), memory.Options{})
 
 	open, _ := redstream.WithFailurePolicy(broken, redstream.FailOpen, nil)

@@ -48,31 +48,32 @@ func (n *NamedLimiter) Unwrap() Limiter { return n.l }
 // Allow calls the wrapped limiter's Allow and counts the outcome.
 func (n *NamedLimiter) Allow(ctx context.Context, key string) (Decision, error) {
 	d, err := n.l.Allow(ctx, key)
-	n.count(d, err)
+	n.counter(d.Allowed, err).Inc()
 	return d, err
 }
 
 // AllowAt calls the wrapped limiter's AllowAt and counts the outcome.
 func (n *NamedLimiter) AllowAt(ctx context.Context, key string, now time.Time) (Decision, error) {
 	d, err := n.l.AllowAt(ctx, key, now)
-	n.count(d, err)
+	n.counter(d.Allowed, err).Inc()
 	return d, err
 }
 
 // AllowN calls the wrapped limiter's AllowN and counts the outcome.
 func (n *NamedLimiter) AllowN(ctx context.Context, key string, now time.Time, cost int64) (Decision, error) {
 	d, err := n.l.AllowN(ctx, key, now, cost)
-	n.count(d, err)
+	n.counter(d.Allowed, err).Inc()
 	return d, err
 }
 
-func (n *NamedLimiter) count(d Decision, err error) {
-	switch {
-	case err != nil:
-		n.errs.Inc()
-	case d.Allowed:
-		n.allowed.Inc()
-	default:
-		n.denied.Inc()
+// counter returns the counter of an outcome. It is small enough to be inlined, so a
+// decision costs one branch and one atomic increment.
+func (n *NamedLimiter) counter(allowed bool, err error) *metrics.Counter {
+	if err != nil {
+		return n.errs
 	}
+	if allowed {
+		return n.allowed
+	}
+	return n.denied
 }

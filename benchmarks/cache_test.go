@@ -178,26 +178,29 @@ func BenchmarkCacheMissLoad(b *testing.B) {
 func BenchmarkCacheStampede(b *testing.B) {
 	ctx := context.Background()
 	const clients, perClient = 4, 16
-	type factory struct {
+	for _, f := range []struct {
 		name string
-		make func(tb testing.TB, prefix string) asideImpl
-	}
-	for _, f := range []factory{
-		{"redstream", func(tb testing.TB, _ string) asideImpl { return newRedstream(tb, false) }},
-		{"redstream-clientside", func(tb testing.TB, _ string) asideImpl { return newRedstream(tb, true) }},
-		{"rueidisaside", func(tb testing.TB, p string) asideImpl { return newRueidisaside(tb, p) }},
-		{"go-redis-cache", func(tb testing.TB, p string) asideImpl { return newGoRedisCache(tb, false, p) }},
+		make func(tb testing.TB) []asideImpl // 4 clients sharing one key space, as 4 processes
+	}{
+		{"redstream", func(tb testing.TB) []asideImpl { return redstreams(tb, false, clients) }},
+		{"redstream-clientside", func(tb testing.TB) []asideImpl { return redstreams(tb, true, clients) }},
+		{"rueidisaside", func(tb testing.TB) []asideImpl {
+			p, out := prefix("aside-stampede"), make([]asideImpl, clients)
+			for i := range out {
+				out[i] = newRueidisaside(tb, p)
+			}
+			return out
+		}},
+		{"go-redis-cache", func(tb testing.TB) []asideImpl {
+			p, out := prefix("gocache-stampede"), make([]asideImpl, clients)
+			for i := range out {
+				out[i] = newGoRedisCache(tb, false, p)
+			}
+			return out
+		}},
 	} {
 		b.Run(f.name, func(b *testing.B) {
-			// 4 clients sharing one key space, as 4 processes would.
-			impls := make([]asideImpl, clients)
-			p := prefix(f.name)
-			for i := range impls {
-				impls[i] = f.make(b, p)
-			}
-			if f.name == "redstream" || f.name == "redstream-clientside" {
-				impls = sharedPrefix(b, f.name == "redstream-clientside", clients)
-			}
+			impls := f.make(b)
 			var loads atomic.Int64
 			load := func() (product, error) {
 				loads.Add(1)
@@ -226,8 +229,8 @@ func BenchmarkCacheStampede(b *testing.B) {
 	}
 }
 
-// sharedPrefix returns n redstream caches on n clients sharing one key prefix.
-func sharedPrefix(tb testing.TB, clientSide bool, n int) []asideImpl {
+// redstreams returns n redstream caches on n clients sharing one key prefix.
+func redstreams(tb testing.TB, clientSide bool, n int) []asideImpl {
 	cfg := cache.DefaultConfig()
 	cfg.Name = tb.Name()
 	cfg.KeyPrefix = prefix("redstream-stampede")

@@ -51,8 +51,11 @@ type Cache struct {
 	keys   keyspace
 	m      *counters
 	own    *ownWrites // nil without client-side caching
+	memo   memo       // decoded values of copies in memory (client-side caching)
 	flight group
 	closed atomic.Bool
+	// watchSlots bounds the connections held by watchers (client-side caching only).
+	watchSlots chan struct{}
 	// renewBelow is the remaining PTTL (ms) under which a sliding read that reached Redis
 	// renews the key when client-side caching is on.
 	renewBelow int64
@@ -79,6 +82,7 @@ func New(client rueidis.Client, cfg Config) (*Cache, error) {
 	c.renewBelow = cfg.DefaultTTL.Milliseconds() / 2
 	if cfg.ClientSideCache.Enabled {
 		c.own = newOwnWrites(cfg.ClientSideCache.TTL)
+		c.watchSlots = make(chan struct{}, maxWatchers)
 	}
 	metrics.RegisterSet(c.m.set)
 	return c, nil
@@ -138,14 +142,15 @@ func Get[T any](ctx context.Context, c *Cache, key string) (T, error) {
 	if err := c.check(key); err != nil {
 		return zero, err
 	}
-	s, k, err := c.lookup(ctx, key)
+	dk := c.keys.data(key)
+	s, k, local, err := c.lookup(ctx, key, dk)
 	if err != nil {
 		return zero, err
 	}
 	if k != kindValue {
 		return zero, ErrNotFound
 	}
-	return decode[T](c, key, s)
+	return decodeHit[T](c, key, dk, s, local)
 }
 
 // Delete removes key's entry (value, null marker, or a load in progress, whose result is
@@ -261,11 +266,26 @@ func decode[T any](c *Cache, key, s string) (T, error) {
 	return v, nil
 }
 
-// lookup reads key for a caller (Get, GetOrLoad) and counts the outcome.
-func (c *Cache) lookup(ctx context.Context, key string) (string, kind, error) {
-	s, k, local, err := c.read(ctx, c.keys.data(key))
+// decodeHit decodes a hit; a copy served from memory reuses its memoized decoding.
+func decodeHit[T any](c *Cache, key, dk, s string, local bool) (T, error) {
+	if !local {
+		return decode[T](c, key, s)
+	}
+	if v, ok := memoGet[T](&c.memo, dk, s); ok {
+		return v, nil
+	}
+	v, err := decode[T](c, key, s)
+	if err == nil {
+		memoPut(&c.memo, dk, s, v)
+	}
+	return v, err
+}
+
+// lookup reads key (Redis key dk) for a caller (Get, GetOrLoad) and counts the outcome.
+func (c *Cache) lookup(ctx context.Context, key, dk string) (string, kind, bool, error) {
+	s, k, local, err := c.read(ctx, dk)
 	if err != nil {
-		return "", kindMiss, fmt.Errorf("cache: get %q: %w", key, err)
+		return "", kindMiss, false, fmt.Errorf("cache: get %q: %w", key, err)
 	}
 	switch k {
 	case kindValue:
@@ -278,7 +298,7 @@ func (c *Cache) lookup(ctx context.Context, key string) (string, kind, error) {
 	if local {
 		c.m.localHits.Inc()
 	}
-	return s, k, nil
+	return s, k, local, nil
 }
 
 // read reads the Redis key dk: through the client-side cache when enabled (local reports

@@ -133,7 +133,7 @@ func TestJitterBounds(t *testing.T) {
 		c := newCache(t, client, cfg)
 		distinct := map[int64]bool{}
 		for i := range 40 {
-			key := string(rune('a' + i%26)) + string(rune('0'+i/26))
+			key := string(rune('a'+i%26)) + string(rune('0'+i/26))
 			if err := c.Set(ctx, key, i, 100*time.Second); err != nil {
 				t.Fatal(err)
 			}

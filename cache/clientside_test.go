@@ -111,3 +111,40 @@ func TestClientSideSliding(t *testing.T) {
 		t.Errorf("PTTL = %d, want renewed to about 100000", got)
 	}
 }
+
+func TestWaiterWakesOnInvalidation(t *testing.T) {
+	clientA, clientB := redistest.Client(t), redistest.Client(t)
+	cfg := testConfig(t)
+	cfg.ClientSideCache.Enabled = true
+	// Without a wake-up on invalidation, B would read the key again only after an hour.
+	cfg.Breakdown.WaitInterval = time.Hour
+	cfg.Breakdown.WaitTimeout = time.Hour
+	a, b := newCache(t, clientA, cfg), newCache(t, clientB, cfg)
+
+	release := make(chan struct{})
+	_, outA := holdLock(t, a, clientA, "k", "from-a", release)
+	outB := make(chan string, 1)
+	go func() {
+		v, err := GetOrLoad(context.Background(), b, "k", DefaultTTL, func(context.Context) (string, error) { return "from-b", nil })
+		if err != nil {
+			v = err.Error()
+		}
+		outB <- v
+	}()
+	waitFor(t, "B to wait for A's lock", func() bool { return b.Stats().LockWaits == 1 })
+	close(release)
+	if got := <-outA; got != "from-a" {
+		t.Fatalf("A = %q", got)
+	}
+	select {
+	case got := <-outB:
+		if got != "from-a" {
+			t.Errorf("B = %q, want A's value", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("B did not wake when A's value replaced the lock")
+	}
+	if st := b.Stats(); st.Loads != 0 || st.Degraded != 0 {
+		t.Errorf("B stats = %+v, want no load", st)
+	}
+}

@@ -290,10 +290,14 @@ var (
 		},
 	}
 	breakdownFields = map[string]yamlField{
-		"enabled":        func(c *Config, d *decoder) error { return d.boolean(&c.Breakdown.Enabled) },
-		"lockttlms":      func(c *Config, d *decoder) error { return d.duration(&c.Breakdown.LockTTL, time.Millisecond, true) },
-		"waittimeoutms":  func(c *Config, d *decoder) error { return d.duration(&c.Breakdown.WaitTimeout, time.Millisecond, false) },
-		"waitintervalms": func(c *Config, d *decoder) error { return d.duration(&c.Breakdown.WaitInterval, time.Millisecond, true) },
+		"enabled":   func(c *Config, d *decoder) error { return d.boolean(&c.Breakdown.Enabled) },
+		"lockttlms": func(c *Config, d *decoder) error { return d.duration(&c.Breakdown.LockTTL, time.Millisecond, true) },
+		"waittimeoutms": func(c *Config, d *decoder) error {
+			return d.duration(&c.Breakdown.WaitTimeout, time.Millisecond, false)
+		},
+		"waitintervalms": func(c *Config, d *decoder) error {
+			return d.duration(&c.Breakdown.WaitInterval, time.Millisecond, true)
+		},
 	}
 	clientSideFields = map[string]yamlField{
 		"enabled": func(c *Config, d *decoder) error { return d.boolean(&c.ClientSideCache.Enabled) },

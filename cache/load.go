@@ -48,13 +48,14 @@ func GetOrLoad[T any](ctx context.Context, c *Cache, key string, ttl time.Durati
 	if err := checkTTLArg(ttl); err != nil {
 		return zero, err
 	}
-	s, k, err := c.lookup(ctx, key)
+	dk := c.keys.data(key)
+	s, k, local, err := c.lookup(ctx, key, dk)
 	if err != nil {
 		return zero, err
 	}
 	switch k {
 	case kindValue:
-		return decode[T](c, key, s)
+		return decodeHit[T](c, key, dk, s, local)
 	case kindNull:
 		return zero, ErrNotFound
 	}
@@ -65,7 +66,7 @@ func GetOrLoad[T any](ctx context.Context, c *Cache, key string, ttl time.Durati
 		}
 		return c.encode(key, v)
 	}
-	r, err := c.loadMiss(ctx, key, ttl, load)
+	r, err := c.loadMiss(ctx, key, dk, ttl, load)
 	if err != nil {
 		return zero, err
 	}
@@ -85,8 +86,7 @@ type result struct {
 type loadFunc func(ctx context.Context) ([]byte, error)
 
 // loadMiss loads key after a miss, with or without the breakdown protection.
-func (c *Cache) loadMiss(ctx context.Context, key string, ttl time.Duration, load loadFunc) (result, error) {
-	dk := c.keys.data(key)
+func (c *Cache) loadMiss(ctx context.Context, key, dk string, ttl time.Duration, load loadFunc) (result, error) {
 	if !c.cfg.Breakdown.Enabled {
 		r, err := c.callLoader(ctx, load)
 		if err != nil {
@@ -129,26 +129,47 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 	}
 
 	c.m.lockWaits.Inc()
+	// With client-side caching the server tracks keys: wake on the key's invalidation, and
+	// read it once right away, since it may have changed before tracking was on.
+	var w *watcher
+	var wake <-chan struct{}
+	if c.own != nil {
+		if w = c.watch(ctx, dk); w != nil {
+			defer w.close()
+			wake = w.wake
+		}
+	}
 	deadline := time.Now().Add(c.cfg.Breakdown.WaitTimeout)
 	var timer *time.Timer
-	for {
+	for first := true; ; first = false {
 		left := time.Until(deadline)
 		if left <= 0 {
 			c.m.degraded.Inc()
 			return c.callLoader(ctx, load)
 		}
-		if wait := min(left, c.cfg.Breakdown.WaitInterval); timer == nil {
-			timer = time.NewTimer(wait)
-			defer timer.Stop()
+		if !first || w == nil {
+			if wait := min(left, c.cfg.Breakdown.WaitInterval); timer == nil {
+				timer = time.NewTimer(wait)
+				defer timer.Stop()
+			} else {
+				timer.Reset(wait)
+			}
+			select {
+			case <-ctx.Done():
+				return result{}, ctx.Err()
+			case <-timer.C:
+			case <-wake:
+				timer.Stop() // Go 1.23+: no stale tick can follow
+			}
+		}
+		var s string
+		var k kind
+		var err error
+		if w != nil {
+			s, k, err = w.read(ctx)
 		} else {
-			timer.Reset(wait)
+			s, k, _, err = c.read(ctx, dk)
 		}
-		select {
-		case <-ctx.Done():
-			return result{}, ctx.Err()
-		case <-timer.C:
-		}
-		s, k, _, err := c.read(ctx, dk)
 		if err != nil {
 			return result{}, fmt.Errorf("cache: get %q: %w", key, err)
 		}

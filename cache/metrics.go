@@ -31,7 +31,7 @@ const (
 
 // Stats is a snapshot of a Cache's counters (see the Metric* names).
 type Stats struct {
-	Hits, Misses, NullHits, LocalHits       uint64
+	Hits, Misses, NullHits, LocalHits      uint64
 	Loads, LoadErrors, LockWaits, Degraded uint64
 }
 

@@ -26,7 +26,7 @@ import (
 func TestMain(m *testing.M) {
 	code := redistest.Main(m)
 	if code == 0 {
-		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/redis/rueidis.(*pipe).backgroundPing.func1")); err != nil {
+		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}

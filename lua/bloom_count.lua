@@ -3,6 +3,7 @@
 -- (Swamidass & Baldi: -(m/k) ln(1 - X/m)), which needs floating point and so stays out of Lua.
 --
 -- KEYS[1]  string: the shard's bits
+-- ARGV[]   none
 --
 -- Reply: {X, bytes}: X the number of set bits (BITCOUNT), bytes the string's length (STRLEN)
 

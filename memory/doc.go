@@ -1,3 +1,34 @@
 // Package memory holds redstream's in-process engines: rate limiters and deduplicators whose
-// state lives in this process's memory, deciding with the algorithms of package core.
+// state lives in this process's memory and whose every decision is made by package core, so
+// they answer exactly as the Redis engines do (package proptest checks it).
+//
+// Rate limiting:
+//   - [NewLimiter] builds a [Limiter] for any redstream.Spec: token bucket, leaky bucket
+//     (with Decision.Delay for shaping), exact sliding window log, sliding window counter,
+//     fixed window. It implements redstream.Limiter.
+//   - [NewMultiLimiter] builds a [MultiLimiter]: several limits on one key, all-or-nothing
+//     (for example 10 per second and 10,000 per day).
+//
+// Deduplication, each implementing redstream.Deduplicator:
+//   - [SetDeduplicator]: exact, remembers every element until Clear.
+//   - [BloomDeduplicator]: a Bloom filter with core's sizing and bit positions; fixed memory,
+//     no false negatives, false positives at about the configured rate.
+//   - [WindowedDeduplicator]: forgets an element a window after it was last seen; it also
+//     implements redstream.TimedDeduplicator.
+//   - [NewDeduplicator] builds any of them from a redstream.DedupSpec.
+//
+// Every engine is safe for concurrent use. State is kept in maps split into [Options].Shards
+// shards, each under its own mutex and chosen by a hash/maphash hash of the key, so
+// goroutines working on different keys rarely wait for each other. A decision on a key
+// already tracked allocates nothing.
+//
+// Memory stays bounded: a key whose state has fully recovered (a bucket back to full, a
+// window with nothing left in it, an expired dedup element) is evicted by amortized sweeping,
+// triggered by [Options].SweepThreshold, and [Limiter.TrackedKeys] reports how many keys
+// are held. Sweeping never changes an answer while time moves forward.
+//
+// Time: calls without a time (Allow, the zero time.Time) read [Options].Clock, by default a
+// monotonic clock anchored to the wall clock (see [Options]); calls with an explicit time
+// (AllowAt, AllowN, IsDuplicateAt...) use it as given, which makes tests and replays
+// reproducible. The engines start no goroutine and need no Close.
 package memory

@@ -147,12 +147,12 @@ func TestOddKeysOnCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	limiters := []*Limiter{multi}
 	for _, s := range specs {
-		l, err := NewLimiter(c, s, Options{KeyPrefix: prefix + ":" + string(s.Algorithm)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, lim := range []*Limiter{l, multi} {
+		limiters = append(limiters, mustLimiter(t, c, s, Options{KeyPrefix: prefix + ":" + string(s.Algorithm)}))
+	}
+	{
+		for _, lim := range limiters {
 			for _, k := range keys {
 				for i, want := range []bool{true, true, false} {
 					d, err := lim.AllowAt(ctx, k, now)

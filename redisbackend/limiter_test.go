@@ -474,3 +474,44 @@ func TestExpiry(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisHangs: while the server is stuck (DEBUG SLEEP), a decision returns at its
+// context deadline, not after the server wakes up.
+func TestRedisHangs(t *testing.T) {
+	s := redistest.NewServer(t, "--enable-debug-command", "yes")
+	c := redistest.NewClient(t, s.Addr)
+	admin := redistest.NewClient(t, s.Addr)
+	closed := mustLimiter(t, c, redstream.TokenBucket(2, 1), Options{})
+	open := mustLimiter(t, c, redstream.TokenBucket(2, 1), Options{FailurePolicy: redstream.FailOpen})
+	ctx := context.Background()
+	if _, err := closed.Allow(ctx, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	slept := make(chan error, 1)
+	go func() { slept <- admin.Do(ctx, admin.B().Arbitrary("DEBUG", "SLEEP").Args("3").Build()).Error() }()
+	time.Sleep(100 * time.Millisecond) // let DEBUG SLEEP start
+	for _, tc := range []struct {
+		name string
+		l    *Limiter
+	}{{"fail-closed", closed}, {"fail-open", open}} {
+		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		start := time.Now()
+		d, err := tc.l.Allow(cctx, "k")
+		el := time.Since(start)
+		cancel()
+		if tc.l == closed && !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: err = %v, want context.DeadlineExceeded", tc.name, err)
+		}
+		if tc.l == open && (err != nil || !d.Allowed) {
+			t.Errorf("%s: %+v, %v; want allowed", tc.name, d, err)
+		}
+		// Generous bound: the server sleeps 3 s; returning before it wakes proves the
+		// deadline was honoured.
+		if el >= 2500*time.Millisecond {
+			t.Errorf("%s: returned after %v, past the 200ms deadline and close to the server's wake-up", tc.name, el)
+		}
+	}
+	if err := <-slept; err != nil {
+		t.Logf("DEBUG SLEEP: %v", err)
+	}
+}

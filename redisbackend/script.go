@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
@@ -19,6 +20,7 @@ type script struct {
 	sha  string // SHA-1 of src in hex: only the script's name for EVALSHA, as Redis defines it
 	lua  *rueidis.Lua
 	ro   bool
+	rw   *rueidis.Lua // for a read-only script, the same script run with EVALSHA
 }
 
 func newScript(name, src string, readOnly bool) *script {
@@ -26,6 +28,7 @@ func newScript(name, src string, readOnly bool) *script {
 	s := &script{name: name, src: src, sha: hex.EncodeToString(sum[:]), ro: readOnly}
 	if readOnly {
 		s.lua = rueidis.NewLuaScriptReadOnly(src)
+		s.rw = rueidis.NewLuaScript(src)
 	} else {
 		s.lua = rueidis.NewLuaScript(src)
 	}
@@ -62,8 +65,21 @@ func scriptFor(a redstream.Algorithm) *script {
 }
 
 // exec runs the script once. keys must share one hash tag (the key schema guarantees it).
+// A read-only script that a server refuses to run read-only (miniredis counts TIME as a
+// write command) is run again with EVALSHA.
 func (s *script) exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
-	return s.lua.Exec(ctx, c, keys, args)
+	r := s.lua.Exec(ctx, c, keys, args)
+	if s.rw != nil && refusedReadOnly(r.Error()) {
+		r = s.rw.Exec(ctx, c, keys, args)
+	}
+	return r
+}
+
+// refusedReadOnly reports the error of a server that refused a read-only script for a
+// command it considers a write (miniredis, for TIME).
+func refusedReadOnly(err error) bool {
+	e, ok := rueidis.IsRedisErr(err)
+	return ok && strings.Contains(e.Error(), "Write commands are not allowed in read-only scripts")
 }
 
 // cmd builds the EVALSHA (or EVALSHA_RO) command of one call.
@@ -74,9 +90,10 @@ func (s *script) cmd(c rueidis.Client, keys, args []string) rueidis.Completed {
 	return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
-// evalCmd builds the EVAL (or EVAL_RO) command of one call, sending the script's text.
-func (s *script) evalCmd(c rueidis.Client, keys, args []string) rueidis.Completed {
-	if s.ro {
+// evalCmd builds the EVAL (or EVAL_RO, unless rw) command of one call, sending the
+// script's text.
+func (s *script) evalCmd(c rueidis.Client, keys, args []string, rw bool) rueidis.Completed {
+	if s.ro && !rw {
 		return c.B().EvalRo().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 	}
 	return c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
@@ -94,7 +111,7 @@ func (s *script) execMulti(ctx context.Context, c rueidis.Client, calls []rueidi
 	res := c.DoMulti(ctx, cmds...)
 	var retry []int
 	for i, r := range res {
-		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() {
+		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() || s.ro && refusedReadOnly(r.Error()) {
 			retry = append(retry, i)
 		}
 	}
@@ -103,7 +120,7 @@ func (s *script) execMulti(ctx context.Context, c rueidis.Client, calls []rueidi
 	}
 	again := make(rueidis.Commands, len(retry))
 	for j, i := range retry {
-		again[j] = s.evalCmd(c, calls[i].Keys, calls[i].Args)
+		again[j] = s.evalCmd(c, calls[i].Keys, calls[i].Args, refusedReadOnly(res[i].Error()))
 	}
 	for j, r := range c.DoMulti(ctx, again...) {
 		res[retry[j]] = r

@@ -160,7 +160,7 @@ func (c Config) Validate() error {
 
 func (c Config) validate(prefix string) error {
 	bad := func(key string, v any, want string) error {
-		return fmt.Errorf("stream: %s.%s: %w: got %v, want %s", prefix, key, redstream.ErrInvalidConfig, v, want)
+		return cfgErr(prefix+"."+key, "got %v, want %s", v, want)
 	}
 	switch {
 	case c.ReadCount < 0:
@@ -199,7 +199,7 @@ func (c Config) validate(prefix string) error {
 func LoadConfig(yamlBytes []byte) (Config, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(yamlBytes, &doc); err != nil {
-		return Config{}, fmt.Errorf("stream: %w: %v", redstream.ErrInvalidConfig, err)
+		return Config{}, cfgErr(ConfigSection, "%v", err)
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return Config{}, nil
@@ -209,7 +209,7 @@ func LoadConfig(yamlBytes []byte) (Config, error) {
 		return Config{}, nil
 	}
 	if root.Kind != yaml.MappingNode {
-		return Config{}, fmt.Errorf("stream: %w: the document is not a mapping", redstream.ErrInvalidConfig)
+		return Config{}, cfgErr(ConfigSection, "the document is not a mapping")
 	}
 	// Collect the section, which may be nested (redis-stream: {...}) or dotted at the root
 	// (redis-stream.read-count: 5), or both.
@@ -229,7 +229,7 @@ func LoadConfig(yamlBytes []byte) (Config, error) {
 			section.Content = append(section.Content, v.Content...)
 		case v.Kind == yaml.ScalarNode && v.Tag == "!!null":
 		default:
-			return Config{}, fmt.Errorf("stream: %s: %w: want a mapping (line %d)", ConfigSection, redstream.ErrInvalidConfig, v.Line)
+			return Config{}, cfgErr(ConfigSection, "want a mapping (line %d)", v.Line)
 		}
 	}
 	return ConfigFromNode(section, ConfigSection)
@@ -251,7 +251,7 @@ func ConfigFromNode(node *yaml.Node, path string) (Config, error) {
 		node = node.Content[0]
 	}
 	if node.Kind != yaml.MappingNode {
-		return c, fmt.Errorf("stream: %s: %w: want a mapping (line %d)", path, redstream.ErrInvalidConfig, node.Line)
+		return c, cfgErr(path, "want a mapping (line %d)", node.Line)
 	}
 	fields := map[string]func(p string, v *yaml.Node) error{
 		"envisolation":         boolField(&c.EnvIsolation),
@@ -293,7 +293,7 @@ func walkConfig(node *yaml.Node, display, norm string, fields map[string]func(st
 				n += "." + normalize(part)
 			}
 			if j < len(parts)-1 && !groups[n] {
-				return fmt.Errorf("stream: %s: %w: unknown key (line %d)", d, redstream.ErrInvalidConfig, k.Line)
+				return cfgErr(d, "unknown key (line %d)", k.Line)
 			}
 		}
 		if groups[n] {
@@ -304,13 +304,13 @@ func walkConfig(node *yaml.Node, display, norm string, fields map[string]func(st
 				}
 			case v.Kind == yaml.ScalarNode && v.Tag == "!!null":
 			default:
-				return fmt.Errorf("stream: %s: %w: want a mapping (line %d)", d, redstream.ErrInvalidConfig, v.Line)
+				return cfgErr(d, "want a mapping (line %d)", v.Line)
 			}
 			continue
 		}
 		set, ok := fields[n]
 		if !ok {
-			return fmt.Errorf("stream: %s: %w: unknown key (line %d)", d, redstream.ErrInvalidConfig, k.Line)
+			return cfgErr(d, "unknown key (line %d)", k.Line)
 		}
 		if err := set(d, v); err != nil {
 			return err
@@ -328,7 +328,7 @@ func normalize(k string) string {
 
 func scalar(p string, v *yaml.Node, want string) (string, bool, error) {
 	if v.Kind != yaml.ScalarNode {
-		return "", false, fmt.Errorf("stream: %s: %w: want %s (line %d)", p, redstream.ErrInvalidConfig, want, v.Line)
+		return "", false, cfgErr(p, "want %s (line %d)", want, v.Line)
 	}
 	if v.Tag == "!!null" {
 		return "", false, nil
@@ -344,7 +344,7 @@ func int64Field(dst *int64) func(string, *yaml.Node) error {
 		}
 		n, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 10, 64)
 		if err != nil {
-			return fmt.Errorf("stream: %s: %w: want an integer, got %q (line %d)", p, redstream.ErrInvalidConfig, s, v.Line)
+			return cfgErr(p, "want an integer, got %q (line %d)", s, v.Line)
 		}
 		*dst = n
 		return nil
@@ -358,7 +358,7 @@ func intField(dst *int) func(string, *yaml.Node) error {
 			return err
 		}
 		if n != int64(int(n)) || n > 1<<31-1 || n < -(1<<31) {
-			return fmt.Errorf("stream: %s: %w: %d is out of range (line %d)", p, redstream.ErrInvalidConfig, n, v.Line)
+			return cfgErr(p, "%d is out of range (line %d)", n, v.Line)
 		}
 		*dst = int(n)
 		return nil
@@ -373,7 +373,7 @@ func boolField(dst *bool) func(string, *yaml.Node) error {
 		}
 		b, err := strconv.ParseBool(s)
 		if err != nil {
-			return fmt.Errorf("stream: %s: %w: want true or false, got %q (line %d)", p, redstream.ErrInvalidConfig, s, v.Line)
+			return cfgErr(p, "want true or false, got %q (line %d)", s, v.Line)
 		}
 		*dst = b
 		return nil
@@ -391,7 +391,30 @@ func stringField(dst *string) func(string, *yaml.Node) error {
 	}
 }
 
+// ConfigError is a configuration error naming its key path. It matches
+// redstream.ErrInvalidConfig under errors.Is.
+type ConfigError struct {
+	Path string // key path, e.g. "redis-stream.autoclaim.min-idle-ms"
+	Msg  string
+}
+
+// Error returns "stream: <path>: <msg>".
+// An error without a path (a bad constructor argument) is "stream: <msg>".
+func (e *ConfigError) Error() string {
+	if e.Path == "" {
+		return "stream: " + e.Msg
+	}
+	return "stream: " + e.Path + ": " + e.Msg
+}
+
+// Unwrap returns redstream.ErrInvalidConfig.
+func (e *ConfigError) Unwrap() error { return redstream.ErrInvalidConfig }
+
+func cfgErr(path, format string, args ...any) error {
+	return &ConfigError{Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
 // errInvalid wraps redstream.ErrInvalidConfig with the package prefix.
 func errInvalid(format string, args ...any) error {
-	return fmt.Errorf("stream: %w: %s", redstream.ErrInvalidConfig, fmt.Sprintf(format, args...))
+	return &ConfigError{Msg: fmt.Sprintf(format, args...)}
 }

@@ -31,7 +31,8 @@ import (
 //     the error; the entry is dead-lettered and acknowledged.
 //
 // OnFailure is called once the dead letter is written; a failed dead-letter write leaves
-// the entry pending, to be tried again. Hooks run on the handler's goroutine.
+// the entry pending, to be tried again. Hooks run on the handler's goroutine; a panic in a
+// hook is reported to Config.OnError and leaves the entry pending.
 type Handler[T any] struct {
 	// Topic is the topic to consume (the stream name before env isolation).
 	Topic string
@@ -528,6 +529,7 @@ func (h *handlerRT) deadLetter(id, errText string, minIdle int64, owner string) 
 	switch status {
 	case 1:
 		h.m.deadLettered.Inc()
+		h.m.acked.Inc()
 		return true, nil
 	case -1:
 		h.trimmedWhilePending([]string{id})

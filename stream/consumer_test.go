@@ -1,8 +1,10 @@
 package stream_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +106,35 @@ func TestConsumeOutcomes(t *testing.T) {
 	}
 	if n, err := dl.Len(ctx, topic); err != nil || n != 4 {
 		t.Errorf("dead letters = %d, %v; want 4", n, err)
+	}
+
+	var buf bytes.Buffer
+	cfg.Metrics.WritePrometheus(&buf)
+	labels := fmt.Sprintf(`{topic=%q,group="g"}`, topic)
+	for _, tc := range []struct {
+		name string
+		want int
+	}{
+		{stream.MetricConsumed, 2},
+		{stream.MetricFiltered, 1},
+		{stream.MetricPoison, 1},
+		{stream.MetricDeadLettered, 4},
+		{stream.MetricRetried, 1 + 2*(stream.DefaultMaxRetry-1)}, // fail-once, fail-always, panic
+		{stream.MetricRedelivered, 1 + 2*(stream.DefaultMaxRetry-1)},
+		{stream.MetricHandlerErrors, 1 + 2*stream.DefaultMaxRetry + 1},
+		{stream.MetricAcked, 3 + 4}, // ok, skip, fail-once; 4 dead letters
+	} {
+		if line := fmt.Sprintf("%s%s %d\n", tc.name, labels, tc.want); !strings.Contains(buf.String(), line) {
+			t.Errorf("metrics lack %q", line)
+		}
+	}
+	for _, name := range []string{stream.MetricHandlerDuration + "_bucket", stream.MetricProduced} {
+		if !strings.Contains(buf.String(), name) {
+			t.Errorf("metrics lack %s", name)
+		}
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", buf.String())
 	}
 }
 

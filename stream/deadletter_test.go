@@ -195,3 +195,33 @@ func TestDeadLetterBounds(t *testing.T) {
 		t.Errorf("oldest kept dead letter is order %d, want 2", first.ID)
 	}
 }
+
+func TestDeadLetterMaxAge(t *testing.T) {
+	client := redistest.Client(t)
+	ctx := context.Background()
+	cfg := fastConfig()
+	cfg.DeadLetter.MaxAgeMs = 50
+	topic := newTopic(t)
+	c := newConsumer(t, client, cfg)
+	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", NoRetry: true,
+		Handle: func(ctx context.Context, m *stream.Message[order]) error { return errors.New("no") }}); err != nil {
+		t.Fatal(err)
+	}
+	startConsumer(t, c)
+	p := newProducer(t, client, cfg)
+	dls, _ := stream.NewDeadLetters(client, cfg)
+	send(t, p, topic, order{1, "old"})
+	eventually(t, 10*time.Second, "the first dead letter", func() bool { n, _ := dls.Len(ctx, topic); return n == 1 })
+	time.Sleep(100 * time.Millisecond)
+	send(t, p, topic, order{2, "new"})
+	eventually(t, 10*time.Second, "nothing pending", func() bool { return pending(t, client, topic, "g") == 0 })
+	list, err := dls.List(ctx, topic, stream.ListOptions{})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("dead letters = %d, %v; want only the new one", len(list), err)
+	}
+	var o order
+	b, _ := list[0].Body()
+	if err := json.Unmarshal(b, &o); err != nil || o.ID != 2 {
+		t.Errorf("kept %s, want order 2", b)
+	}
+}

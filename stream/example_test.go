@@ -79,7 +79,7 @@ func ExampleDeadLetters_Replay() {
 
 	cfg := stream.Config{
 		BlockMs:   50,
-		MaxRetry:  2,                                                     // two deliveries, then a dead letter
+		MaxRetry:  2,                                                      // two deliveries, then a dead letter
 		Autoclaim: stream.AutoclaimConfig{MinIdleMs: 100, IntervalMs: 50}, // retry after 100 ms
 	}
 	healthy := make(chan bool, 1)
@@ -145,7 +145,7 @@ redis-stream:
 	fmt.Println(err)
 	// Output:
 	// 20 5 30000 50000
-	// stream: redis-stream.block-ms: invalid configuration: want an integer, got "soon" (line 2)
+	// stream: redis-stream.block-ms: want an integer, got "soon" (line 2)
 }
 
 func ExampleCheckpointedListSink() {

@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"fmt"
 	"os"
 	"strings"
 )
@@ -42,10 +41,10 @@ func hashTag(key string) (string, bool) {
 // checkName validates a topic, stream or list name: non-empty, and wrappable in a hash tag.
 func checkName(what, name string) error {
 	if name == "" {
-		return fmt.Errorf("stream: empty %s", what)
+		return errInvalid("empty %s", what)
 	}
 	if _, ok := hashTag(name); !ok && strings.IndexByte(name, '}') >= 0 {
-		return fmt.Errorf("stream: %s %q: '}' is only allowed as the end of a {hash tag}", what, name)
+		return errInvalid("%s %q: '}' is only allowed as the end of a {hash tag}", what, name)
 	}
 	return nil
 }
@@ -60,8 +59,8 @@ func slotPrefix(name string) string {
 }
 
 // StreamName returns the Redis stream key of topic under cfg: topic, or topic + "_" + env
-// when cfg.EnvIsolation is set and cfg.Env is non-empty. It returns an error for an empty
-// topic or one containing '}' outside a {hash tag}.
+// when cfg.EnvIsolation is set and cfg.Env is non-empty. It returns an error wrapping
+// redstream.ErrInvalidConfig for an empty topic or one containing '}' outside a {hash tag}.
 func StreamName(cfg Config, topic string) (string, error) {
 	if err := checkName("topic", topic); err != nil {
 		return "", err

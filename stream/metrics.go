@@ -10,7 +10,7 @@ import (
 const (
 	MetricProduced          = "redis_streaming_mq_produced_total"              // entries written by Send
 	MetricConsumed          = "redis_streaming_mq_consumed_total"              // handler successes
-	MetricAcked             = "redis_streaming_mq_acked_total"                 // entries acknowledged
+	MetricAcked             = "redis_streaming_mq_acked_total"                 // entries acknowledged (dead letters included)
 	MetricFiltered          = "redis_streaming_mq_filtered_total"              // entries a Filter skipped (acknowledged unhandled)
 	MetricHandlerErrors     = "redis_streaming_mq_handler_errors_total"        // handler errors and panics
 	MetricRetried           = "redis_streaming_mq_retried_total"               // failures left pending for a retry

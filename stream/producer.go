@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -57,10 +58,14 @@ func WithGzip() SendOption { return func(o *sendOptions) { o.gzip = true } }
 func WithMaxLen(n int64) SendOption { return func(o *sendOptions) { o.maxLen = n } }
 
 // Send writes msg to topic and returns the new entry's id. An empty msg.Key becomes NextKey
-// in decimal; a zero msg.SendTime becomes now. It returns an error for a bad topic name, a
-// body that cannot be encoded as JSON, or a Redis failure.
+// in decimal; a zero msg.SendTime becomes now. It returns an error wrapping
+// redstream.ErrInvalidConfig for a nil message or a bad topic name, and an error for a body
+// that cannot be encoded as JSON or a Redis failure.
 func (p *Producer) Send(ctx context.Context, topic string, msg Sendable, opts ...SendOption) (string, error) {
 	if msg == nil {
+		return "", errInvalid("Send: nil message")
+	}
+	if v := reflect.ValueOf(msg); v.Kind() == reflect.Pointer && v.IsNil() {
 		return "", errInvalid("Send: nil message")
 	}
 	t, err := p.topic(topic)

@@ -13,7 +13,6 @@ import (
 	"github.com/redstream-go/redstream/stream"
 )
 
-
 func TestListSink(t *testing.T) {
 	client := redistest.Client(t)
 	ctx := context.Background()

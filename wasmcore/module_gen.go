@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "7f535424d515ebe65704791ed40631f081291c56ecc6f28e778438dd9660dbb7"
+	ModuleSHA256 = "6048965ca3afbf636b8de7ace61e93ebc893176ab286e0e9deff316dfe0753e5"
 	// ModuleSize is the size of core.wasm in bytes.
-	ModuleSize = 2679789
+	ModuleSize = 2679937
 )

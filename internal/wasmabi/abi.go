@@ -367,7 +367,9 @@ func SlidingLogStep(r *Results, lg *core.Log, buf []byte, window, limit int64, l
 	r[SlotState0] = int64(length) - int64(lg.Len())
 	r[SlotState1], r[SlotState2] = 0, 0
 	if d.Allowed {
-		p.Record(lg, now, n)
+		// Record one entry to learn the time the n entries are recorded at (the newest
+		// entry's time if later than now); recording all n would cost O(n) here.
+		p.Record(lg, now, 1)
 		r[SlotState1], r[SlotState2] = n, lg.Newest()
 	}
 	return StatusOK

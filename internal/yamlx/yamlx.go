@@ -167,7 +167,7 @@ func insert(out, k *yaml.Node, segs []string, v *yaml.Node, path string, depth i
 	for i, seg := range segs {
 		p := join(path, seg)
 		last := i == len(segs)-1
-		j := find(out, seg)
+		j := findMapping(out, seg)
 		if !last {
 			if j < 0 {
 				key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg, Line: k.Line, Column: k.Column}
@@ -198,6 +198,9 @@ func insert(out, k *yaml.Node, segs []string, v *yaml.Node, path string, depth i
 			val = copyTree(v, depth+1)
 		}
 		key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg, Line: k.Line, Column: k.Column}
+		if val.Kind != yaml.MappingNode {
+			j = find(out, seg)
+		}
 		if j < 0 {
 			out.Content = append(out.Content, key, val)
 			return nil
@@ -255,6 +258,22 @@ func copyTree(n *yaml.Node, depth int) *yaml.Node {
 func find(m *yaml.Node, key string) int {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// findMapping returns the index in m.Content of the key exactly equal to key; failing that,
+// of a key relaxed-equal to it whose value is a mapping (so that "redis-streaming.x: 1" and
+// "redisStreaming: {y: 2}" merge, as Spring binds them together); or -1.
+func findMapping(m *yaml.Node, key string) int {
+	if j := find(m, key); j >= 0 {
+		return j
+	}
+	want := Normalize(key)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i+1].Kind == yaml.MappingNode && Normalize(m.Content[i].Value) == want {
 			return i
 		}
 	}

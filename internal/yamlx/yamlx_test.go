@@ -186,3 +186,12 @@ func TestUnknown(t *testing.T) {
 		t.Errorf("Unknown = %+v", u)
 	}
 }
+
+func TestRelaxedMerge(t *testing.T) {
+	root := mustParse(t, "redis-streaming.ratelimit.enabled: true\nredisStreaming:\n  ratelimit:\n    windowMs: 5\n")
+	for _, k := range []string{"enabled", "window-ms"} {
+		if _, ok, err := root.Lookup("redis-streaming.ratelimit." + k); !ok || err != nil {
+			t.Errorf("%s: %v %v; want the two spellings merged", k, ok, err)
+		}
+	}
+}

@@ -22,9 +22,11 @@ func main() {}
 var (
 	// results is the results area; its address never changes.
 	results wasmabi.Results
-	// scratch backs the scratch buffer as uint64s so that it is 8-byte aligned; buf is
-	// its byte view. The Go garbage collector does not move objects, so the address
-	// handed out stays valid while scratch refers to it.
+	// scratch backs the scratch buffer as uint64s so that it is 8-byte aligned. buf is its
+	// byte view, as long as the largest size requested from redstream_buffer: lengths
+	// beyond it are StatusBuffer whatever the capacity, so answers never depend on how the
+	// buffer grew. The Go garbage collector does not move objects, so the address handed out
+	// stays valid while scratch refers to it.
 	scratch []uint64
 	buf     []byte
 	// log and pos are reused by the sliding log and Bloom steps.
@@ -32,19 +34,23 @@ var (
 	pos []uint64
 )
 
-func init() { grow(4096) }
-
-// grow makes the scratch buffer hold at least size bytes.
+// grow makes the scratch buffer size bytes long if it is shorter, reallocating (and so
+// moving it) only when its capacity is exceeded.
 func grow(size int) {
 	if size <= len(buf) {
 		return
 	}
-	c := max(size, 2*len(buf))
-	if c > wasmabi.MaxBuffer {
-		c = size
+	if size > 8*len(scratch) {
+		c := max(size, 2*8*len(scratch), 4096)
+		if c > wasmabi.MaxBuffer {
+			c = size
+		}
+		old := buf
+		scratch = make([]uint64, (c+7)/8)
+		buf = unsafe.Slice((*byte)(unsafe.Pointer(&scratch[0])), 8*len(scratch))[:len(old)]
+		copy(buf, old)
 	}
-	scratch = make([]uint64, (c+7)/8)
-	buf = unsafe.Slice((*byte)(unsafe.Pointer(&scratch[0])), 8*len(scratch))
+	buf = buf[:size]
 }
 
 func addr(p unsafe.Pointer) int32 { return int32(uintptr(p)) }
@@ -66,7 +72,11 @@ func bufferAddr(size int32) (a int32) {
 		return 0
 	}
 	grow(int(size))
-	return addr(unsafe.Pointer(&buf[0]))
+	if len(scratch) == 0 {
+		grow(8) // a zero-size request still needs an address
+		buf = buf[:0]
+	}
+	return addr(unsafe.Pointer(&scratch[0]))
 }
 
 // internal turns a panic (a bug; core's steps do not panic) into StatusInternal instead

@@ -1,0 +1,424 @@
+package benchmarks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill-redisstream/pkg/redisstream"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/hibiken/asynq"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+
+	"github.com/redstream-go/redstream/stream"
+)
+
+// The stream benchmarks compare redstream's stream package with watermill-redisstream and
+// asynq on one redis-server:
+//
+//   - Publish: 16 goroutines write small messages (redstream Producer.Send, watermill
+//     Publisher.Publish, asynq Client.Enqueue).
+//   - Consume: b.N messages are written first (untimed); the timed part is one consumer
+//     handling and acknowledging all of them with a no-op handler (asynq: a server with
+//     concurrency 10 processing no-op tasks).
+//   - Latency: one producer sends in a loop while one consumer handles; the handler records
+//     send-to-handler time; p50 and p99 are reported in µs.
+//   - Ceiling: redis-benchmark's pipelined XADD and XREADGROUP on the same server (16
+//     clients, pipeline 16): what the server itself can do.
+//
+// Each reports msgs/s. Run e.g.
+//
+//	go test -run '^$' -bench 'Stream' -benchtime 100000x
+
+type benchEvent struct {
+	OrderID int64  `json:"orderId"`
+	Status  string `json:"status"`
+	SentNs  int64  `json:"sentNs"`
+}
+
+var streamRun atomic.Int64
+
+func init() { streamRun.Store(time.Now().UnixNano() % 1e9) }
+
+func streamTopic(name string) string { return fmt.Sprintf("bench-%d-%s", streamRun.Add(1), name) }
+
+func goRedis(tb testing.TB) *goredis.Client {
+	tb.Helper()
+	c := goredis.NewClient(&goredis.Options{Addr: redisAddr(tb)})
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// parallel16 makes RunParallel use 16 goroutines.
+func parallel16(b *testing.B) {
+	b.SetParallelism((16 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+}
+
+func reportRate(b *testing.B, start time.Time) {
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+}
+
+func BenchmarkStreamPublish(b *testing.B) {
+	payload, _ := json.Marshal(benchEvent{OrderID: 1, Status: "CREATED"})
+	b.Run("redstream", func(b *testing.B) {
+		p, err := stream.NewProducer(redisClient(b), stream.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		topic := streamTopic("pub")
+		ctx := context.Background()
+		b.ReportAllocs()
+		parallel16(b)
+		start := time.Now()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			msg := stream.NewMessage(benchEvent{OrderID: 1, Status: "CREATED"})
+			for pb.Next() {
+				if _, err := p.Send(ctx, topic, msg); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		reportRate(b, start)
+	})
+	b.Run("watermill", func(b *testing.B) {
+		pub, err := redisstream.NewPublisher(redisstream.PublisherConfig{Client: goRedis(b), Marshaller: redisstream.DefaultMarshallerUnmarshaller{}}, watermill.NopLogger{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer pub.Close()
+		topic := streamTopic("pub-wm")
+		b.ReportAllocs()
+		parallel16(b)
+		start := time.Now()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := pub.Publish(topic, message.NewMessage(watermill.NewUUID(), payload)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		reportRate(b, start)
+	})
+	b.Run("asynq", func(b *testing.B) {
+		client := asynq.NewClientFromRedisClient(goRedis(b))
+		queue := streamTopic("q")
+		b.ReportAllocs()
+		parallel16(b)
+		start := time.Now()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := client.Enqueue(asynq.NewTask("bench", payload), asynq.Queue(queue)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		reportRate(b, start)
+	})
+}
+
+// fillRedstream writes n messages to topic (untimed set-up), 16 at a time.
+func fillRedstream(b *testing.B, client rueidis.Client, topic string, n int) {
+	b.Helper()
+	p, _ := stream.NewProducer(client, stream.Config{})
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 16 {
+				if _, err := p.Send(context.Background(), topic, stream.NewMessage(benchEvent{OrderID: int64(i)})); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got, _ := client.Do(context.Background(), client.B().Xlen().Key(topic).Build()).AsInt64(); got != int64(n) {
+		b.Fatalf("fixture: XLEN %d, want %d", got, n)
+	}
+}
+
+func BenchmarkStreamConsume(b *testing.B) {
+	for _, readCount := range []int{10, 100, 500} {
+		b.Run(fmt.Sprintf("redstream/read-count=%d", readCount), func(b *testing.B) {
+			client := redisClient(b)
+			topic := streamTopic("con")
+			fillRedstream(b, client, topic, b.N)
+			var handled atomic.Int64
+			all := make(chan struct{})
+			c, err := stream.NewConsumer(client, stream.Config{ReadCount: readCount, BlockMs: 100})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := stream.Register(c, stream.Handler[benchEvent]{Topic: topic, Group: "g",
+				Handle: func(ctx context.Context, m *stream.Message[benchEvent]) error {
+					if handled.Add(1) == int64(b.N) {
+						close(all)
+					}
+					return nil
+				}}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			if err := c.Start(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			<-all
+			waitNoPending(b, func() int64 {
+				r, _ := client.Do(context.Background(), client.B().Xpending().Key(topic).Group("g").Build()).ToArray()
+				n, _ := r[0].AsInt64()
+				return n
+			})
+			reportRate(b, start)
+			b.StopTimer()
+			if err := c.Close(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+	b.Run("watermill", func(b *testing.B) {
+		rdb := goRedis(b)
+		topic := streamTopic("con-wm")
+		pub, _ := redisstream.NewPublisher(redisstream.PublisherConfig{Client: rdb, Marshaller: redisstream.DefaultMarshallerUnmarshaller{}}, watermill.NopLogger{})
+		payload, _ := json.Marshal(benchEvent{OrderID: 1})
+		var wg sync.WaitGroup
+		for w := 0; w < 16; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < b.N; i += 16 {
+					if err := pub.Publish(topic, message.NewMessage(watermill.NewUUID(), payload)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		sub, err := redisstream.NewSubscriber(redisstream.SubscriberConfig{Client: rdb, Unmarshaller: redisstream.DefaultMarshallerUnmarshaller{},
+			ConsumerGroup: "g", Consumer: "c", OldestId: "0"}, watermill.NopLogger{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		msgs, err := sub.Subscribe(ctx, topic)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < b.N; i++ {
+			m := <-msgs
+			m.Ack()
+		}
+		waitNoPending(b, func() int64 {
+			p, _ := rdb.XPending(context.Background(), topic, "g").Result()
+			if p == nil {
+				return -1
+			}
+			return p.Count
+		})
+		reportRate(b, start)
+		b.StopTimer()
+		cancel()
+		_ = sub.Close()
+	})
+	b.Run("asynq/concurrency=10", func(b *testing.B) {
+		rdb := goRedis(b)
+		queue := streamTopic("q")
+		client := asynq.NewClientFromRedisClient(rdb)
+		payload, _ := json.Marshal(benchEvent{OrderID: 1})
+		var wg sync.WaitGroup
+		for w := 0; w < 16; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < b.N; i += 16 {
+					if _, err := client.Enqueue(asynq.NewTask("bench", payload), asynq.Queue(queue)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		var handled atomic.Int64
+		all := make(chan struct{})
+		srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 10, Queues: map[string]int{queue: 1}, LogLevel: asynq.FatalLevel})
+		b.ReportAllocs()
+		b.ResetTimer()
+		start := time.Now()
+		if err := srv.Start(asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+			if handled.Add(1) == int64(b.N) {
+				close(all)
+			}
+			return nil
+		})); err != nil {
+			b.Fatal(err)
+		}
+		<-all
+		reportRate(b, start)
+		b.StopTimer()
+		srv.Shutdown()
+	})
+}
+
+// waitNoPending polls until pending() reports 0 acknowledged-but-unsent entries.
+func waitNoPending(b *testing.B, pending func() int64) {
+	b.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for pending() != 0 {
+		if time.Now().After(deadline) {
+			b.Fatal("entries still pending after a minute")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// BenchmarkStreamLatency reports send-to-handler latency percentiles: one goroutine sends
+// b.N messages back to back while one consumer handles them.
+func BenchmarkStreamLatency(b *testing.B) {
+	run := func(b *testing.B, send func(i int) error, lat *[]time.Duration, mu *sync.Mutex, all chan struct{}) {
+		b.ResetTimer()
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			if err := send(i); err != nil {
+				b.Fatal(err)
+			}
+		}
+		select {
+		case <-all:
+		case <-time.After(time.Minute):
+			b.Fatal("not all messages handled")
+		}
+		reportRate(b, start)
+		b.StopTimer()
+		mu.Lock()
+		defer mu.Unlock()
+		slices.Sort(*lat)
+		l := *lat
+		b.ReportMetric(float64(l[len(l)/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(l[len(l)*99/100].Microseconds()), "p99-µs")
+	}
+	b.Run("redstream", func(b *testing.B) {
+		client := redisClient(b)
+		topic := streamTopic("lat")
+		var mu sync.Mutex
+		lat := make([]time.Duration, 0, b.N)
+		all := make(chan struct{})
+		c, _ := stream.NewConsumer(client, stream.Config{ReadCount: 100, BlockMs: 1000})
+		_ = stream.Register(c, stream.Handler[benchEvent]{Topic: topic, Group: "g",
+			Handle: func(ctx context.Context, m *stream.Message[benchEvent]) error {
+				d := time.Duration(time.Now().UnixNano() - m.Body.SentNs)
+				mu.Lock()
+				lat = append(lat, d)
+				if len(lat) == b.N {
+					close(all)
+				}
+				mu.Unlock()
+				return nil
+			}})
+		if err := c.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close(context.Background())
+		p, _ := stream.NewProducer(client, stream.Config{})
+		run(b, func(i int) error {
+			_, err := p.Send(context.Background(), topic, stream.NewMessage(benchEvent{OrderID: int64(i), SentNs: time.Now().UnixNano()}))
+			return err
+		}, &lat, &mu, all)
+	})
+	b.Run("watermill", func(b *testing.B) {
+		rdb := goRedis(b)
+		topic := streamTopic("lat-wm")
+		var mu sync.Mutex
+		lat := make([]time.Duration, 0, b.N)
+		all := make(chan struct{})
+		sub, _ := redisstream.NewSubscriber(redisstream.SubscriberConfig{Client: rdb, Unmarshaller: redisstream.DefaultMarshallerUnmarshaller{},
+			ConsumerGroup: "g", Consumer: "c", OldestId: "0"}, watermill.NopLogger{})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer func() { cancel(); _ = sub.Close() }()
+		msgs, err := sub.Subscribe(ctx, topic)
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() {
+			for m := range msgs {
+				var e benchEvent
+				_ = json.Unmarshal(m.Payload, &e)
+				d := time.Duration(time.Now().UnixNano() - e.SentNs)
+				m.Ack()
+				mu.Lock()
+				lat = append(lat, d)
+				if len(lat) == b.N {
+					close(all)
+				}
+				mu.Unlock()
+			}
+		}()
+		pub, _ := redisstream.NewPublisher(redisstream.PublisherConfig{Client: rdb, Marshaller: redisstream.DefaultMarshallerUnmarshaller{}}, watermill.NopLogger{})
+		run(b, func(i int) error {
+			payload, _ := json.Marshal(benchEvent{OrderID: int64(i), SentNs: time.Now().UnixNano()})
+			return pub.Publish(topic, message.NewMessage(watermill.NewUUID(), payload))
+		}, &lat, &mu, all)
+	})
+}
+
+// BenchmarkStreamCeiling runs redis-benchmark (16 clients, pipeline 16) against the same
+// server: raw XADD, and XREADGROUP COUNT 1 NOACK over a pre-filled stream. ns/op is the
+// server's cost per command.
+func BenchmarkStreamCeiling(b *testing.B) {
+	if _, err := exec.LookPath("redis-benchmark"); err != nil {
+		b.Skip("redis-benchmark not in PATH")
+	}
+	addr := redisAddr(b)
+	host, port, _ := strings.Cut(addr, ":")
+	bench := func(b *testing.B, n int, args ...string) {
+		b.Helper()
+		base := []string{"-h", host, "-p", port, "-c", "16", "-P", "16", "-n", fmt.Sprint(n), "-q"}
+		out, err := exec.Command("redis-benchmark", append(base, args...)...).CombinedOutput()
+		if err != nil {
+			b.Fatalf("redis-benchmark: %v: %s", err, out)
+		}
+	}
+	b.Run("XADD", func(b *testing.B) {
+		key := streamTopic("ceil-xadd")
+		start := time.Now()
+		bench(b, b.N, "XADD", key, "*", "key", "1", "tag", "", "enc", "plain", "body", `{"orderId":1,"status":"CREATED"}`, "ts", "1")
+		reportRate(b, start)
+	})
+	b.Run("XREADGROUP", func(b *testing.B) {
+		key := streamTopic("ceil-read")
+		b.StopTimer()
+		bench(b, b.N+16*16, "XADD", key, "*", "key", "1", "tag", "", "enc", "plain", "body", `{"orderId":1,"status":"CREATED"}`, "ts", "1")
+		client := redisClient(b)
+		if err := client.Do(context.Background(), client.B().XgroupCreate().Key(key).Group("g").Id("0").Build()).Error(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		bench(b, b.N, "XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "NOACK", "STREAMS", key, ">")
+		reportRate(b, start)
+	})
+}

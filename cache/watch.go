@@ -1,0 +1,64 @@
+package cache
+
+import (
+	"context"
+
+	"github.com/redis/rueidis"
+)
+
+// maxWatchers bounds the dedicated connections one Cache holds for waiting callers at a
+// time; past it, waiters only poll.
+const maxWatchers = 16
+
+// watcher lets a caller waiting for another process's load wake when the key changes,
+// instead of only every Breakdown.WaitInterval: it reads the key on a dedicated connection
+// with client tracking on, so Redis pushes an invalidation when the owner writes the value
+// (or releases the lock). It is used when client-side caching is on, which says the server
+// supports tracking; if tracking cannot be turned on, the caller just polls.
+type watcher struct {
+	c    *Cache
+	dc   rueidis.DedicatedClient
+	done func()
+	dk   string
+	wake chan struct{}
+}
+
+// watch returns a watcher on dk, or nil when none is available.
+func (c *Cache) watch(ctx context.Context, dk string) *watcher {
+	select {
+	case c.watchSlots <- struct{}{}:
+	default:
+		return nil
+	}
+	dc, done := c.client.Dedicate()
+	w := &watcher{c: c, dc: dc, done: done, dk: dk, wake: make(chan struct{}, 1)}
+	dc.SetOnInvalidations(func([]rueidis.RedisMessage) {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	})
+	if err := dc.Do(ctx, dc.B().ClientTracking().On().Build()).Error(); err != nil {
+		w.close()
+		return nil
+	}
+	return w
+}
+
+// read reads the key on the tracked connection, which also (re)arms its invalidation.
+func (w *watcher) read(ctx context.Context) (string, kind, error) {
+	s, err := w.dc.Do(ctx, w.dc.B().Get().Key(w.dk).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return "", kindMiss, nil
+	}
+	if err != nil {
+		return "", kindMiss, err
+	}
+	return s, classify(s), nil
+}
+
+// close returns the connection (rueidis turns tracking off on it) and the slot.
+func (w *watcher) close() {
+	w.done()
+	<-w.c.watchSlots
+}

@@ -1,0 +1,438 @@
+package config_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/config"
+	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/yamlx"
+	"github.com/redstream-go/redstream/memory"
+	"github.com/redstream-go/redstream/metrics"
+	"github.com/redstream-go/redstream/redisbackend"
+)
+
+func TestMain(m *testing.M) {
+	code := redistest.Main(m)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// logBuffer is a concurrency-safe buffer for a slog text handler.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func logger() (*slog.Logger, *logBuffer) {
+	var b logBuffer
+	return slog.New(slog.NewTextHandler(&b, nil)), &b
+}
+
+func load(t *testing.T, doc string, opts config.Options) *config.Config {
+	t.Helper()
+	c, err := config.Load([]byte(doc), opts)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return c
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// engine returns the engine limiter under the Named (and Multi) wrappers.
+func engine(t *testing.T, l redstream.Limiter) redstream.Limiter {
+	t.Helper()
+	for {
+		u, ok := l.(interface{ Unwrap() redstream.Limiter })
+		if !ok {
+			return l
+		}
+		l = u.Unwrap()
+	}
+}
+
+// admitted counts how many of n requests at one instant the limiter admits.
+func admitted(t *testing.T, l redstream.Limiter, key string, at time.Time, n int) int {
+	t.Helper()
+	got := 0
+	for range n {
+		d, err := l.AllowAt(context.Background(), key, at)
+		if err != nil {
+			t.Fatalf("AllowAt: %v", err)
+		}
+		if d.Allowed {
+			got++
+		}
+	}
+	return got
+}
+
+var t0 = time.Unix(1_800_000_000, 0)
+
+func checkSeedSettings(t *testing.T, s config.RateLimitSettings) {
+	t.Helper()
+	if !s.Enabled || s.Backend != "redis" || s.DefaultName != "api1" || len(s.Policies) != 2 {
+		t.Fatalf("settings = %+v", s)
+	}
+	a1, a2 := s.Policies[0], s.Policies[1]
+	if a1.Name != "api1" || a1.Algorithm != redstream.AlgorithmSlidingWindow || a1.WindowMs != 1000 || a1.Limit != 10 || a1.Backend != "redis" {
+		t.Errorf("api1 = %+v", a1)
+	}
+	if a2.Name != "api2" || a2.Algorithm != redstream.AlgorithmTokenBucket || a2.Capacity != 100 || a2.RatePerSecond != 50 {
+		t.Errorf("api2 = %+v", a2)
+	}
+}
+
+func TestSeedExampleWithoutRedis(t *testing.T) {
+	for _, file := range []string{"seed.yaml", "relaxed.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			log, logs := logger()
+			c := load(t, readFile(t, file), config.Options{Logger: log})
+			rl := c.RateLimit
+			checkSeedSettings(t, rl.Settings)
+			if got := strings.Count(logs.String(), "no Redis client was given; using memory"); got != 2 {
+				t.Errorf("%d fallback warnings, want 2:\n%s", got, logs)
+			}
+			if fmt.Sprint(rl.Registry.Names()) != "[api1 api2]" || rl.DefaultName != "api1" {
+				t.Errorf("registry %v, default %q", rl.Registry.Names(), rl.DefaultName)
+			}
+			api1, _ := rl.Registry.Get("api1")
+			if rl.Default != api1 {
+				t.Errorf("Default is not the api1 limiter")
+			}
+			if _, ok := engine(t, api1).(*memory.Limiter); !ok {
+				t.Errorf("api1 engine = %T, want *memory.Limiter", engine(t, api1))
+			}
+			if n := admitted(t, api1, "req", t0, 15); n != 10 {
+				t.Errorf("api1 admitted %d of 15, want 10", n)
+			}
+			api2, _ := rl.Registry.Get("api2")
+			if n := admitted(t, api2, "req", t0, 120); n != 100 {
+				t.Errorf("api2 admitted %d of 120, want the burst of 100", n)
+			}
+			if n := admitted(t, api2, "req", t0.Add(time.Second), 60); n != 50 {
+				t.Errorf("api2 admitted %d one second later, want 50", n)
+			}
+		})
+	}
+}
+
+func TestSeedExampleOnRedis(t *testing.T) {
+	client := redistest.Client(t)
+	log, logs := logger()
+	c := load(t, readFile(t, "seed.yaml"), config.Options{Redis: client, Logger: log})
+	checkSeedSettings(t, c.RateLimit.Settings)
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("unexpected warnings:\n%s", logs)
+	}
+	api1, _ := c.RateLimit.Registry.Get("api1")
+	rb, ok := engine(t, api1).(*redisbackend.Limiter)
+	if !ok {
+		t.Fatalf("api1 engine = %T, want *redisbackend.Limiter", engine(t, api1))
+	}
+	if rb.KeyPrefix() != "streaming:rl:api1" {
+		t.Errorf("api1 key prefix = %q", rb.KeyPrefix())
+	}
+	key := fmt.Sprintf("req-%d", time.Now().UnixNano())
+	if n := admitted(t, api1, key, t0, 15); n != 10 {
+		t.Errorf("api1 on Redis admitted %d of 15, want 10", n)
+	}
+	// The registry's limiters are Named: the seed's metrics move.
+	allowed, denied, _ := metrics.RateLimitCounters("api1")
+	if allowed.Get() < 10 || denied.Get() < 5 {
+		t.Errorf("api1 counters allowed=%d denied=%d", allowed.Get(), denied.Get())
+	}
+}
+
+func TestFullExample(t *testing.T) {
+	client := redistest.Client(t)
+	log, logs := logger()
+	c := load(t, readFile(t, "full.yaml"), config.Options{Redis: client, Logger: log})
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("unexpected warnings:\n%s", logs)
+	}
+	rl := c.RateLimit
+	if fmt.Sprint(rl.Registry.Names()) != "[api login search shaper uploads]" || rl.DefaultName != "api" {
+		t.Fatalf("registry %v, default %q", rl.Registry.Names(), rl.DefaultName)
+	}
+	s := rl.Settings
+	if s.FailurePolicy != redstream.FailFallback || s.Policies[3].FailurePolicy != redstream.FailOpen || s.Policies[1].FailurePolicy != redstream.FailFallback {
+		t.Errorf("failure policies: section %v, search %v, uploads %v", s.FailurePolicy, s.Policies[3].FailurePolicy, s.Policies[1].FailurePolicy)
+	}
+	wantEngines := map[string]string{
+		"api": "*redisbackend.Limiter", "uploads": "*redisbackend.Limiter", "shaper": "*memory.Limiter",
+		"search": "*redisbackend.Limiter", "login": "*redisbackend.Limiter",
+	}
+	for name, want := range wantEngines {
+		l, _ := rl.Registry.Get(name)
+		if got := fmt.Sprintf("%T", engine(t, l)); got != want {
+			t.Errorf("%s engine = %s, want %s", name, got, want)
+		}
+	}
+	login, _ := rl.Registry.Get("login")
+	multi, ok := login.(*redstream.NamedLimiter).Unwrap().(*redstream.MultiLimiter)
+	if !ok || len(multi.Limits()) != 2 || multi.Limits()[0].Name != "per-minute" {
+		t.Fatalf("login is not a two-limit MultiLimiter: %T", login.(*redstream.NamedLimiter).Unwrap())
+	}
+	if engine(t, login).(*redisbackend.Limiter).KeyPrefix() != "auth:login" {
+		t.Errorf("login key prefix = %q", engine(t, login).(*redisbackend.Limiter).KeyPrefix())
+	}
+	user := fmt.Sprintf("user-%d", time.Now().UnixNano())
+	day := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	got := 0
+	for m := range 10 { // 10 minutes, 5 tries each: 5 per minute, 20 per day
+		got += admitted(t, login, user, day.Add(time.Duration(m)*time.Minute), 5)
+	}
+	if got != 20 {
+		t.Errorf("login admitted %d over 10 minutes, want the daily 20", got)
+	}
+	shaper, _ := rl.Registry.Get("shaper")
+	d, _ := shaper.AllowAt(context.Background(), "k", t0)
+	d2, _ := shaper.AllowAt(context.Background(), "k", t0)
+	if !d.Allowed || !d2.Allowed || d2.Delay != 200*time.Millisecond {
+		t.Errorf("leaky bucket shaping: %+v then %+v, want a 200ms delay on the second", d, d2)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c := load(t, "redis-streaming:\n  ratelimit:\n    enabled: true\n", config.Options{})
+	rl := c.RateLimit
+	s := rl.Settings
+	if s.Backend != "memory" || s.WindowMs != 1000 || s.Limit != 100 || s.KeyPrefix != "streaming:rl" ||
+		s.DefaultName != "default" || s.FailurePolicy != redstream.FailClosed || len(s.Policies) != 0 {
+		t.Errorf("defaults = %+v", s)
+	}
+	if fmt.Sprint(rl.Registry.Names()) != "[default]" || rl.DefaultName != "default" {
+		t.Errorf("registry %v, default %q", rl.Registry.Names(), rl.DefaultName)
+	}
+	if n := admitted(t, rl.Default, "k", t0, 120); n != 100 {
+		t.Errorf("default limiter admitted %d of 120, want 100", n)
+	}
+	if _, ok := engine(t, rl.Default).(*memory.Limiter); !ok {
+		t.Errorf("default engine = %T", engine(t, rl.Default))
+	}
+
+	single := load(t, "redis-streaming.ratelimit: {enabled: true, window-ms: 500, limit: 3, default-name: only}\n", config.Options{})
+	if single.RateLimit.DefaultName != "only" || admitted(t, single.RateLimit.Default, "k", t0, 5) != 3 ||
+		admitted(t, single.RateLimit.Default, "k", t0.Add(500*time.Millisecond), 5) != 3 {
+		t.Errorf("top-level window-ms/limit are not used for the single limiter")
+	}
+
+	for name, doc := range map[string]string{
+		"empty file":   "",
+		"disabled":     "redis-streaming:\n  ratelimit:\n    enabled: false\n    policies:\n      a: {limit: 1}\n",
+		"other keys":   "spring:\n  redis:\n    host: 127.0.0.1\n",
+		"null section": "redis-streaming:\n  ratelimit:\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := load(t, doc, config.Options{})
+			if c.RateLimit.Settings.Enabled || c.RateLimit.Registry.Len() != 0 || c.RateLimit.Default != nil {
+				t.Errorf("a disabled section built %v, %v", c.RateLimit.Registry.Names(), c.RateLimit.Default)
+			}
+		})
+	}
+}
+
+func TestFallbacksAndWarnings(t *testing.T) {
+	log, logs := logger()
+	doc := `redis-streaming:
+  ratelimit:
+    enabled: true
+    default-name: missing
+    policies:
+      zeta:
+        algorithm: quantum
+        limit: 2
+        colour: blue
+      alpha:
+        algorithm: fixed
+        limit: 4
+`
+	c := load(t, doc, config.Options{Logger: log})
+	rl := c.RateLimit
+	out := logs.String()
+	for _, want := range []string{
+		`msg="config: unknown algorithm; using sliding" key=redis-streaming.ratelimit.policies.zeta.algorithm line=7 algorithm=quantum`,
+		`msg="config: unknown setting ignored" key=redis-streaming.ratelimit.policies.zeta.colour line=9`,
+		`default-name=missing using=alpha`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("warnings lack %q:\n%s", want, out)
+		}
+	}
+	if rl.Settings.Policies[0].Algorithm != redstream.AlgorithmSlidingWindow {
+		t.Errorf("unknown algorithm became %v, want sliding", rl.Settings.Policies[0].Algorithm)
+	}
+	if rl.DefaultName != "alpha" {
+		t.Errorf("default = %q, want alpha (the first registered by name)", rl.DefaultName)
+	}
+}
+
+func TestBadValues(t *testing.T) {
+	head := "redis-streaming:\n  ratelimit:\n    enabled: true\n"
+	pol := head + "    policies:\n      api1:\n"
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"limit zero", pol + "        limit: 0\n", "config: redis-streaming.ratelimit.policies.api1.limit (line 6): must be > 0"},
+		{"limit text", pol + "        limit: ten\n", `config: redis-streaming.ratelimit.policies.api1.limit (line 6): must be an integer, got "ten"`},
+		{"window negative", pol + "        window-ms: -5\n", "config: redis-streaming.ratelimit.policies.api1.window-ms (line 6): must be > 0"},
+		{"window camel", pol + "        windowMs: 0\n", "config: redis-streaming.ratelimit.policies.api1.window-ms (line 6): must be > 0"},
+		{"capacity", pol + "        algorithm: token-bucket\n        capacity: 0.5\n", "config: redis-streaming.ratelimit.policies.api1.capacity (line 7): must be in [1, 1099511627776]"},
+		{"rate", pol + "        rate-per-second: 2e6\n", "config: redis-streaming.ratelimit.policies.api1.rate-per-second (line 6): must be in (0, 1000000]"},
+		{"policy backend", pol + "        backend: mongo\n", `config: redis-streaming.ratelimit.policies.api1.backend (line 6): must be memory or redis, got "mongo"`},
+		{"section backend", head + "    backend: 42\n", `config: redis-streaming.ratelimit.backend (line 4): must be memory or redis, got "42"`},
+		{"enabled", "redis-streaming:\n  ratelimit:\n    enabled: maybe\n", `config: redis-streaming.ratelimit.enabled (line 3): must be true or false, got "maybe"`},
+		{"failure policy", head + "    failure-policy: sometimes\n", `config: redis-streaming.ratelimit.failure-policy (line 4): must be fail-closed, fail-open or fallback, got "sometimes"`},
+		{"key prefix", pol + "        key-prefix: a{b}\n", `config: redis-streaming.ratelimit.policies.api1.key-prefix (line 6): must not contain '{' or '}'`},
+		{"section limit", head + "    limit: -1\n", "config: redis-streaming.ratelimit.limit (line 4): must be > 0"},
+		{"policies list", head + "    policies: [a, b]\n", "config: redis-streaming.ratelimit.policies (line 4): must be a mapping, got a list"},
+		{"policy scalar", head + "    policies:\n      api1: 5\n", `config: redis-streaming.ratelimit.policies.api1 (line 5): must be a mapping, got "5"`},
+		{"duplicate", pol + "        window-ms: 1\n        windowMs: 2\n", `config: redis-streaming.ratelimit.policies.api1.window-ms (line 7): is set twice ("windowMs" here and "window-ms" at line 6)`},
+		{"empty limits", pol + "        limits: {}\n", "config: redis-streaming.ratelimit.policies.api1.limits (line 6): must list at least one limit"},
+		{"bad sub-limit", pol + "        limits:\n          a: {limit: 0}\n", "config: redis-streaming.ratelimit.policies.api1.limits.a.limit (line 7): must be > 0"},
+		{"shared prefix", head + "    backend: redis\n    policies:\n      a: {key-prefix: p, limit: 1}\n      b: {key-prefix: p, limit: 2}\n",
+			`config: redis-streaming.ratelimit.policies.b (line 7): key-prefix "p" is also used by policy "a" with other limits`},
+		{"sliding counter too large", pol + "        algorithm: sliding-counter\n        window-ms: 2251799813685\n        limit: 1099511627776\n",
+			"config: redis-streaming.ratelimit.policies.api1 (line 5): sliding-counter: invalid configuration"},
+		{"section is a scalar", "redis-streaming:\n  ratelimit: on\n", `config: redis-streaming.ratelimit (line 2): must be a mapping, got "on"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var opts config.Options
+			if strings.Contains(tt.doc, "backend: redis") {
+				opts.Redis = redistest.Client(t)
+			}
+			opts.Logger, _ = logger()
+			_, err := config.Load([]byte(tt.doc), opts)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Fatalf("error = %v\nwant   %s", err, tt.want)
+			}
+			var ye *yamlx.Error
+			if !errors.As(err, &ye) {
+				t.Errorf("error %T is not a *yamlx.Error", err)
+			}
+		})
+	}
+}
+
+func TestSharedPrefixSameLimits(t *testing.T) {
+	doc := `redis-streaming.ratelimit:
+  enabled: true
+  backend: redis
+  policies:
+    web: {key-prefix: shared, algorithm: fixed, limit: 3}
+    mobile: {key-prefix: shared, algorithm: fixed, limit: 3}
+`
+	rl := load(t, doc, config.Options{Redis: redistest.Client(t)}).RateLimit
+	web, _ := rl.Registry.Get("web")
+	mobile, _ := rl.Registry.Get("mobile")
+	key := fmt.Sprintf("user-%d", time.Now().UnixNano())
+	// Same prefix, same limits: the two names share one budget per key.
+	if got := admitted(t, web, key, t0, 2) + admitted(t, mobile, key, t0, 2); got != 3 {
+		t.Errorf("admitted %d across the two names, want the shared 3", got)
+	}
+}
+
+func TestFromConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "application.yml")
+	if err := os.WriteFile(path, []byte("redis-streaming.ratelimit.enabled: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.FromConfig(path, config.Options{})
+	if err != nil || c.RateLimit.Default == nil {
+		t.Fatalf("FromConfig = %v, %v", c, err)
+	}
+	if _, err := config.FromConfig(filepath.Join(t.TempDir(), "missing.yml"), config.Options{}); err == nil || !strings.HasPrefix(err.Error(), "config: ") {
+		t.Errorf("missing file error = %v", err)
+	}
+}
+
+// TestFailurePolicies runs Redis limiters from a config file against a server that is
+// then stopped: fail-closed returns errors, fail-open admits, fallback decides in memory.
+func TestFailurePolicies(t *testing.T) {
+	srv := redistest.NewServer(t)
+	client := redistest.NewClient(t, srv.Addr)
+	doc := `redis-streaming:
+  ratelimit:
+    enabled: true
+    backend: redis
+    policies:
+      closed: {algorithm: fixed, window-ms: 60000, limit: 2}
+      open: {algorithm: fixed, window-ms: 60000, limit: 2, failure-policy: fail-open}
+      local: {algorithm: fixed, window-ms: 60000, limit: 2, failure-policy: fallback}
+`
+	log, _ := logger()
+	rl := load(t, doc, config.Options{Redis: client, Logger: log}).RateLimit
+	get := func(name string) redstream.Limiter {
+		l, err := rl.Registry.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	for _, name := range []string{"closed", "open", "local"} {
+		if n := admitted(t, get(name), "k", t0, 3); n != 2 {
+			t.Fatalf("%s with Redis up admitted %d of 3, want 2", name, n)
+		}
+	}
+	srv.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if d, err := get("closed").AllowAt(ctx, "k", t0); err == nil || d.Allowed {
+		t.Errorf("fail-closed with Redis down: %+v, %v; want an error", d, err)
+	}
+	for range 3 {
+		if d, err := get("open").AllowAt(ctx, "k", t0); err != nil || !d.Allowed {
+			t.Errorf("fail-open with Redis down: %+v, %v; want admitted", d, err)
+		}
+	}
+	var local []bool
+	for range 3 {
+		d, err := get("local").AllowAt(ctx, "k", t0)
+		if err != nil {
+			t.Fatalf("fallback with Redis down: %v", err)
+		}
+		local = append(local, d.Allowed)
+	}
+	if fmt.Sprint(local) != "[true true false]" {
+		t.Errorf("fallback decisions = %v, want the memory limiter's [true true false]", local)
+	}
+}

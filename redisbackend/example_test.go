@@ -1,0 +1,201 @@
+package redisbackend_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/memory"
+	"github.com/redstream-go/redstream/redisbackend"
+)
+
+// embedded starts an in-process Redis (miniredis) and a rueidis client to it. Against a
+// real server, use rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}}).
+func embedded() (rueidis.Client, func()) {
+	m := miniredis.NewMiniRedis()
+	if err := m.Start(); err != nil {
+		panic(err)
+	}
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true})
+	if err != nil {
+		panic(err)
+	}
+	return c, func() { c.Close(); m.Close() }
+}
+
+func ExampleNewLimiter() {
+	client, stop := embedded()
+	defer stop()
+	ctx := context.Background()
+
+	// A token bucket: bursts of 3, refilled at 1 token per second; keys under the seed's
+	// "streaming:tb" prefix.
+	limiter, err := redisbackend.NewLimiter(client, redstream.TokenBucket(3, 1), redisbackend.Options{})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // explicit times; Allow uses Redis TIME
+	for i := 0; i < 4; i++ {
+		d, err := limiter.AllowAt(ctx, "user:1", now)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("allowed=%v remaining=%d retry-after=%v\n", d.Allowed, d.Remaining, d.RetryAfter)
+	}
+	fmt.Println(limiter.Keys("user:1"))
+	// Output:
+	// allowed=true remaining=2 retry-after=0s
+	// allowed=true remaining=1 retry-after=0s
+	// allowed=true remaining=0 retry-after=0s
+	// allowed=false remaining=0 retry-after=1s
+	// [streaming:tb:{user:1}]
+}
+
+func ExampleNewLimiter_slidingWindow() {
+	client, stop := embedded()
+	defer stop()
+	ctx := context.Background()
+
+	// The seed's Redis sliding window: 2 requests per 1000 ms, keys "streaming:rl:{key}".
+	limiter, err := redisbackend.NewLimiter(client, redstream.SlidingWindow(time.Second, 2), redisbackend.Options{})
+	if err != nil {
+		panic(err)
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, at := range []time.Duration{0, 300 * time.Millisecond, 600 * time.Millisecond, time.Second} {
+		d, _ := limiter.AllowAt(ctx, "203.0.113.7", start.Add(at))
+		fmt.Printf("+%v allowed=%v retry-after=%v\n", at, d.Allowed, d.RetryAfter)
+	}
+	// Output:
+	// +0s allowed=true retry-after=0s
+	// +300ms allowed=true retry-after=0s
+	// +600ms allowed=false retry-after=400ms
+	// +1s allowed=true retry-after=0s
+}
+
+func ExampleNewMultiLimiter() {
+	client, stop := embedded()
+	defer stop()
+	ctx := context.Background()
+
+	// 2 per second AND 3 per minute on every key, all-or-nothing, one script per decision.
+	limiter, err := redisbackend.NewMultiLimiter(client, []redstream.Spec{
+		redstream.SlidingWindow(time.Second, 2),
+		redstream.FixedWindow(time.Minute, 3),
+	}, redisbackend.Options{})
+	if err != nil {
+		panic(err)
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, at := range []time.Duration{0, 0, 0, 2 * time.Second, 3 * time.Second} {
+		d, _ := limiter.AllowAt(ctx, "user:1", start.Add(at))
+		fmt.Printf("+%v allowed=%v limit=%d remaining=%d retry-after=%v\n", at, d.Allowed, d.Limit, d.Remaining, d.RetryAfter)
+	}
+	// Output:
+	// +0s allowed=true limit=2 remaining=1 retry-after=0s
+	// +0s allowed=true limit=2 remaining=0 retry-after=0s
+	// +0s allowed=false limit=2 remaining=0 retry-after=1s
+	// +2s allowed=true limit=3 remaining=0 retry-after=0s
+	// +3s allowed=false limit=3 remaining=0 retry-after=57s
+}
+
+func ExampleLimiter_AllowBatch() {
+	client, stop := embedded()
+	defer stop()
+	ctx := context.Background()
+
+	limiter, err := redisbackend.NewLimiter(client, redstream.FixedWindow(time.Minute, 1), redisbackend.Options{})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// Many keys, one pipelined round trip.
+	ds, err := limiter.AllowBatch(ctx, []string{"a", "b", "a", "c"}, now, 1)
+	if err != nil {
+		panic(err)
+	}
+	for _, d := range ds {
+		fmt.Print(d.Allowed, " ")
+	}
+	fmt.Println()
+	// Output:
+	// true true false true
+}
+
+func ExampleOptions_failurePolicy() {
+	client, stop := embedded()
+	ctx := context.Background()
+	spec := redstream.TokenBucket(2, 1)
+
+	// When Redis fails, decide in process with a memory limiter of the same spec.
+	fallback, err := memory.NewLimiter(spec, memory.Options{})
+	if err != nil {
+		panic(err)
+	}
+	limiter, err := redisbackend.NewLimiter(client, spec, redisbackend.Options{
+		FailurePolicy: redstream.FailFallback,
+		Fallback:      fallback,
+	})
+	if err != nil {
+		panic(err)
+	}
+	stop() // Redis goes away
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < 3; i++ {
+		d, err := limiter.AllowAt(ctx, "user:1", now)
+		fmt.Println(d.Allowed, err)
+	}
+	// Output:
+	// true <nil>
+	// true <nil>
+	// false <nil>
+}
+
+func ExampleNewDeduplicator() {
+	client, stop := embedded()
+	defer stop()
+	ctx := context.Background()
+
+	// The seed's WindowedDeduplicator("dedup:orders", 1 hour).
+	d, err := redisbackend.NewDeduplicator(client, "dedup:orders",
+		redstream.DedupSpec{Strategy: redstream.DedupWindowed, Window: time.Hour}, redisbackend.DedupOptions{})
+	if err != nil {
+		panic(err)
+	}
+	w := d.(*redisbackend.WindowDeduplicator)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, at := range []time.Duration{0, 30 * time.Minute, 90 * time.Minute, 151 * time.Minute} {
+		dup, _ := w.CheckAndMarkAt(ctx, "order-1", start.Add(at))
+		fmt.Printf("+%v duplicate=%v\n", at, dup)
+	}
+	// Output:
+	// +0s duplicate=false
+	// +30m0s duplicate=true
+	// +1h30m0s duplicate=false
+	// +2h31m0s duplicate=false
+}
+
+func ExampleBloomDeduplicator() {
+	client, stop := embedded()
+	defer stop()
+	ctx := context.Background()
+
+	d, err := redisbackend.NewBloomDeduplicator(client, "seen-ids",
+		redstream.DedupSpec{Insertions: 1_000_000, FPRate: 0.03}, redisbackend.DedupOptions{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("k=%d, %.1f bits per element\n", d.Params().K, d.BitsPerElement())
+	dups, _ := d.CheckAndMarkBatch(ctx, []string{"id-1", "id-2", "id-1"})
+	fmt.Println(dups)
+	n, _ := d.UniqueCount(ctx)
+	est, _ := d.Count(ctx)
+	fmt.Println(n, est)
+	// Output:
+	// k=5, 7.3 bits per element
+	// [false false true]
+	// 2 2
+}

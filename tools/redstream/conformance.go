@@ -1,0 +1,340 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/rueidis"
+
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/proptest"
+	"github.com/redstream-go/redstream/redisbackend"
+)
+
+func init() {
+	registerCommand(command{
+		name:    "conformance",
+		summary: "prove the Redis engines equal to core on a server: [--redis host:port] [--cluster] [--checks N]",
+		run:     runConformance,
+	})
+}
+
+// suite is one conformance suite: an algorithm, the multi-limiter or a dedup strategy.
+type suite struct {
+	name string
+	run  func(t *recorder, checks int) int
+}
+
+// runConformance runs every conformance suite against a Redis-compatible server (the
+// embedded miniredis by default) and prints a table of suite × result with case counts,
+// and the shrunk counterexample of each failure. Keys are created under a unique prefix
+// and deleted afterwards.
+func runConformance(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
+	fs.SetOutput(out)
+	addr := fs.String("redis", "", "host:port of the server (comma-separated seeds for a cluster); default: the embedded miniredis")
+	cluster := fs.Bool("cluster", false, "require the server to be a Redis Cluster")
+	checks := fs.Int("checks", 100, "minimum number of generated cases per suite")
+	only := fs.String("only", "", "comma-separated suites to run (default all), e.g. token-bucket,multi,dedup/bloom")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *checks < 1 {
+		return fmt.Errorf("conformance: --checks %d, want at least 1", *checks)
+	}
+	client, target, closeFn, err := conformanceClient(ctx, *addr, *cluster)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+
+	prefix := "redstream-conformance:" + strconv.FormatUint(rand.Uint64(), 36)
+	defer cleanupPrefix(context.WithoutCancel(ctx), client, prefix)
+
+	suites := conformanceSuites(client, prefix)
+	if *only != "" {
+		want := map[string]bool{}
+		for _, s := range strings.Split(*only, ",") {
+			want[strings.TrimSpace(s)] = true
+		}
+		var keep []suite
+		for _, s := range suites {
+			if want[s.name] {
+				keep = append(keep, s)
+				delete(want, s.name)
+			}
+		}
+		if len(want) > 0 {
+			names := make([]string, 0, len(suites))
+			for _, s := range suites {
+				names = append(names, s.name)
+			}
+			return fmt.Errorf("conformance: unknown suite in --only %q; suites: %s", *only, strings.Join(names, ", "))
+		}
+		suites = keep
+	}
+
+	fmt.Fprintf(out, "conformance of the Redis engines against core on %s, at least %d cases per suite\n\n", target, *checks)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SUITE\tRESULT\tCASES\tTIME")
+	var failures []*recorder
+	for _, s := range suites {
+		rec := &recorder{name: "conformance/" + s.name}
+		start := time.Now()
+		cases := rec.run(func() int { return s.run(rec, *checks) })
+		result := "PASS"
+		if rec.Failed() {
+			result = "FAIL"
+			failures = append(failures, rec)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\n", s.name, result, cases, time.Since(start).Round(time.Millisecond))
+		tw.Flush()
+	}
+	for _, f := range failures {
+		fmt.Fprintf(out, "\n--- FAIL %s: shrunk counterexample\n%s\n", strings.TrimPrefix(f.name, "conformance/"), f.report())
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("conformance: %d of %d suites failed on %s", len(failures), len(suites), target)
+	}
+	fmt.Fprintf(out, "\nall %d suites passed\n", len(suites))
+	return nil
+}
+
+// conformanceClient connects to addr, or to a new embedded miniredis when addr is empty.
+func conformanceClient(ctx context.Context, addr string, cluster bool) (rueidis.Client, string, func(), error) {
+	if addr == "" {
+		if cluster {
+			return nil, "", nil, errors.New("conformance: --cluster needs --redis host:port of a cluster node")
+		}
+		m := miniredis.NewMiniRedis()
+		if err := m.Start(); err != nil {
+			return nil, "", nil, fmt.Errorf("conformance: start the embedded miniredis: %w", err)
+		}
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true})
+		if err != nil {
+			m.Close()
+			return nil, "", nil, fmt.Errorf("conformance: connect to the embedded miniredis: %w", err)
+		}
+		return c, "the embedded miniredis (pass --redis host:port for a real server)", func() { c.Close(); m.Close() }, nil
+	}
+	seeds := strings.Split(addr, ",")
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds, DisableCache: true})
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("conformance: connect to %s: %w", addr, err)
+	}
+	target := addr
+	if cluster {
+		info, err := c.Do(ctx, c.B().ClusterInfo().Build()).ToString()
+		if err != nil || !strings.Contains(info, "cluster_state:ok") {
+			c.Close()
+			return nil, "", nil, fmt.Errorf("conformance: --cluster: %s is not a healthy Redis Cluster (CLUSTER INFO: %v)", addr, firstNonNil(err, strings.TrimSpace(info)))
+		}
+		target = fmt.Sprintf("the cluster at %s (%d nodes)", addr, len(c.Nodes()))
+	}
+	return c, target, c.Close, nil
+}
+
+func firstNonNil(err error, s string) any {
+	if err != nil {
+		return err
+	}
+	return s
+}
+
+// conformanceSuites lists the suites, each with a factory building engines on client
+// under prefix.
+func conformanceSuites(client rueidis.Client, prefix string) []suite {
+	var seq int64
+	var mu sync.Mutex
+	next := func(base string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		seq++
+		return prefix + ":" + base + ":" + strconv.FormatInt(seq, 10)
+	}
+	var suites []suite
+	for _, alg := range redstream.Algorithms {
+		suites = append(suites, suite{name: string(alg), run: func(t *recorder, checks int) int {
+			return proptest.CheckLimiter(t, alg, func(spec redstream.Spec) (redstream.Limiter, error) {
+				return redisbackend.NewLimiter(client, spec, redisbackend.Options{KeyPrefix: next(string(alg))})
+			}, checks)
+		}})
+	}
+	suites = append(suites, suite{name: "multi", run: func(t *recorder, checks int) int {
+		return proptest.CheckMultiLimiter(t, func(specs []redstream.Spec) (redstream.Limiter, error) {
+			return redisbackend.NewMultiLimiter(client, specs, redisbackend.Options{KeyPrefix: next("multi")})
+		}, checks, 60)
+	}})
+	for _, s := range []redstream.DedupStrategy{redstream.DedupSet, redstream.DedupBloom, redstream.DedupWindowed} {
+		suites = append(suites, suite{name: "dedup/" + string(s), run: func(t *recorder, checks int) int {
+			return proptest.CheckDeduplicator(t, s, func(spec redstream.DedupSpec) (redstream.Deduplicator, error) {
+				return redisbackend.NewDeduplicator(client, "d", spec, redisbackend.DedupOptions{KeyPrefix: next("dedup")})
+			}, checks)
+		}})
+	}
+	return suites
+}
+
+// cleanupPrefix deletes every key under prefix on every node (SCAN, then UNLINK key by key
+// so a cluster never sees a cross-slot command).
+func cleanupPrefix(ctx context.Context, client rueidis.Client, prefix string) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, node := range client.Nodes() {
+		var cursor uint64
+		for {
+			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(prefix+"*").Count(1000).Build()).AsScanEntry()
+			if err != nil {
+				break
+			}
+			cmds := make(rueidis.Commands, 0, len(e.Elements))
+			for _, k := range e.Elements {
+				cmds = append(cmds, node.B().Unlink().Key(k).Build())
+			}
+			if len(cmds) > 0 {
+				node.DoMulti(ctx, cmds...)
+			}
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+}
+
+// testingInit makes testing.Short (which rapid calls) usable outside a test binary.
+var testingInit sync.Once
+
+// recorder is a rapid.TB outside go test: it records what a suite logs and whether it
+// failed. Fatal, FailNow and Skip end the calling goroutine, as in package testing, so run
+// suites through recorder.run.
+type recorder struct {
+	name    string
+	mu      sync.Mutex
+	failed  bool
+	skipped bool
+	lines   []string
+}
+
+func (r *recorder) run(f func() int) (cases int) {
+	testingInit.Do(func() {
+		testing.Init()
+		// rapid would otherwise write fail files into the working directory.
+		_ = flag.CommandLine.Set("rapid.nofailfile", "true")
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cases = f()
+	}()
+	<-done
+	if r.Failed() && cases == 0 {
+		cases = r.casesFromLog()
+	}
+	return cases
+}
+
+// casesFromLog reads the number of passing cases from rapid's failure message.
+func (r *recorder) casesFromLog() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.lines {
+		if _, rest, ok := strings.Cut(l, "failed after "); ok {
+			if n, _, ok := strings.Cut(rest, " tests"); ok {
+				if v, err := strconv.Atoi(n); err == nil {
+					return v + 1
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// report returns the recorded failure: rapid's message and the shrunk case's draws.
+func (r *recorder) report() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	for _, l := range r.lines {
+		if strings.HasPrefix(l, "[rapid] OK") {
+			continue
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func (r *recorder) log(s string) {
+	r.mu.Lock()
+	r.lines = append(r.lines, s)
+	r.mu.Unlock()
+}
+
+func (r *recorder) fail() {
+	r.mu.Lock()
+	r.failed = true
+	r.mu.Unlock()
+}
+
+// Helper does nothing.
+func (r *recorder) Helper() {}
+
+// Name returns the suite's name.
+func (r *recorder) Name() string { return r.name }
+
+// Logf records a line.
+func (r *recorder) Logf(format string, args ...any) { r.log(fmt.Sprintf(format, args...)) }
+
+// Log records a line.
+func (r *recorder) Log(args ...any) { r.log(strings.TrimSuffix(fmt.Sprintln(args...), "\n")) }
+
+// Errorf records a failure.
+func (r *recorder) Errorf(format string, args ...any) { r.Logf(format, args...); r.fail() }
+
+// Error records a failure.
+func (r *recorder) Error(args ...any) { r.Log(args...); r.fail() }
+
+// Fatalf records a failure and ends the goroutine.
+func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...); runtime.Goexit() }
+
+// Fatal records a failure and ends the goroutine.
+func (r *recorder) Fatal(args ...any) { r.Error(args...); runtime.Goexit() }
+
+// FailNow marks the suite failed and ends the goroutine.
+func (r *recorder) FailNow() { r.fail(); runtime.Goexit() }
+
+// Fail marks the suite failed.
+func (r *recorder) Fail() { r.fail() }
+
+// Failed reports whether the suite failed.
+func (r *recorder) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
+// Skipf records a skip and ends the goroutine.
+func (r *recorder) Skipf(format string, args ...any) { r.Logf(format, args...); r.SkipNow() }
+
+// Skip records a skip and ends the goroutine.
+func (r *recorder) Skip(args ...any) { r.Log(args...); r.SkipNow() }
+
+// SkipNow ends the goroutine.
+func (r *recorder) SkipNow() {
+	r.mu.Lock()
+	r.skipped = true
+	r.mu.Unlock()
+	runtime.Goexit()
+}
