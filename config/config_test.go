@@ -262,7 +262,11 @@ func TestDefaults(t *testing.T) {
 		"null section": "redis-streaming:\n  ratelimit:\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := load(t, doc, config.Options{})
+			log, logs := logger()
+			c := load(t, doc, config.Options{Logger: log})
+			if name == "disabled" && !strings.Contains(logs.String(), "enabled is not true") {
+				t.Errorf("no warning for policies without enabled:\n%s", logs)
+			}
 			if c.RateLimit.Settings.Enabled || c.RateLimit.Registry.Len() != 0 || c.RateLimit.Default != nil {
 				t.Errorf("a disabled section built %v, %v", c.RateLimit.Registry.Names(), c.RateLimit.Default)
 			}

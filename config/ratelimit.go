@@ -158,6 +158,9 @@ func loadRateLimit(root yamlx.Node, opts Options) (*RateLimit, error) {
 	empty, _ := redstream.NewRegistry(nil)
 	rl := &RateLimit{Settings: s, Registry: empty}
 	if !s.Enabled {
+		if len(s.Policies) > 0 {
+			r.warn(sec, "policies are configured but enabled is not true; no limiter is built")
+		}
 		return rl, nil
 	}
 	b := builder{opts: opts, r: r}

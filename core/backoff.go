@@ -38,8 +38,9 @@ func (j Jitter) String() string {
 
 // Backoff computes retry delays: Base(attempt) = min(Initial * Multiplier^(attempt-1), Max)
 // for attempt >= 1 and 0 for attempt <= 0, with the multiplier held as an integer number of
-// thousandths so every runtime computes the same delays. The product is clamped without
-// overflow: attempt 1000 returns Max.
+// thousandths so every runtime computes the same delays. Each step is the truncated product
+// d*MultiplierMilli/1000, clamped without overflow: attempt 1000 (or 2^62) returns Max, and the
+// work per call is bounded (about 30,000 steps in the worst case) whatever the attempt.
 type Backoff struct {
 	Initial         int64 // µs, >= 0
 	Max             int64 // µs, >= Initial
@@ -82,6 +83,9 @@ func (b Backoff) Base(attempt int64) int64 {
 		q, _ := bits.Div64(hi, lo, 1000) // hi < 1000: d < 2^53, MultiplierMilli <= 2^20
 		if q > uint64(b.Max) {
 			return b.Max
+		}
+		if int64(q) == d {
+			return d // a fixed point of the truncating product: every later attempt is the same
 		}
 		d = int64(q)
 	}

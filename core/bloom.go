@@ -28,10 +28,15 @@ type Bloom struct {
 	ShardBits  uint64  // bits per block
 }
 
+// MinFPRate is the smallest accepted false-positive rate. Below it the sizing would need
+// logarithms of numbers so small that runtimes disagree (math.Log of subnormals differs
+// between amd64 and wasm), and the filter would be larger than any deduplicator needs.
+const MinFPRate = 1e-12
+
 // MaxShardBits is the largest block: 2^32 bits, the 512 MB limit of one Redis string.
 const MaxShardBits uint64 = 1 << 32
 
-// NewBloom sizes a filter for n > 0 expected insertions at false-positive rate 0 < p < 1.
+// NewBloom sizes a filter for n > 0 expected insertions at false-positive rate MinFPRate <= p < 1.
 // shards (>= 1; 0 means 1) splits the bits into that many blocks; when one block would
 // exceed MaxShardBits the number of shards is raised until it fits.
 func NewBloom(n int64, p float64, shards int) (Bloom, error) {
@@ -40,6 +45,9 @@ func NewBloom(n int64, p float64, shards int) (Bloom, error) {
 	}
 	if !(p > 0 && p < 1) {
 		return Bloom{}, badConfig("falseProbability", p, "in the open interval (0, 1)")
+	}
+	if p < MinFPRate {
+		return Bloom{}, badConfig("falseProbability", p, fmt.Sprintf("at least %g", MinFPRate))
 	}
 	if shards < 0 || shards > 1<<16 {
 		return Bloom{}, badConfig("shards", shards, "in [0, 65536]")

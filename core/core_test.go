@@ -126,6 +126,8 @@ func TestConstructorsRejectBadParameters(t *testing.T) {
 		{"sliding window negative", func() error { _, err := NewSlidingLog(-1, 5); return err }()},
 		{"sliding limit 0", func() error { _, err := NewSlidingLog(Second, 0); return err }()},
 		{"sliding limit negative", func() error { _, err := NewSlidingLog(Second, -5); return err }()},
+		{"sliding limit above MaxLogLimit", func() error { _, err := NewSlidingLog(Second, MaxLogLimit+1); return err }()},
+		{"bloom p subnormal", func() error { _, err := NewBloom(10, 5e-324, 1); return err }()},
 		{"counter window 0", func() error { _, err := NewSlidingCounter(0, 5); return err }()},
 		{"counter limit x window too large", func() error { _, err := NewSlidingCounter(86400*Second, 1<<30); return err }()},
 		{"fixed limit 0", func() error { _, err := NewFixedWindow(Second, 0); return err }()},
@@ -442,6 +444,11 @@ func TestBackoff(t *testing.T) {
 		if got := b.Base(c.attempt); got != c.want {
 			t.Errorf("Base(%d) = %d, want %d", c.attempt, got, c.want)
 		}
+	}
+	// A truncating fixed point (1µs * 1.5 = 1µs) returns at once, whatever the attempt.
+	stuck, _ := NewBackoff(1, 10, 1.5, JitterNone)
+	if got := stuck.Base(1 << 62); got != 1 {
+		t.Errorf("fixed-point Base = %d, want 1", got)
 	}
 	fixed, _ := NewBackoff(50*ms, 50*ms, 1, JitterNone)
 	if got := fixed.Base(1 << 40); got != 50*ms {

@@ -81,7 +81,8 @@ func NewTokenBucket(capacity, ratePerSecond float64) (TokenBucket, error) {
 }
 
 // Step decides a request of cost n at time now (µs) for a key whose stored TAT is tat
-// (0 for a new key). It returns the TAT to store. Time going backwards is defined: the TAT
+// (0 for a new key). It returns the TAT to store (tat itself when denied: a denial changes
+// nothing). Time going backwards is defined: the TAT
 // never moves back, so a request that appears to come from the past sees a fuller bucket.
 func (b TokenBucket) Step(tat, now, n int64) (int64, Decision, error) {
 	tat, d, err := b.step(tat, now, n)

@@ -1,5 +1,7 @@
 package core
 
+import "fmt"
+
 // SlidingLog is the exact sliding window log: a request of cost n is admitted at now iff the
 // number of admitted units recorded in (now-Window, now] plus n is at most Limit. An entry
 // recorded at ts stops counting once now >= ts + Window (a timestamp exactly Window old no
@@ -13,13 +15,20 @@ type SlidingLog struct {
 	Limit  int64
 }
 
-// NewSlidingLog validates window (µs, in (0, MaxDuration]) and limit (in [1, MaxCount]).
+// MaxLogLimit bounds a SlidingLog's limit (2^20 = 1,048,576 entries per key): the log keeps
+// one entry per admitted unit, so larger limits belong to SlidingCounter (O(1) per key).
+const MaxLogLimit int64 = 1 << 20
+
+// NewSlidingLog validates window (µs, in (0, MaxDuration]) and limit (in [1, MaxLogLimit]).
 func NewSlidingLog(window, limit int64) (SlidingLog, error) {
 	if err := checkDuration("window", window); err != nil {
 		return SlidingLog{}, err
 	}
 	if err := checkLimit("limit", limit); err != nil {
 		return SlidingLog{}, err
+	}
+	if limit > MaxLogLimit {
+		return SlidingLog{}, badConfig("limit", limit, fmt.Sprintf("at most %d for the sliding log (use the sliding counter above)", MaxLogLimit))
 	}
 	return SlidingLog{Window: window, Limit: limit}, nil
 }
@@ -72,8 +81,7 @@ func (l *Log) push(ts, limit int64) {
 // Reset empties the log, keeping its buffer.
 func (l *Log) Reset() { l.head, l.n = 0, 0 }
 
-// Step decides a request of cost n at now, updating l in place when admitted. Entries that
-// fell out of the window are pruned whether or not the request is admitted.
+// Step decides a request of cost n at now, updating l in place only when admitted.
 func (p SlidingLog) Step(l *Log, now, n int64) (Decision, error) {
 	d, err := p.Check(l, now, n)
 	if err == nil && d.Allowed {
@@ -82,9 +90,11 @@ func (p SlidingLog) Step(l *Log, now, n int64) (Decision, error) {
 	return d, err
 }
 
-// Check prunes expired entries and decides a request of cost n at now without recording
-// it; Record records it. Step is Check followed by Record when allowed; the two halves let
-// a multi-limit commit only when every limit admits.
+// Check decides a request of cost n at now without changing l; Record records an admitted
+// request. Step is Check followed by Record when allowed; the two halves let a multi-limit
+// commit only when every limit admits. A denied request leaves the log exactly as it was
+// (expired entries are pruned only when a request is recorded), so the answer to a later
+// request never depends on whether an earlier one was denied.
 func (p SlidingLog) Check(l *Log, now, n int64) (Decision, error) {
 	if err := CheckTime(now); err != nil {
 		return Decision{}, err
@@ -93,10 +103,8 @@ func (p SlidingLog) Check(l *Log, now, n int64) (Decision, error) {
 		return Decision{}, err
 	}
 	eff := p.effective(l, now)
-	for l.n > 0 && l.At(0) <= eff-p.Window {
-		l.popOldest()
-	}
-	count := int64(l.n)
+	live := l.firstLive(eff - p.Window)
+	count := int64(l.n - live)
 	d := Decision{Limit: p.Limit}
 	if count+n <= p.Limit {
 		d.Allowed = true
@@ -104,17 +112,35 @@ func (p SlidingLog) Check(l *Log, now, n int64) (Decision, error) {
 		d.ResetAfter = eff + p.Window - now
 		return d, nil
 	}
-	k := count + n - p.Limit // oldest entries that must expire first
+	k := count + n - p.Limit // oldest live entries that must expire first
 	d.Remaining = p.Limit - count
-	d.RetryAfter = l.At(int(k-1)) + p.Window - now
+	d.RetryAfter = l.At(live+int(k-1)) + p.Window - now
 	d.ResetAfter = l.Newest() + p.Window - now
 	return d, nil
 }
 
-// Record appends n entries at now (or at the newest entry's time, if later) to l. Call it
-// only after Check admitted the same request.
+// firstLive returns the index of the oldest entry newer than cutoff (Len if none), by
+// binary search over the ordered log.
+func (l *Log) firstLive(cutoff int64) int {
+	lo, hi := 0, l.n
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if l.At(mid) <= cutoff {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// Record prunes the entries that expired at now and appends n entries at now (or at the
+// newest entry's time, if later). Call it only after Check admitted the same request.
 func (p SlidingLog) Record(l *Log, now, n int64) {
 	eff := p.effective(l, now)
+	for l.n > 0 && l.At(0) <= eff-p.Window {
+		l.popOldest()
+	}
 	for i := int64(0); i < n; i++ {
 		l.push(eff, p.Limit)
 	}

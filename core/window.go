@@ -31,7 +31,8 @@ func NewFixedWindow(window, limit int64) (FixedWindow, error) {
 	return FixedWindow{Window: window, Limit: limit}, nil
 }
 
-// Step decides a request of cost n at now and returns the state to store.
+// Step decides a request of cost n at now and returns the state to store: the updated state
+// when admitted, s unchanged when denied (a denial changes nothing).
 func (p FixedWindow) Step(s WindowState, now, n int64) (WindowState, Decision, error) {
 	if err := CheckTime(now); err != nil {
 		return s, Decision{}, err
@@ -39,6 +40,7 @@ func (p FixedWindow) Step(s WindowState, now, n int64) (WindowState, Decision, e
 	if err := checkCost(n, p.Limit); err != nil {
 		return s, Decision{}, err
 	}
+	orig := s
 	eff := max64(now, s.Start)
 	start := eff - eff%p.Window
 	if start != s.Start {
@@ -55,7 +57,7 @@ func (p FixedWindow) Step(s WindowState, now, n int64) (WindowState, Decision, e
 	d.Remaining = p.Limit - s.Count
 	d.RetryAfter = start + p.Window - now
 	d.ResetAfter = d.RetryAfter
-	return s, d, nil
+	return orig, d, nil
 }
 
 // Idle reports whether the key holds no count that still matters at now.
@@ -92,7 +94,8 @@ func NewSlidingCounter(window, limit int64) (SlidingCounter, error) {
 	return SlidingCounter{Window: window, Limit: limit}, nil
 }
 
-// Step decides a request of cost n at now and returns the state to store.
+// Step decides a request of cost n at now and returns the state to store: the updated state
+// when admitted, s unchanged when denied (a denial changes nothing).
 func (p SlidingCounter) Step(s WindowState, now, n int64) (WindowState, Decision, error) {
 	if err := CheckTime(now); err != nil {
 		return s, Decision{}, err
@@ -101,6 +104,7 @@ func (p SlidingCounter) Step(s WindowState, now, n int64) (WindowState, Decision
 		return s, Decision{}, err
 	}
 	w := p.Window
+	orig := s
 	eff := max64(now, s.Start)
 	start := eff - eff%w
 	switch {
@@ -130,7 +134,7 @@ func (p SlidingCounter) Step(s WindowState, now, n int64) (WindowState, Decision
 	}
 	d.RetryAfter = at - now
 	d.ResetAfter = p.resetAt(s) - now
-	return s, d, nil
+	return orig, d, nil
 }
 
 func (p SlidingCounter) resetAt(s WindowState) int64 {

@@ -1,6 +1,7 @@
 package proptest
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/redstream-go/redstream"
@@ -73,6 +74,16 @@ type multiModel struct{ limits []*limitModel }
 func (m *multiModel) decide(key string, now time.Time, n int64) (core.Decision, error) {
 	if err := redstream.CheckRequest(key, now, n); err != nil {
 		return core.Decision{}, err
+	}
+	// Bad input is rejected before any limit is consulted, so it never changes state (the
+	// sliding log prunes while it checks).
+	for _, l := range m.limits {
+		if n > l.p.Limit() {
+			return core.Decision{}, fmt.Errorf("%w: n = %d, limit = %d", core.ErrCostTooLarge, n, l.p.Limit())
+		}
+		if err := core.CheckTime(now.UnixMicro()); err != nil {
+			return core.Decision{}, err
+		}
 	}
 	ds := make([]core.Decision, len(m.limits))
 	all := true

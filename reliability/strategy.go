@@ -201,7 +201,8 @@ const (
 	OutcomeDeadLettered
 	// OutcomeIgnored: the failure was ignored (StrategyIgnore).
 	OutcomeIgnored
-	// OutcomeRejected: the processor was stopped; the function did not run.
+	// OutcomeRejected: the processor was stopped or the context was done; the function
+	// did not run.
 	OutcomeRejected
 )
 
@@ -291,7 +292,10 @@ func (p *Processor[T]) Reset() {
 // an ignored failure) ends the run. The failure that makes the run reach
 // MaxConsecutiveFailures returns an error wrapping ErrTooManyFailures and stops the
 // processor, as any failure does without ContinueOnFailure. A stopped processor returns
-// ErrStopped without running fn. A nil fn is an error wrapping redstream.ErrInvalidConfig.
+// ErrStopped without running fn, and so does a done ctx (with an error wrapping ctx.Err(),
+// not counted as a failure); a wait between retries cut short by ctx is a failure like any
+// other (so StrategyDeadLetterQueue keeps the element). A nil fn is an error wrapping
+// redstream.ErrInvalidConfig.
 func (p *Processor[T]) Process(ctx context.Context, element T, fn func(ctx context.Context, element T) error) (Result, error) {
 	if fn == nil {
 		return Result{Outcome: OutcomeRejected}, fmt.Errorf("reliability: Process: %w: nil function", redstream.ErrInvalidConfig)
@@ -299,6 +303,10 @@ func (p *Processor[T]) Process(ctx context.Context, element T, fn func(ctx conte
 	if p.stopped.Load() {
 		p.count(OutcomeRejected, 0)
 		return Result{Outcome: OutcomeRejected}, ErrStopped
+	}
+	if err := ctx.Err(); err != nil {
+		// Cancellation is not a failure of the element: nothing runs, nothing is counted.
+		return Result{Outcome: OutcomeRejected}, fmt.Errorf("reliability: not started: %w", err)
 	}
 	call := func(ctx context.Context) error { return fn(ctx, element) }
 	var (

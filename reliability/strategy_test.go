@@ -248,6 +248,21 @@ func TestProcessStopping(t *testing.T) {
 			t.Errorf("second: %+v, %v; want ErrDeadLetterQueueFull", res, err)
 		}
 	})
+	t.Run("cancelled context", func(t *testing.T) {
+		c := quickConfig(reliability.StrategyDeadLetterQueue, 0)
+		c.DeadLetterQueue, _ = reliability.NewDeadLetterQueue[string](1)
+		called := 0
+		c.OnFailure = func(reliability.FailedElement[string]) { called++ }
+		p, _ := reliability.NewProcessor(c)
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		r := newRecorder(nil)
+		res, err := p.Process(cctx, "x", r.fn)
+		if !errors.Is(err, context.Canceled) || res.Outcome != reliability.OutcomeRejected || r.calls["x"] != 0 ||
+			called != 0 || p.ConsecutiveFailures() != 0 || c.DeadLetterQueue.Len() != 0 {
+			t.Errorf("done context: %+v, %v; want a rejection that runs and counts nothing", res, err)
+		}
+	})
 	t.Run("nil function", func(t *testing.T) {
 		p, _ := reliability.NewProcessor(reliability.NewConfig[string]())
 		if _, err := p.Process(ctx, "x", nil); !errors.Is(err, redstream.ErrInvalidConfig) {

@@ -230,6 +230,11 @@ type recorder struct {
 func (r *recorder) run(f func() int) (cases int) {
 	testingInit.Do(func() {
 		testing.Init()
+		// testing.Short panics unless the command line was parsed; this binary has no
+		// global flags of its own.
+		if !flag.Parsed() {
+			_ = flag.CommandLine.Parse(nil)
+		}
 		// rapid would otherwise write fail files into the working directory.
 		_ = flag.CommandLine.Set("rapid.nofailfile", "true")
 	})
