@@ -26,7 +26,8 @@ import (
 // (singleflight), and across processes the load holds a lock in Redis (the key itself holds
 // a placeholder with the owner's token for Breakdown.LockTTL, replaced by the value or
 // deleted by its owner only). A caller that finds another process loading reads the key
-// every Breakdown.WaitInterval; after Breakdown.WaitTimeout it calls loader itself without
+// every Breakdown.WaitInterval, and with client-side caching also as soon as Redis reports
+// that the key changed; after Breakdown.WaitTimeout it calls loader itself without
 // the lock (a degraded load, counted in MetricDegradedLoads, whose result is returned but
 // not cached). Callers sharing a load get its result whatever ttl and loader they passed.
 //
@@ -82,6 +83,15 @@ type result struct {
 	null bool
 }
 
+// acquired is the outcome of the acquire script.
+type acquired uint8
+
+const (
+	lockTaken  acquired = iota + 1 // the key was empty: we own the lock
+	lockBusy                       // another caller owns the lock
+	entryFound                     // the key holds a value or a null marker
+)
+
 // loadFunc runs the caller's loader and encodes its value.
 type loadFunc func(ctx context.Context) ([]byte, error)
 
@@ -104,27 +114,30 @@ func (c *Cache) loadMiss(ctx context.Context, key, dk string, ttl time.Duration,
 func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duration, load loadFunc) (result, error) {
 	placeholder := lockPrefix + rand.Text()
 	lockMs := strconv.FormatInt(c.cfg.Breakdown.LockTTL.Milliseconds(), 10)
-	acquire := func() (result, kind, error) {
+	// acquire reads the key or, when it is empty, takes the lock.
+	acquire := func() (result, acquired, error) {
 		s, err := acquireScript.Exec(ctx, c.client, []string{dk}, []string{placeholder, lockMs}).ToString()
 		if rueidis.IsRedisNil(err) {
-			return result{}, kindLocked, nil // ours
+			return result{}, lockTaken, nil
 		}
 		if err != nil {
-			return result{}, kindMiss, fmt.Errorf("cache: lock %q: %w", key, err)
+			return result{}, 0, fmt.Errorf("cache: lock %q: %w", key, err)
 		}
-		k := classify(s)
-		if k == kindLocked {
-			return result{}, kindMiss, nil // theirs: wait
+		switch classify(s) {
+		case kindLocked:
+			return result{}, lockBusy, nil
+		case kindNull:
+			return result{null: true}, entryFound, nil
 		}
-		return result{raw: s, null: k == kindNull}, k, nil
+		return result{raw: s}, entryFound, nil
 	}
-	r, k, err := acquire()
+	r, got, err := acquire()
 	switch {
 	case err != nil:
 		return r, err
-	case k == kindLocked:
+	case got == lockTaken:
 		return c.loadAsOwner(ctx, dk, placeholder, ttl, load)
-	case k != kindMiss:
+	case got == entryFound:
 		return r, nil // filled since our read
 	}
 
@@ -177,13 +190,13 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 		case kindValue, kindNull:
 			return result{raw: s, null: k == kindNull}, nil
 		case kindMiss: // the owner failed, or its lock expired: try to take over
-			r, k, err := acquire()
+			r, got, err := acquire()
 			switch {
 			case err != nil:
 				return r, err
-			case k == kindLocked:
+			case got == lockTaken:
 				return c.loadAsOwner(ctx, dk, placeholder, ttl, load)
-			case k != kindMiss:
+			case got == entryFound:
 				return r, nil
 			}
 		}

@@ -56,3 +56,21 @@ func BenchmarkZMono(b *testing.B) {
 		sinkI += monoMicros()
 	}
 }
+
+func BenchmarkZLockOnly(b *testing.B) {
+	l, _ := NewLimiter(redstream.TokenBucket(1e9, 1e6), Options{})
+	s, _ := l.tb.locate("user:1")
+	for b.Loop() {
+		s.mu.Lock()
+		s.count++
+		s.mu.Unlock()
+	}
+}
+func BenchmarkZCheckReq(b *testing.B) {
+	now := time.Unix(1e9, 0)
+	for b.Loop() {
+		if redstream.CheckRequest("user:1", now, 1) != nil {
+			b.Fatal()
+		}
+	}
+}

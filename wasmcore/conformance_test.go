@@ -18,7 +18,9 @@ var (
 
 func conformanceRuntime(t *testing.T) *wasmcore.Runtime {
 	t.Helper()
-	confRTOnce.Do(func() { confRT, confRTErr = wasmcore.NewRuntime(context.Background(), wasmcore.Config{Instances: 2, CacheDir: wasmcore.TestCacheDir}) })
+	confRTOnce.Do(func() {
+		confRT, confRTErr = wasmcore.NewRuntime(context.Background(), wasmcore.Config{Instances: 2, CacheDir: wasmcore.TestCacheDir})
+	})
 	if confRTErr != nil {
 		t.Fatal(confRTErr)
 	}

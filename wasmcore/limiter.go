@@ -7,7 +7,6 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
-	"github.com/redstream-go/redstream/internal/wasmabi"
 )
 
 // Limiter is a rate limiter for any [redstream.Algorithm] whose every decision is computed
@@ -58,10 +57,6 @@ func NewLimiter(spec redstream.Spec, opts Options) (*Limiter, error) {
 	case redstream.AlgorithmFixedWindow:
 		l.fn, l.win = fnFixedWindow, newTable[core.WindowState](r)
 	case redstream.AlgorithmSlidingWindow:
-		if spec.Limit > wasmabi.MaxLog {
-			return nil, fmt.Errorf("wasmcore: %w: a sliding window log of limit %d exceeds %d entries",
-				errInvalidConfig, spec.Limit, wasmabi.MaxLog)
-		}
 		l.fn, l.logs = fnSlidingLog, newTable[*[]int64](r)
 	}
 	return l, nil

@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "6048965ca3afbf636b8de7ace61e93ebc893176ab286e0e9deff316dfe0753e5"
+	ModuleSHA256 = "3f4fefa9b45ca8c4caee9f241a6ecfda48645653a6e54ee85d611d710a31e260"
 	// ModuleSize is the size of core.wasm in bytes.
-	ModuleSize = 2679937
+	ModuleSize = 2681408
 )

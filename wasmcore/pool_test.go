@@ -167,7 +167,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad spec", func() error { _, err := NewLimiter(redstream.TokenBucket(0, 1), Options{Runtime: rt}); return err }},
 		{"unknown algorithm", func() error { _, err := NewLimiter(redstream.Spec{Algorithm: "x"}, Options{Runtime: rt}); return err }},
 		{"log too long", func() error {
-			_, err := NewLimiter(redstream.SlidingWindow(time.Second, wasmabi.MaxLog+1), Options{Runtime: rt})
+			_, err := NewLimiter(redstream.SlidingWindow(time.Second, 1<<20+1), Options{Runtime: rt})
 			return err
 		}},
 		{"bad dedup", func() error {
@@ -178,7 +178,10 @@ func TestConfigErrors(t *testing.T) {
 			_, err := NewDeduplicator(redstream.DedupSpec{Strategy: redstream.DedupBloom, Insertions: 1 << 40, FPRate: 0.01}, Options{Runtime: rt})
 			return err
 		}},
-		{"unknown strategy", func() error { _, err := NewDeduplicator(redstream.DedupSpec{Strategy: "x"}, Options{Runtime: rt}); return err }},
+		{"unknown strategy", func() error {
+			_, err := NewDeduplicator(redstream.DedupSpec{Strategy: "x"}, Options{Runtime: rt})
+			return err
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

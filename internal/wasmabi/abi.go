@@ -125,17 +125,14 @@ const (
 const (
 	// MaxBuffer is the largest scratch buffer redstream_buffer grants: 256 MiB.
 	MaxBuffer = 1 << 28
-	// MaxLog is the longest sliding-window log a step accepts (MaxBuffer / 8 entries).
+	// MaxLog is the longest sliding-window log the scratch buffer holds (MaxBuffer / 8
+	// entries); core.MaxLogLimit, the largest limit, is far below it.
 	MaxLog = MaxBuffer / 8
 	// MaxBloomK is the largest number of hash functions bloom_positions accepts. NewBloom
-	// never produces more than 1075 (p at the smallest positive double).
+	// produces at most 40 (at its smallest false-positive rate, core.MinFPRate).
 	MaxBloomK = 4096
 	// MaxBloomShards is the largest number of Bloom shards (as in core.NewBloom).
 	MaxBloomShards = 1 << 16
-	// MaxAttempt bounds the attempt number of the backoff steps: core.Backoff.Base is
-	// constant for every attempt beyond it (see BackoffBase), so larger attempts are
-	// answered as MaxAttempt.
-	MaxAttempt = 1 << 20
 )
 
 // Export names, in the order of the Exports table.
@@ -336,8 +333,9 @@ func SlidingCounterStep(r *Results, window, limit, start, count, prev, now, n in
 // SlidingLogStep is redstream_sliding_log_step: core.NewSlidingLog(window, limit) then
 // Step on the log held in buf[0:8*length] (length little-endian int64 timestamps, oldest
 // first). It does not write buf. Slot 6 is the number of entries to drop from the front of
-// the log, slot 7 the number of entries to append (n when admitted, else 0) and slot 8 the
-// timestamp of the appended entries. lg is scratch space reused between calls.
+// the log, slot 7 the number of entries to append and slot 8 the timestamp of the appended
+// entries; all three are 0 when the request is denied (a denial changes nothing). lg is
+// scratch space reused between calls.
 func SlidingLogStep(r *Results, lg *core.Log, buf []byte, window, limit int64, length int32, now, n int64) Status {
 	p, err := core.NewSlidingLog(window, limit)
 	if err != nil {
@@ -364,12 +362,13 @@ func SlidingLogStep(r *Results, lg *core.Log, buf []byte, window, limit int64, l
 		return statusOf(err)
 	}
 	putDecision(r, d)
-	r[SlotState0] = int64(length) - int64(lg.Len())
-	r[SlotState1], r[SlotState2] = 0, 0
+	r[SlotState0], r[SlotState1], r[SlotState2] = 0, 0, 0 // a denial changes nothing
 	if d.Allowed {
-		// Record one entry to learn the time the n entries are recorded at (the newest
-		// entry's time if later than now); recording all n would cost O(n) here.
+		// Record one entry: it prunes what expired and tells the time the n entries are
+		// recorded at (the newest entry's time if later than now). Recording all n would
+		// cost O(n) here for nothing.
 		p.Record(lg, now, 1)
+		r[SlotState0] = int64(length) - int64(lg.Len()-1)
 		r[SlotState1], r[SlotState2] = n, lg.Newest()
 	}
 	return StatusOK
@@ -476,12 +475,6 @@ func Murmur3(r *Results, buf []byte, length, seed int32) Status {
 	return StatusOK
 }
 
-// clampAttempt bounds attempt by MaxAttempt. core.Backoff.Base(a) is the same for every
-// a >= MaxAttempt: each step either leaves the delay unchanged (then it never changes
-// again) or raises it by at least 1 and by at least delay/2000 once delay >= 1000, so the
-// delay reaches Max (at most 2^51) or a fixed point in fewer than 100,000 steps.
-func clampAttempt(a int64) int64 { return min(a, MaxAttempt) }
-
 // BackoffBase is redstream_backoff_base: core.NewBackoff(initial, max, multiplier,
 // JitterNone) then Base(attempt). Slot 0 is the delay in µs.
 func BackoffBase(r *Results, initial, max int64, multiplier float64, attempt int64) Status {
@@ -489,7 +482,7 @@ func BackoffBase(r *Results, initial, max int64, multiplier float64, attempt int
 	if err != nil {
 		return StatusInvalidConfig
 	}
-	r[0] = b.Base(clampAttempt(attempt))
+	r[0] = b.Base(attempt)
 	return StatusOK
 }
 
@@ -508,6 +501,6 @@ func BackoffDelay(r *Results, initial, max int64, multiplier float64, jitter int
 	if err != nil {
 		return StatusInvalidConfig
 	}
-	r[0] = b.Delay(clampAttempt(attempt), prev, func(n int64) int64 { return Uniform(uint64(random), n) })
+	r[0] = b.Delay(attempt, prev, func(n int64) int64 { return Uniform(uint64(random), n) })
 	return StatusOK
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"text/tabwriter"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -63,7 +62,7 @@ func runConformance(ctx context.Context, args []string, out io.Writer) error {
 	prefix := "redstream-conformance:" + strconv.FormatUint(rand.Uint64(), 36)
 	defer cleanupPrefix(context.WithoutCancel(ctx), client, prefix)
 
-	suites := conformanceSuites(client, prefix)
+	suites := suitesFor(client, prefix)
 	if *only != "" {
 		want := map[string]bool{}
 		for _, s := range strings.Split(*only, ",") {
@@ -87,11 +86,11 @@ func runConformance(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	fmt.Fprintf(out, "conformance of the Redis engines against core on %s, at least %d cases per suite\n\n", target, *checks)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SUITE\tRESULT\tCASES\tTIME")
+	const row = "%-16s %-6s %6v %10v\n"
+	fmt.Fprintf(out, row, "SUITE", "RESULT", "CASES", "TIME")
 	var failures []*recorder
 	for _, s := range suites {
-		rec := &recorder{name: "conformance/" + s.name}
+		rec := &recorder{name: "conformance/" + s.name, perCheck: min(*checks, 100)}
 		start := time.Now()
 		cases := rec.run(func() int { return s.run(rec, *checks) })
 		result := "PASS"
@@ -99,8 +98,7 @@ func runConformance(ctx context.Context, args []string, out io.Writer) error {
 			result = "FAIL"
 			failures = append(failures, rec)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\n", s.name, result, cases, time.Since(start).Round(time.Millisecond))
-		tw.Flush()
+		fmt.Fprintf(out, row, s.name, result, cases, time.Since(start).Round(time.Millisecond))
 	}
 	for _, f := range failures {
 		fmt.Fprintf(out, "\n--- FAIL %s: shrunk counterexample\n%s\n", strings.TrimPrefix(f.name, "conformance/"), f.report())
@@ -152,6 +150,9 @@ func firstNonNil(err error, s string) any {
 	}
 	return s
 }
+
+// suitesFor builds the suites; tests replace it to prove failures are reported.
+var suitesFor = conformanceSuites
 
 // conformanceSuites lists the suites, each with a factory building engines on client
 // under prefix.
@@ -220,11 +221,12 @@ var testingInit sync.Once
 // failed. Fatal, FailNow and Skip end the calling goroutine, as in package testing, so run
 // suites through recorder.run.
 type recorder struct {
-	name    string
-	mu      sync.Mutex
-	failed  bool
-	skipped bool
-	lines   []string
+	name     string
+	perCheck int // cases per rapid.Check call (the rapid.checks flag)
+	mu       sync.Mutex
+	failed   bool
+	skipped  bool
+	lines    []string
 }
 
 func (r *recorder) run(f func() int) (cases int) {
@@ -238,6 +240,9 @@ func (r *recorder) run(f func() int) (cases int) {
 		// rapid would otherwise write fail files into the working directory.
 		_ = flag.CommandLine.Set("rapid.nofailfile", "true")
 	})
+	if r.perCheck > 0 {
+		_ = flag.CommandLine.Set("rapid.checks", strconv.Itoa(r.perCheck))
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -144,10 +145,16 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 		bp.Insertions, bp.FPRate, bp.K, bloom.BitsPerElement(), bp.Bits/8/1024, dups)
 
 	// 6. Failure policies when Redis goes away.
-	down, err := connect()
-	if err != nil {
+	mr2 := miniredis.NewMiniRedis()
+	if err := mr2.Start(); err != nil {
 		return err
 	}
+	down, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{mr2.Addr()}, DisableCache: true})
+	if err != nil {
+		mr2.Close()
+		return err
+	}
+	defer down.Close()
 	fallback, err := memory.NewLimiter(spec, memory.Options{})
 	if err != nil {
 		return err
@@ -155,12 +162,17 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 	closed, _ := redisbackend.NewLimiter(down, spec, redisbackend.Options{})
 	open, _ := redisbackend.NewLimiter(down, spec, redisbackend.Options{FailurePolicy: redstream.FailOpen})
 	fb, _ := redisbackend.NewLimiter(down, spec, redisbackend.Options{FailurePolicy: redstream.FailFallback, Fallback: fallback})
-	down.Close() // as if Redis were unreachable
-	_, errClosed := closed.AllowAt(ctx, "user:1", t0)
-	dOpen, _ := open.AllowAt(ctx, "user:1", t0)
-	dFb, _ := fb.AllowAt(ctx, "user:1", t0)
-	fmt.Fprintf(out, "Redis unreachable: fail-closed -> error %q; fail-open -> allowed=%v; fallback (memory) -> allowed=%v remaining=%d\n",
-		errClosed, dOpen.Allowed, dFb.Allowed, dFb.Remaining)
+	mr2.Close() // this Redis goes away
+	dctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, errClosed := closed.AllowAt(dctx, "user:1", t0)
+	dOpen, _ := open.AllowAt(dctx, "user:1", t0)
+	dFb, _ := fb.AllowAt(dctx, "user:1", t0)
+	if errClosed == nil {
+		return fmt.Errorf("fail-closed limiter decided with Redis down")
+	}
+	fmt.Fprintf(out, "Redis unreachable: fail-closed -> an error naming the script (%v); fail-open -> allowed=%v; fallback (memory) -> allowed=%v remaining=%d\n",
+		strings.Contains(errClosed.Error(), "token_bucket.lua"), dOpen.Allowed, dFb.Allowed, dFb.Remaining)
 	return nil
 }
 

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/proptest"
+	"github.com/redstream-go/redstream/redisbackend"
+)
+
+func TestConformanceEmbedded(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"conformance", "--checks", "20"}, &out); err != nil {
+		t.Fatalf("conformance: %v\n%s", err, out.String())
+	}
+	for _, s := range []string{"token-bucket", "leaky-bucket", "sliding", "sliding-counter", "fixed", "multi", "dedup/set", "dedup/bloom", "dedup/windowed"} {
+		if !strings.Contains(out.String(), s+strings.Repeat(" ", 17-len(s))+"PASS") {
+			t.Errorf("no PASS row for %s:\n%s", s, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "all 9 suites passed") {
+		t.Errorf("no summary:\n%s", out.String())
+	}
+}
+
+// TestConformanceRealRedis runs the command against a real redis-server and checks it
+// leaves no key behind.
+func TestConformanceRealRedis(t *testing.T) {
+	s := redistest.NewServer(t)
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"conformance", "--redis", s.Addr, "--checks", "20"}, &out); err != nil {
+		t.Fatalf("conformance: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "all 9 suites passed") || !strings.Contains(out.String(), s.Addr) {
+		t.Errorf("output:\n%s", out.String())
+	}
+	c := redistest.NewClient(t, s.Addr)
+	if n, err := c.Do(context.Background(), c.B().Dbsize().Build()).AsInt64(); err != nil || n != 0 {
+		t.Errorf("DBSIZE after the run = %d, %v; want 0 (the command deletes its keys)", n, err)
+	}
+	out.Reset()
+	err := run(context.Background(), []string{"conformance", "--redis", s.Addr, "--cluster"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "not a healthy Redis Cluster") {
+		t.Errorf("--cluster on a standalone server: err = %v", err)
+	}
+}
+
+// alwaysAllow is a broken engine: it admits everything.
+type alwaysAllow struct{ redstream.Limiter }
+
+func (a alwaysAllow) AllowN(ctx context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {
+	d, err := a.Limiter.AllowN(ctx, key, now, n)
+	if err == nil {
+		d.Allowed, d.RetryAfter = true, 0
+	}
+	return d, err
+}
+
+// TestConformanceReportsCounterexample: a broken engine fails with the shrunk case printed.
+func TestConformanceReportsCounterexample(t *testing.T) {
+	defer func(old func(rueidis.Client, string) []suite) { suitesFor = old }(suitesFor)
+	suitesFor = func(c rueidis.Client, prefix string) []suite {
+		return []suite{{name: "broken-fixed", run: func(t *recorder, checks int) int {
+			return proptest.CheckLimiter(t, redstream.AlgorithmFixedWindow, func(spec redstream.Spec) (redstream.Limiter, error) {
+				l, err := redisbackend.NewLimiter(c, spec, redisbackend.Options{KeyPrefix: prefix})
+				return alwaysAllow{l}, err
+			}, checks)
+		}}}
+	}
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"conformance", "--checks", "50"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "1 of 1 suites failed") {
+		t.Fatalf("err = %v, want a failure\n%s", err, out.String())
+	}
+	for _, want := range []string{"broken-fixed     FAIL", "--- FAIL broken-fixed: shrunk counterexample", "[rapid] failed after", "want {Allowed:false"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestConformanceFlags(t *testing.T) {
+	for _, args := range [][]string{{"--checks", "0"}, {"--only", "nope"}, {"--cluster"}, {"--bogus"}} {
+		var out bytes.Buffer
+		if err := run(context.Background(), append([]string{"conformance"}, args...), &out); err == nil {
+			t.Errorf("conformance %v: no error", args)
+		}
+	}
+}
