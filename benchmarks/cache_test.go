@@ -161,10 +161,11 @@ func BenchmarkCacheMissLoad(b *testing.B) {
 			b.ReportAllocs()
 			var loads atomic.Int64
 			load := func() (product, error) { loads.Add(1); return sampleProduct, nil }
+			run := benchRun.Add(1) // -count runs this again on the same clients
 			i := 0
 			for b.Loop() {
 				i++
-				if _, err := impl.get(ctx, fmt.Sprintf("miss:%d", i), load); err != nil {
+				if _, err := impl.get(ctx, fmt.Sprintf("miss:%d:%d", run, i), load); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -208,10 +209,11 @@ func BenchmarkCacheStampede(b *testing.B) {
 				return sampleProduct, nil
 			}
 			b.ReportAllocs()
+			run := benchRun.Add(1)
 			n := 0
 			for b.Loop() {
 				n++
-				key := fmt.Sprintf("cold:%d", n)
+				key := fmt.Sprintf("cold:%d:%d", run, n)
 				var wg sync.WaitGroup
 				for g := range clients * perClient {
 					wg.Add(1)
@@ -223,6 +225,9 @@ func BenchmarkCacheStampede(b *testing.B) {
 					}(impls[g%clients])
 				}
 				wg.Wait()
+			}
+			if loads.Load() < int64(n) {
+				b.Fatalf("%d loads for %d cold keys: the fixture was not cold", loads.Load(), n)
 			}
 			b.ReportMetric(float64(loads.Load())/float64(n), "loads/op")
 		})

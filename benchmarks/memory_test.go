@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/memory"
 	"github.com/sethvargo/go-limiter"
 	"github.com/sethvargo/go-limiter/memorystore"
@@ -76,6 +77,22 @@ func BenchmarkMemoryHotKey(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if !l.AllowN(now, 1) {
+				b.Fatal("denied")
+			}
+		}
+	})
+	// The floor under every engine: core's GCRA step alone, no key, no lock, no clock.
+	b.Run("lib=core/op=TokenBucket.Step", func(b *testing.B) {
+		p, err := hotSpec.Params()
+		if err != nil {
+			b.Fatal(err)
+		}
+		now := time.Now().UnixMicro()
+		var tat int64
+		b.ReportAllocs()
+		for b.Loop() {
+			var d core.Decision
+			if tat, d, _ = p.TokenBucket.Step(tat, now, 1); !d.Allowed {
 				b.Fatal("denied")
 			}
 		}

@@ -142,25 +142,34 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 	}
 
 	c.m.lockWaits.Inc()
-	// With client-side caching the server tracks keys: wake on the key's invalidation, and
-	// read it once right away, since it may have changed before tracking was on.
-	var w *watcher
-	var wake <-chan struct{}
+	// With client-side caching the server tracks keys: wake on the key's invalidation. The
+	// watcher's first read, with tracking on, is used at once: the key may have changed
+	// before tracking was on.
+	var (
+		w     *watcher
+		wake  <-chan struct{}
+		s     string
+		k     kind
+		fresh bool // s and k hold a read not yet looked at
+	)
 	if c.own != nil {
-		if w = c.watch(ctx, dk); w != nil {
+		if w, s, k, err = c.watch(ctx, dk); err != nil {
+			return result{}, fmt.Errorf("cache: get %q: %w", key, err)
+		}
+		if w != nil {
 			defer w.close()
-			wake = w.wake
+			wake, fresh = w.wake, true
 		}
 	}
 	deadline := time.Now().Add(c.cfg.Breakdown.WaitTimeout)
 	var timer *time.Timer
-	for first := true; ; first = false {
-		left := time.Until(deadline)
-		if left <= 0 {
-			c.m.degraded.Inc()
-			return c.callLoader(ctx, load)
-		}
-		if !first || w == nil {
+	for {
+		if !fresh {
+			left := time.Until(deadline)
+			if left <= 0 {
+				c.m.degraded.Inc()
+				return c.callLoader(ctx, load)
+			}
 			if wait := min(left, c.cfg.Breakdown.WaitInterval); timer == nil {
 				timer = time.NewTimer(wait)
 				defer timer.Stop()
@@ -174,18 +183,16 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 			case <-wake:
 				timer.Stop() // Go 1.23+: no stale tick can follow
 			}
+			if w != nil {
+				s, k, err = w.read(ctx)
+			} else {
+				s, k, _, err = c.read(ctx, dk)
+			}
+			if err != nil {
+				return result{}, fmt.Errorf("cache: get %q: %w", key, err)
+			}
 		}
-		var s string
-		var k kind
-		var err error
-		if w != nil {
-			s, k, err = w.read(ctx)
-		} else {
-			s, k, _, err = c.read(ctx, dk)
-		}
-		if err != nil {
-			return result{}, fmt.Errorf("cache: get %q: %w", key, err)
-		}
+		fresh = false
 		switch k {
 		case kindValue, kindNull:
 			return result{raw: s, null: k == kindNull}, nil

@@ -55,7 +55,7 @@ func newCache(t testing.TB, client rueidis.Client, cfg Config) *Cache {
 	}
 	t.Cleanup(func() {
 		c.Close()
-		if strings.HasPrefix(cfg.KeyPrefix, "test:") {
+		if strings.HasPrefix(cfg.KeyPrefix, "test:") && client.Mode() != rueidis.ClientModeCluster {
 			ctx := context.Background()
 			keys, err := client.Do(ctx, client.B().Keys().Pattern(cfg.KeyPrefix+"*").Build()).AsStrSlice()
 			if err == nil && len(keys) > 0 {

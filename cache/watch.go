@@ -23,12 +23,13 @@ type watcher struct {
 	wake chan struct{}
 }
 
-// watch returns a watcher on dk, or nil when none is available.
-func (c *Cache) watch(ctx context.Context, dk string) *watcher {
+// watch returns a watcher on dk and the key's state read with tracking on, or a nil watcher
+// when none is available (too many, or the server refused tracking).
+func (c *Cache) watch(ctx context.Context, dk string) (*watcher, string, kind, error) {
 	select {
 	case c.watchSlots <- struct{}{}:
 	default:
-		return nil
+		return nil, "", kindMiss, nil
 	}
 	dc, done := c.client.Dedicate()
 	w := &watcher{c: c, dc: dc, done: done, dk: dk, wake: make(chan struct{}, 1)}
@@ -38,16 +39,29 @@ func (c *Cache) watch(ctx context.Context, dk string) *watcher {
 		default:
 		}
 	})
-	if err := dc.Do(ctx, dc.B().ClientTracking().On().Build()).Error(); err != nil {
+	// One pipeline, so that on a cluster both go to the node holding the key (the GET picks
+	// it) and tracking is on before the read that arms it.
+	res := dc.DoMulti(ctx, dc.B().ClientTracking().On().Build(), dc.B().Get().Key(dk).Build())
+	if err := res[0].Error(); err != nil {
 		w.close()
-		return nil
+		return nil, "", kindMiss, nil
 	}
-	return w
+	s, k, err := parseGet(res[1])
+	if err != nil {
+		w.close()
+		return nil, "", kindMiss, err
+	}
+	return w, s, k, nil
 }
 
 // read reads the key on the tracked connection, which also (re)arms its invalidation.
 func (w *watcher) read(ctx context.Context) (string, kind, error) {
-	s, err := w.dc.Do(ctx, w.dc.B().Get().Key(w.dk).Build()).ToString()
+	return parseGet(w.dc.Do(ctx, w.dc.B().Get().Key(w.dk).Build()))
+}
+
+// parseGet classifies the reply of a GET.
+func parseGet(resp rueidis.RedisResult) (string, kind, error) {
+	s, err := resp.ToString()
 	if rueidis.IsRedisNil(err) {
 		return "", kindMiss, nil
 	}

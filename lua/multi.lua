@@ -1,9 +1,7 @@
 -- multi.lua: several limits on one key, all-or-nothing, in one round trip. Each limit is
 -- decided exactly as its single-limit script decides it (core's Step); the request is
--- recorded by every limit only if every limit admits it. A denied request records nothing;
--- the only state a denial changes is the sliding log's pruning of entries that left its
--- window (core.SlidingLog.Check prunes in place). The caller combines the per-limit
--- decisions with core.Combine.
+-- recorded by every limit only if every limit admits it, and a denied request writes
+-- nothing. The caller combines the per-limit decisions with core.Combine.
 --
 -- KEYS[i]  the state of limit i (i = 1..#KEYS), in the format of that limit's single script:
 --          token/leaky bucket: token_bucket.lua; sliding log: sliding_log.lua; sliding
@@ -75,46 +73,34 @@ local function gcra(key, interval, tau, burst, shaping)
 end
 
 local function slidinglog(key, window, limit)
-  local count, newest = 0, nil
-  local total = redis.call('ZSCORE', key, '#')
-  if total then
-    count = -tonumber(total)
-    newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+  local total, newest = 0, nil
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if last[1] then
+    total, newest = tonumber(last[1]), tonumber(last[2])
   end
   local eff = now
   if newest and newest > now then eff = newest end
-  if count > 0 then
-    local cut = fmt('%d', eff - window)
-    local old = redis.call('ZRANGEBYSCORE', key, 0, cut)
-    if #old > 0 then
-      for i = 1, #old do
-        count = count - tonumber(string.match(old[i], '(%d+)$'))
-      end
-      if count == 0 then
-        redis.call('DEL', key)
-        newest = nil
-      else
-        redis.call('ZREMRANGEBYSCORE', key, 0, cut)
-        redis.call('ZADD', key, fmt('%d', -count), '#')
-      end
-    end
-  end
+  local cut = fmt('%d', eff - window)
+  local base = 0
+  local anchor = redis.call('ZREVRANGEBYSCORE', key, cut, '-inf', 'LIMIT', 0, 1)[1]
+  if anchor then base = tonumber(anchor) end
+  local count = total - base
   if count + n <= limit then
     return {1, limit, limit - count - n, 0, eff + window - now, 0}, function()
-      local i = 0
-      if newest == eff then i = redis.call('ZCOUNT', key, fmt('%d', eff), fmt('%d', eff)) end
-      redis.call('ZADD', key, fmt('%d', eff), fmt('%d:%d:%d', eff, i, n), fmt('%d', -(count + n)), '#')
+      if anchor then
+        local expired = redis.call('ZCOUNT', key, '-inf', cut)
+        if expired > 1 then redis.call('ZREMRANGEBYRANK', key, 0, expired - 2) end
+      end
+      redis.call('ZADD', key, fmt('%d', eff), fmt('%016d', total + n))
       redis.call('PEXPIRE', key, pexpire(eff + window - now))
     end
   end
-  local k = count + n - limit
-  local oldest = redis.call('ZRANGEBYSCORE', key, 0, '+inf', 'LIMIT', 0, fmt('%d', k))
-  local acc, at = 0, nil
-  for i = 1, #oldest do
-    local ts, w = string.match(oldest[i], '^(%d+):%d+:(%d+)$')
-    acc = acc + tonumber(w)
-    if acc >= k then
-      at = tonumber(ts)
+  local target = base + count + n - limit
+  local live = redis.call('ZRANGEBYSCORE', key, '(' .. cut, '+inf', 'WITHSCORES', 'LIMIT', 0, fmt('%d', count + n - limit))
+  local at
+  for i = 1, #live, 2 do
+    if tonumber(live[i]) >= target then
+      at = tonumber(live[i + 1])
       break
     end
   end

@@ -11,8 +11,8 @@
 -- ARGV[5]  expiry margin (ms): the key expires this long after its estimate fell to zero
 --
 -- Semantics (core): at eff = max(now, start) the estimate is prev*(W-(eff-start))/W + count;
--- a request is admitted iff count+n <= L and prev*(W-(eff-start)) <= (L-count-n)*W. The
--- state moved to eff's window is stored even when the request is denied.
+-- a request is admitted iff count+n <= L and prev*(W-(eff-start)) <= (L-count-n)*W. A
+-- denial writes nothing (the state is not even moved to eff's window).
 --
 -- Reply: {allowed (1|0), limit, remaining, retry_after (µs), reset_after (µs), delay (µs) = 0}
 -- Errors: 'ERR sliding_counter: ...' for malformed arguments.
@@ -57,11 +57,10 @@ end
 local eff = now
 if start > eff then eff = start end
 local ws = eff - fmod(eff, w)
-local moved = ws ~= start
 if ws == start + w then
   prev = count
   start, count = ws, 0
-elseif moved then
+elseif ws ~= start then
   start, count, prev = ws, 0, 0
 end
 
@@ -71,7 +70,7 @@ if allowed then count = count + n end
 local reset = start
 if count > 0 then reset = start + 2 * w elseif prev > 0 then reset = start + w end
 reset = reset - now
-if allowed or moved then
+if allowed then
   local ms = (reset - fmod(reset, MICROS_PER_MILLI)) / MICROS_PER_MILLI
   if fmod(reset, MICROS_PER_MILLI) > 0 then ms = ms + 1 end
   redis.call('SET', KEYS[1], string.format('%d:%d:%d', start, count, prev), 'PX', string.format('%d', ms + tonumber(ARGV[5])))

@@ -1,19 +1,23 @@
 -- sliding_log.lua: one exact sliding-window-log decision, exactly core.SlidingLog.Step.
 --
--- KEYS[1]  the key's log, a sorted set: one entry per admitted request, member
---          '<ts>:<i>:<w>' with score ts (µs) for w units admitted at ts (i tells apart
---          requests admitted at the same ts), plus the member '#' whose score is minus the
---          total of the weights (so it sorts before every entry and is never pruned by
---          score). Absent for an empty log.
+-- KEYS[1]  the key's log, a sorted set with one entry per admitted request: score = the
+--          time it was recorded at (µs since the Unix epoch), member = the cumulative
+--          number of units admitted on the key up to and including it, as 16 zero-padded
+--          digits (so members of equal score sort in admission order, and a request of
+--          cost n is one entry, not n). Absent for a new key.
 -- ARGV[1]  now: µs since the Unix epoch in [0, MAX_TIME], or '' to read the server's TIME
 -- ARGV[2]  cost n, in [1, limit]
 -- ARGV[3]  window W (µs)
 -- ARGV[4]  limit L
 -- ARGV[5]  expiry margin (ms): the key expires this long after its newest entry left the window
 --
--- Semantics (core): a request at now runs at eff = max(now, newest entry); entries with
--- ts <= eff - W are pruned whether or not it is admitted; it is admitted iff count + n <= L
--- and then recorded at eff. Durations in the reply are measured from now.
+-- Semantics (core): a request at now runs at eff = max(now, newest entry); the units
+-- recorded at ts > eff - W count; it is admitted iff count + n <= L and then recorded at
+-- eff, after pruning the entries that left the window. A denial writes nothing.
+--
+-- Counting is O(log N): the live count is the newest member minus the member of the newest
+-- entry that left the window (0 if none). Pruning keeps that newest expired entry (the
+-- anchor), so the count stays exact after a prune; it is itself always out of the window.
 --
 -- Reply: {allowed (1|0), limit, remaining, retry_after (µs), reset_after (µs), delay (µs) = 0}
 -- Errors: 'ERR sliding_log: ...' for malformed arguments.
@@ -43,37 +47,25 @@ end
 local key = KEYS[1]
 local fmt = string.format
 
-local count, newest = 0, nil
-local total = redis.call('ZSCORE', key, '#')
-if total then
-  count = -tonumber(total)
-  newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+local total, newest = 0, nil
+local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+if last[1] then
+  total, newest = tonumber(last[1]), tonumber(last[2])
 end
 local eff = now
 if newest and newest > now then eff = newest end
-
--- Prune the entries that left the window at eff.
-if count > 0 then
-  local cut = fmt('%d', eff - window)
-  local old = redis.call('ZRANGEBYSCORE', key, 0, cut)
-  if #old > 0 then
-    for i = 1, #old do
-      count = count - tonumber(string.match(old[i], '(%d+)$'))
-    end
-    if count == 0 then
-      redis.call('DEL', key)
-      newest = nil
-    else
-      redis.call('ZREMRANGEBYSCORE', key, 0, cut)
-      redis.call('ZADD', key, fmt('%d', -count), '#')
-    end
-  end
-end
+local cut = fmt('%d', eff - window)
+local base = 0
+local anchor = redis.call('ZREVRANGEBYSCORE', key, cut, '-inf', 'LIMIT', 0, 1)[1]
+if anchor then base = tonumber(anchor) end
+local count = total - base
 
 if count + n <= limit then
-  local i = 0
-  if newest == eff then i = redis.call('ZCOUNT', key, fmt('%d', eff), fmt('%d', eff)) end
-  redis.call('ZADD', key, fmt('%d', eff), fmt('%d:%d:%d', eff, i, n), fmt('%d', -(count + n)), '#')
+  if anchor then
+    local expired = redis.call('ZCOUNT', key, '-inf', cut)
+    if expired > 1 then redis.call('ZREMRANGEBYRANK', key, 0, expired - 2) end
+  end
+  redis.call('ZADD', key, fmt('%d', eff), fmt('%016d', total + n))
   local ttl = eff + window - now
   local fmod = math.fmod
   local ms = (ttl - fmod(ttl, MICROS_PER_MILLI)) / MICROS_PER_MILLI
@@ -82,15 +74,14 @@ if count + n <= limit then
   return {1, limit, limit - count - n, 0, ttl, 0}
 end
 
--- Denied: wait until the k oldest units have left the window.
-local k = count + n - limit
-local oldest = redis.call('ZRANGEBYSCORE', key, 0, '+inf', 'LIMIT', 0, fmt('%d', k))
-local acc, at = 0, nil
-for i = 1, #oldest do
-  local ts, w = string.match(oldest[i], '^(%d+):%d+:(%d+)$')
-  acc = acc + tonumber(w)
-  if acc >= k then
-    at = tonumber(ts)
+-- Denied: wait until the k oldest live units have left the window; unit base + k belongs to
+-- the first entry whose cumulative count reaches it, at most k entries in.
+local target = base + count + n - limit
+local live = redis.call('ZRANGEBYSCORE', key, '(' .. cut, '+inf', 'WITHSCORES', 'LIMIT', 0, fmt('%d', count + n - limit))
+local at
+for i = 1, #live, 2 do
+  if tonumber(live[i]) >= target then
+    at = tonumber(live[i + 1])
     break
   end
 end

@@ -135,27 +135,22 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 // wrap prefixes an error of core with the package name.
 func wrap(err error) error { return fmt.Errorf("memory: %w", err) }
 
-// Each step locks the key's shard, runs the core step on the stored state (the zero state
-// for a new key) and stores the state the step returns when it differs. A new key is stored
-// only when admitted (a denial leaves nothing behind), which may first sweep the shard.
+// Each step locks the key's shard and runs the core step on the stored state, storing the
+// state it returns (a core step returns the state unchanged when it denies or fails). A key
+// the shard does not hold goes to the step's newKey twin, kept out of line so that the
+// common path stays small: it decides from the zero state and stores the key only when
+// admitted (a denial leaves nothing behind), which may first sweep the shard.
 
 func (l *Limiter) stepTokenBucket(key string, now, n int64) (redstream.Decision, error) {
-	p := l.params.TokenBucket
 	s, tag := l.tb.locate(key)
 	s.mu.Lock()
 	i, ok := s.find(key, tag)
-	var old int64
-	if ok {
-		old = s.ents[i].val
+	if !ok {
+		return l.newBucketKey(s, i, key, tag, now, n)
 	}
-	tat, d, err := p.Step(old, now, n)
-	if err == nil && tat != old {
-		if ok {
-			s.ents[i].val = tat
-		} else {
-			l.tb.insert(s, i, key, tag, tat, func(v int64) bool { return p.Idle(v, now) })
-		}
-	}
+	e := &s.ents[i]
+	tat, d, err := l.params.TokenBucket.Step(e.val, now, n)
+	e.val = tat
 	s.mu.Unlock()
 	if err != nil {
 		return redstream.Decision{}, wrap(err)
@@ -164,21 +159,39 @@ func (l *Limiter) stepTokenBucket(key string, now, n int64) (redstream.Decision,
 }
 
 func (l *Limiter) stepLeakyBucket(key string, now, n int64) (redstream.Decision, error) {
-	p := l.params.LeakyBucket
 	s, tag := l.tb.locate(key)
 	s.mu.Lock()
 	i, ok := s.find(key, tag)
-	var old int64
-	if ok {
-		old = s.ents[i].val
+	if !ok {
+		return l.newBucketKey(s, i, key, tag, now, n)
 	}
-	tat, d, err := p.Step(old, now, n)
-	if err == nil && tat != old {
-		if ok {
-			s.ents[i].val = tat
-		} else {
-			l.tb.insert(s, i, key, tag, tat, func(v int64) bool { return p.Idle(v, now) })
-		}
+	e := &s.ents[i]
+	tat, d, err := l.params.LeakyBucket.Step(e.val, now, n)
+	e.val = tat
+	s.mu.Unlock()
+	if err != nil {
+		return redstream.Decision{}, wrap(err)
+	}
+	return redstream.DecisionFromCore(d), nil
+}
+
+// newBucketKey decides for a token or leaky bucket key that shard s (locked) does not hold,
+// and unlocks s.
+func (l *Limiter) newBucketKey(s *shard[int64], i int, key string, tag uint32, now, n int64) (redstream.Decision, error) {
+	var (
+		tat int64
+		d   core.Decision
+		err error
+	)
+	gcra := l.params.TokenBucket.GCRA
+	if l.kind == kindLeakyBucket {
+		gcra = l.params.LeakyBucket.GCRA
+		tat, d, err = l.params.LeakyBucket.Step(0, now, n)
+	} else {
+		tat, d, err = l.params.TokenBucket.Step(0, now, n)
+	}
+	if err == nil && d.Allowed {
+		l.tb.insert(s, i, key, tag, tat, func(v int64) bool { return gcra.Idle(v, now) })
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -192,17 +205,17 @@ func (l *Limiter) stepSlidingCounter(key string, now, n int64) (redstream.Decisi
 	s, tag := l.win.locate(key)
 	s.mu.Lock()
 	i, ok := s.find(key, tag)
-	var old core.WindowState
+	var (
+		st  core.WindowState
+		d   core.Decision
+		err error
+	)
 	if ok {
-		old = s.ents[i].val
-	}
-	st, d, err := p.Step(old, now, n)
-	if err == nil && st != old {
-		if ok {
-			s.ents[i].val = st
-		} else if d.Allowed {
-			l.win.insert(s, i, key, tag, st, func(v core.WindowState) bool { return p.Idle(v, now) })
-		}
+		e := &s.ents[i]
+		st, d, err = p.Step(e.val, now, n)
+		e.val = st
+	} else if st, d, err = p.Step(core.WindowState{}, now, n); err == nil && d.Allowed {
+		l.win.insert(s, i, key, tag, st, func(v core.WindowState) bool { return p.Idle(v, now) })
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -216,17 +229,18 @@ func (l *Limiter) stepFixedWindow(key string, now, n int64) (redstream.Decision,
 	s, tag := l.fix.locate(key)
 	s.mu.Lock()
 	i, ok := s.find(key, tag)
-	var old fixedState
+	var (
+		st  core.WindowState
+		d   core.Decision
+		err error
+	)
 	if ok {
-		old = s.ents[i].val
-	}
-	st, d, err := p.Step(old.core(), now, n)
-	if nw := (fixedState{st.Start, st.Count}); err == nil && nw != old {
-		if ok {
-			s.ents[i].val = nw
-		} else if d.Allowed {
-			l.fix.insert(s, i, key, tag, nw, func(v fixedState) bool { return p.Idle(v.core(), now) })
-		}
+		e := &s.ents[i]
+		st, d, err = p.Step(e.val.core(), now, n)
+		e.val = fixedState{st.Start, st.Count}
+	} else if st, d, err = p.Step(core.WindowState{}, now, n); err == nil && d.Allowed {
+		l.fix.insert(s, i, key, tag, fixedState{st.Start, st.Count},
+			func(v fixedState) bool { return p.Idle(v.core(), now) })
 	}
 	s.mu.Unlock()
 	if err != nil {

@@ -56,7 +56,7 @@ func TestCluster(t *testing.T) {
 				}
 				return n > 0
 			})
-			s, err := stream.NewCheckpointedListSink(client, topic+":sink", time.Minute)
+			s, err := stream.NewCheckpointedListSink(client, topic+":sink:"+newTopic(t), time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}

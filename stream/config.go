@@ -78,10 +78,12 @@ type Config struct {
 	// OnTrimmedWhilePending, if set, is called with the ids of pending entries that were
 	// deleted from the stream before being acknowledged (by trimming, XDEL or MAXLEN on
 	// write) when a scan finds them. They are also counted in
-	// redis_streaming_mq_trimmed_while_pending_total. It must not block for long.
+	// redis_streaming_mq_trimmed_while_pending_total. It may be called concurrently and must
+	// not block for long.
 	OnTrimmedWhilePending func(topic, group string, ids []string) `yaml:"-"`
 	// OnError, if set, receives errors of the consumer's background work (a failed read, ack,
-	// scan or trim) that the consumer retries by itself. It must not block for long.
+	// scan or trim) that the consumer retries by itself. It may be called concurrently and
+	// must not block for long.
 	OnError func(err error) `yaml:"-"`
 }
 

@@ -172,9 +172,10 @@ func TestDeadLetterBounds(t *testing.T) {
 	cfg := fastConfig()
 	cfg.DeadLetter.MaxLen = 3
 	topic := newTopic(t)
+	var calls atomic.Int64
 	c := newConsumer(t, client, cfg)
 	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", NoRetry: true,
-		Handle: func(ctx context.Context, m *stream.Message[order]) error { return errors.New("no") }}); err != nil {
+		Handle: func(ctx context.Context, m *stream.Message[order]) error { calls.Add(1); return errors.New("no") }}); err != nil {
 		t.Fatal(err)
 	}
 	startConsumer(t, c)
@@ -182,7 +183,7 @@ func TestDeadLetterBounds(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		send(t, p, topic, order{i, "x"})
 	}
-	eventually(t, 10*time.Second, "nothing pending", func() bool { return pending(t, client, topic, "g") == 0 })
+	eventually(t, 10*time.Second, "5 failures, nothing pending", func() bool { return calls.Load() == 5 && pending(t, client, topic, "g") == 0 })
 	dls, _ := stream.NewDeadLetters(client, cfg)
 	list, err := dls.List(ctx, topic, stream.ListOptions{})
 	if err != nil || len(list) != 3 {
@@ -202,9 +203,10 @@ func TestDeadLetterMaxAge(t *testing.T) {
 	cfg := fastConfig()
 	cfg.DeadLetter.MaxAgeMs = 50
 	topic := newTopic(t)
+	var calls atomic.Int64
 	c := newConsumer(t, client, cfg)
 	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", NoRetry: true,
-		Handle: func(ctx context.Context, m *stream.Message[order]) error { return errors.New("no") }}); err != nil {
+		Handle: func(ctx context.Context, m *stream.Message[order]) error { calls.Add(1); return errors.New("no") }}); err != nil {
 		t.Fatal(err)
 	}
 	startConsumer(t, c)
@@ -214,7 +216,7 @@ func TestDeadLetterMaxAge(t *testing.T) {
 	eventually(t, 10*time.Second, "the first dead letter", func() bool { n, _ := dls.Len(ctx, topic); return n == 1 })
 	time.Sleep(100 * time.Millisecond)
 	send(t, p, topic, order{2, "new"})
-	eventually(t, 10*time.Second, "nothing pending", func() bool { return pending(t, client, topic, "g") == 0 })
+	eventually(t, 10*time.Second, "2 failures, nothing pending", func() bool { return calls.Load() == 2 && pending(t, client, topic, "g") == 0 })
 	list, err := dls.List(ctx, topic, stream.ListOptions{})
 	if err != nil || len(list) != 1 {
 		t.Fatalf("dead letters = %d, %v; want only the new one", len(list), err)

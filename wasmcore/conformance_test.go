@@ -44,3 +44,20 @@ func TestDeduplicatorConformance(t *testing.T) {
 		return wasmcore.NewDeduplicator(spec, wasmcore.Options{Runtime: rt})
 	}, proptest.Options{Checks: 1000})
 }
+
+// TestMultiLimiterConformance runs proptest's all-or-nothing multi-limit suite (1000 cases).
+func TestMultiLimiterConformance(t *testing.T) {
+	rt := conformanceRuntime(t)
+	proptest.TestMultiLimiter(t, func(specs []redstream.Spec) (redstream.Limiter, error) {
+		return wasmcore.NewMultiLimiter(specs, wasmcore.Options{Runtime: rt})
+	}, proptest.Options{Checks: 1000})
+}
+
+// TestDeduplicatorConformanceSweeping sweeps the windowed deduplicator on almost every new
+// element; pruning must change no answer.
+func TestDeduplicatorConformanceSweeping(t *testing.T) {
+	rt := conformanceRuntime(t)
+	proptest.TestDeduplicator(t, func(spec redstream.DedupSpec) (redstream.Deduplicator, error) {
+		return wasmcore.NewDeduplicator(spec, wasmcore.Options{Runtime: rt, Shards: 1, SweepThreshold: 1})
+	}, proptest.Options{Checks: 300, Strategies: []redstream.DedupStrategy{redstream.DedupWindowed}})
+}

@@ -175,21 +175,12 @@ func (l *Limiter) stepLog(ctx context.Context, in *instance, key string, now, n 
 	if err != nil {
 		return d, err
 	}
-	if delta.Pruned > 0 {
-		m := copy(ts, ts[delta.Pruned:])
-		ts = ts[:m]
-	}
-	for i := int64(0); i < delta.Appended; i++ {
-		ts = append(ts, delta.At)
-	}
+	ts = applyDelta(ts, delta)
 	switch {
 	case ok:
 		*lg = ts
 	case len(ts) > 0:
-		w := l.window
-		l.logs.insert(s, key, &ts, func(v *[]int64) bool { // SlidingLog.Idle
-			return len(*v) == 0 || (*v)[len(*v)-1] <= now-w
-		})
+		l.logs.insert(s, key, &ts, func(v *[]int64) bool { return logIdle(*v, l.window, now) })
 	}
 	return d, nil
 }

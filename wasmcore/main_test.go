@@ -10,7 +10,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	defaultConfig.CacheDir = TestCacheDir // the examples use the default Runtime
+	goleak.VerifyTestMain(m)
+}
 
 // TestCacheDir is the compilation cache of every Runtime the tests create: compiling the
 // module takes about a second, but half a minute under the race detector, so the compiled

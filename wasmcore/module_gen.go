@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "3f4fefa9b45ca8c4caee9f241a6ecfda48645653a6e54ee85d611d710a31e260"
+	ModuleSHA256 = "2c7fd5ae67c9af49d1edece11220148157b3bbee36d1c8c01f2e876ba549095e"
 	// ModuleSize is the size of core.wasm in bytes.
-	ModuleSize = 2681408
+	ModuleSize = 2681422
 )

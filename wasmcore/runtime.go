@@ -148,13 +148,16 @@ var (
 	defaultRuntime    *Runtime
 	defaultRuntimeErr error
 	defaultOnce       sync.Once
+	// defaultConfig is the Config of the default Runtime (the tests point it at their
+	// compilation cache).
+	defaultConfig Config
 )
 
 // Default returns the process-wide Runtime used by engines whose Options.Runtime is nil. It
 // is created on first use with the zero Config and never closed.
 func Default() (*Runtime, error) {
 	defaultOnce.Do(func() {
-		defaultRuntime, defaultRuntimeErr = NewRuntime(context.Background(), Config{})
+		defaultRuntime, defaultRuntimeErr = NewRuntime(context.Background(), defaultConfig)
 	})
 	return defaultRuntime, defaultRuntimeErr
 }

@@ -383,11 +383,11 @@ func WindowDedupCheck(r *Results, window, high, last int64, seen int32, now int6
 	if err != nil {
 		return StatusInvalidConfig
 	}
-	if err := core.CheckTime(now); err != nil {
-		return StatusInvalidTime
-	}
 	if high < 0 || high > core.MaxTime || seen < 0 || seen > 1 || (seen == 1 && (last < 0 || last > core.MaxTime)) {
 		return StatusInvalidState
+	}
+	if err := core.CheckTime(now); err != nil {
+		return StatusInvalidTime
 	}
 	t := w.Effective(high, now)
 	r[0] = b2i(w.IsDuplicate(last, seen == 1, t))
@@ -402,11 +402,11 @@ func WindowDedupExpired(r *Results, window, last, t int64) Status {
 	if err != nil {
 		return StatusInvalidConfig
 	}
-	if err := core.CheckTime(t); err != nil {
-		return StatusInvalidTime
-	}
 	if last < 0 || last > core.MaxTime {
 		return StatusInvalidState
+	}
+	if err := core.CheckTime(t); err != nil {
+		return StatusInvalidTime
 	}
 	r[0] = b2i(w.Expired(last, t))
 	return StatusOK
