@@ -1,0 +1,206 @@
+package wasmcore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/memory"
+)
+
+// benchSpecs admit almost everything at one request per µs, so the benchmarks measure the
+// admitting path with real state changes.
+var benchSpecs = []redstream.Spec{
+	redstream.TokenBucket(1e6, 1e6),
+	redstream.LeakyBucket(1e6, 1e6),
+	redstream.FixedWindow(time.Second, 1e9),
+	redstream.SlidingCounter(time.Second, 1e9),
+	redstream.SlidingWindow(time.Millisecond, 16),
+}
+
+// nativeStep returns a function deciding with core directly on one key's state: the floor
+// any engine can reach.
+func nativeStep(b *testing.B, spec redstream.Spec) func(now int64) {
+	p, err := spec.Params()
+	if err != nil {
+		b.Fatal(err)
+	}
+	switch spec.Algorithm {
+	case redstream.AlgorithmTokenBucket:
+		var tat int64
+		return func(now int64) { tat, _, _ = p.TokenBucket.Step(tat, now, 1) }
+	case redstream.AlgorithmLeakyBucket:
+		var tat int64
+		return func(now int64) { tat, _, _ = p.LeakyBucket.Step(tat, now, 1) }
+	case redstream.AlgorithmFixedWindow:
+		var s core.WindowState
+		return func(now int64) { s, _, _ = p.FixedWindow.Step(s, now, 1) }
+	case redstream.AlgorithmSlidingCounter:
+		var s core.WindowState
+		return func(now int64) { s, _, _ = p.SlidingCounter.Step(s, now, 1) }
+	}
+	var lg core.Log
+	return func(now int64) { _, _ = p.SlidingLog.Step(&lg, now, 1) }
+}
+
+// BenchmarkDecision compares, per algorithm, one decision on a hot key: core called natively,
+// one step export called on an instance (the ABI's cost), the wasm Limiter (pool, host state,
+// step) and the memory Limiter (the native engine).
+func BenchmarkDecision(b *testing.B) {
+	ctx := context.Background()
+	rt := testRuntime(b)
+	start := time.UnixMicro(1767225600000000)
+	for _, spec := range benchSpecs {
+		b.Run(string(spec.Algorithm)+"/core", func(b *testing.B) {
+			step := nativeStep(b, spec)
+			now := start.UnixMicro()
+			b.ReportAllocs()
+			for b.Loop() {
+				now++
+				step(now)
+			}
+		})
+		b.Run(string(spec.Algorithm)+"/wasm-call", func(b *testing.B) {
+			l, err := NewLimiter(spec, Options{Runtime: rt})
+			if err != nil {
+				b.Fatal(err)
+			}
+			in, err := rt.acquire(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rt.release(in)
+			var (
+				tat int64
+				ws  core.WindowState
+				lg  []int64
+			)
+			now := start.UnixMicro()
+			b.ReportAllocs()
+			for b.Loop() {
+				now++
+				var err error
+				switch l.fn {
+				case fnTokenBucket, fnLeakyBucket:
+					tat, _, err = in.gcraStep(ctx, l.fn, spec.Capacity, spec.Rate, tat, now, 1)
+				case fnFixedWindow:
+					ws, _, err = in.fixedWindowStep(ctx, l.window, spec.Limit, ws, now, 1)
+				case fnSlidingCounter:
+					ws, _, err = in.slidingCounterStep(ctx, l.window, spec.Limit, ws, now, 1)
+				default:
+					var d logDelta
+					d, _, err = in.slidingLogStep(ctx, l.window, spec.Limit, lg, now, 1)
+					lg = applyDelta(lg, d)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		for _, engine := range []string{"wasm-engine", "memory-engine"} {
+			b.Run(string(spec.Algorithm)+"/"+engine, func(b *testing.B) {
+				l := benchLimiter(b, engine, spec, rt)
+				now := start
+				b.ReportAllocs()
+				for b.Loop() {
+					now = now.Add(time.Microsecond)
+					if _, err := l.AllowAt(ctx, "hot", now); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func benchLimiter(b *testing.B, engine string, spec redstream.Spec, rt *Runtime) redstream.Limiter {
+	b.Helper()
+	var (
+		l   redstream.Limiter
+		err error
+	)
+	if engine == "memory-engine" {
+		l, err = memory.NewLimiter(spec, memory.Options{})
+	} else {
+		l, err = NewLimiter(spec, Options{Runtime: rt})
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+// BenchmarkDecisionParallel decides from GOMAXPROCS goroutines, on one hot key and on 10,000
+// keys, for the token bucket (the wasm Runtime has one instance per CPU).
+func BenchmarkDecisionParallel(b *testing.B) {
+	ctx := context.Background()
+	rt, err := NewRuntime(ctx, Config{CacheDir: TestCacheDir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close(ctx)
+	const nkeys = 10000
+	keys := make([]string, nkeys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("user:%d", i)
+	}
+	start := time.UnixMicro(1767225600000000)
+	spec := redstream.TokenBucket(1e6, 1e6)
+	for _, engine := range []string{"wasm-engine", "memory-engine"} {
+		for _, many := range []bool{false, true} {
+			name := engine + "/hot-key"
+			if many {
+				name = engine + "/10k-keys"
+			}
+			b.Run(name, func(b *testing.B) {
+				l := benchLimiter(b, engine, spec, rt)
+				if many {
+					for _, k := range keys {
+						if _, err := l.AllowAt(ctx, k, start); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if tk, ok := l.(interface{ TrackedKeys() int }); !ok || tk.TrackedKeys() != nkeys {
+						b.Fatalf("fixture holds %v keys, want %d", tk, nkeys)
+					}
+				}
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					i := 0
+					for pb.Next() {
+						key := "hot"
+						if many {
+							key = keys[i%nkeys]
+						}
+						i++
+						if _, err := l.AllowAt(ctx, key, start); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkInstantiate measures creating one instance and reports its linear memory.
+func BenchmarkInstantiate(b *testing.B) {
+	ctx := context.Background()
+	rt := testRuntime(b)
+	var size uint32
+	b.ReportAllocs()
+	for b.Loop() {
+		in, err := rt.instantiate(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = in.mem.Size()
+		in.mod.Close(ctx)
+	}
+	b.ReportMetric(float64(size), "memory-bytes/instance")
+	b.ReportMetric(float64(len(module)), "module-bytes")
+}
