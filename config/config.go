@@ -1,16 +1,3 @@
-// Package config builds redstream from YAML files written for the Java starters: the same
-// keys, the same defaults, the same fallbacks, so existing configuration files carry over.
-//
-// Keys bind as Spring Boot's relaxed binding does: "window-ms", "windowMs" and "window_ms"
-// are one setting, and a dotted key ("redis-streaming.ratelimit.enabled: true") equals the
-// nested form. Unknown keys are ignored with a warning (Spring ignores them silently). Bad
-// values are errors that name the setting and its line:
-//
-//	config: redis-streaming.ratelimit.policies.api1.limit (line 12): must be > 0
-//
-// Sections: redis-streaming.ratelimit builds limiters, a [redstream.Registry] and the default
-// limiter ([RateLimit]). Each section is parsed by its own reader from the document's node
-// (package internal/yamlx), so sections of other packages plug in the same way.
 package config
 
 import (
@@ -20,17 +7,21 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redstream-go/redstream/cache"
 	"github.com/redstream-go/redstream/internal/yamlx"
 	"github.com/redstream-go/redstream/memory"
+	"github.com/redstream-go/redstream/stream"
 )
 
 // Options says how to build what a configuration file describes. The zero value is valid:
 // no Redis client (Redis backends fall back to memory with a warning), warnings to
 // slog.Default(), default memory engines.
 type Options struct {
-	// Redis is the client of every Redis-backed component. Nil makes "backend: redis" fall
-	// back to memory with a warning, as the Java starter does without a RedissonClient.
-	// The client stays the caller's: nothing built here closes it.
+	// Redis is the client of every Redis-backed component: Redis limiters, and the cache,
+	// producer and consumer of Config.NewCache, NewProducer and NewConsumer. Nil makes
+	// "backend: redis" fall back to memory with a warning, as the Java starter does without
+	// a RedissonClient, and makes those builders return ErrNoClient. The client stays the
+	// caller's: nothing built here closes it.
 	Redis rueidis.Client
 	// Logger receives the warnings (fallbacks, unknown keys and algorithms). Nil means
 	// slog.Default().
@@ -46,16 +37,37 @@ func (o Options) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// Config is what a configuration file built.
+// Config is what a configuration file built. Its builders ([Config.NewCache],
+// [Config.NewProducer], [Config.NewConsumer]) use Options.Redis.
 type Config struct {
 	// RateLimit is built from redis-streaming.ratelimit. It is never nil.
 	RateLimit *RateLimit
+	// Stream is redis-stream, read by stream.ConfigFromNode. Without the section it is the
+	// zero stream.Config, which package stream reads as its defaults (read-count 10,
+	// block-ms 2000, max-retry 3, ...): a zero field means the stream.Default* constant.
+	Stream stream.Config
+	// Cache is redis-cache, read by cache.Config.UnmarshalYAML starting from
+	// cache.DefaultConfig(); without the section it is cache.DefaultConfig().
+	Cache cache.Config
+
+	redis rueidis.Client
 }
 
-// Load parses a YAML document and builds what it describes. Errors name the setting and
-// its line (*yamlx.Error); warnings go to opts.Logger.
+// Load parses a YAML document and builds what it describes: every section, each absent one
+// with its defaults. Errors name the setting and its line (*yamlx.Error); errors of the
+// redis-stream and redis-cache sections also match redstream.ErrInvalidConfig under
+// errors.Is. Warnings go to opts.Logger.
 func Load(data []byte, opts Options) (*Config, error) {
 	root, err := yamlx.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	// The sections that only parse go first, so that an error there builds no limiter.
+	st, err := loadStream(root)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := loadCache(root)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +75,7 @@ func Load(data []byte, opts Options) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Config{RateLimit: rl}, nil
+	return &Config{RateLimit: rl, Stream: st, Cache: ca, redis: opts.Redis}, nil
 }
 
 // FromConfig reads the YAML file at path and builds what it describes, as Load does.

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redstream-go/redstream"
@@ -30,7 +31,7 @@ type Limiter struct {
 	params redstream.Params
 	opts   resolved
 
-	tb   table[int64]            // token and leaky bucket: the TAT
+	tb   bucketTable             // token and leaky bucket: the TAT
 	win  table[core.WindowState] // sliding counter
 	fix  table[fixedState]       // fixed window
 	logs table[*core.Log]        // sliding window log
@@ -83,7 +84,7 @@ func NewLimiter(spec redstream.Spec, opts Options) (*Limiter, error) {
 	l := &Limiter{kind: kindOf(p.Algorithm), params: p, opts: r}
 	switch l.kind {
 	case kindTokenBucket, kindLeakyBucket:
-		l.tb = newTable[int64](r)
+		l.tb = newBucketTable(r)
 	case kindSlidingCounter:
 		l.win = newTable[core.WindowState](r)
 	case kindFixedWindow:
@@ -120,10 +121,8 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 	}
 	t := l.opts.micros(now)
 	switch l.kind {
-	case kindTokenBucket:
-		return l.stepTokenBucket(key, t, n)
-	case kindLeakyBucket:
-		return l.stepLeakyBucket(key, t, n)
+	case kindTokenBucket, kindLeakyBucket:
+		return l.stepBucket(key, t, n)
 	case kindSlidingLog:
 		return l.stepSlidingLog(key, t, n)
 	case kindSlidingCounter:
@@ -135,67 +134,79 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 // wrap prefixes an error of core with the package name.
 func wrap(err error) error { return fmt.Errorf("memory: %w", err) }
 
-// Each step locks the key's shard and runs the core step on the stored state, storing the
-// state it returns (a core step returns the state unchanged when it denies or fails). A key
-// the shard does not hold goes to the step's newKey twin, kept out of line so that the
-// common path stays small: it decides from the zero state and stores the key only when
-// admitted (a denial leaves nothing behind), which may first sweep the shard.
+// The window steps lock the key's shard and run the core step on the stored state, storing
+// the state it returns (a core step returns the state unchanged when it denies or fails). A
+// key the shard does not hold is decided from the zero state and stored only when admitted
+// (a denial leaves nothing behind), which may first sweep the shard.
 
-func (l *Limiter) stepTokenBucket(key string, now, n int64) (redstream.Decision, error) {
+// stepBucket decides for the token and leaky buckets. A key already held is decided
+// without a lock (see bucketTable): read the TAT, step, and compare-and-swap the new TAT in,
+// again if another goroutine changed it meanwhile; a denial stores nothing.
+func (l *Limiter) stepBucket(key string, now, n int64) (redstream.Decision, error) {
 	s, tag := l.tb.locate(key)
-	s.mu.Lock()
-	i, ok := s.find(key, tag)
-	if !ok {
-		return l.newBucketKey(s, i, key, tag, now, n)
+	if sl := s.slots.Load(); sl != nil {
+		if i, ok := sl.find(key, tag); ok {
+			p := &sl.ents[i].tat
+			for {
+				old := atomic.LoadInt64(p)
+				if old == frozen {
+					break // the slots are being rebuilt: wait on the lock
+				}
+				tat, d, err := l.gcraStep(old, now, n)
+				if tat == old || atomic.CompareAndSwapInt64(p, old, tat) {
+					if err != nil {
+						return redstream.Decision{}, wrap(err)
+					}
+					return redstream.DecisionFromCore(d), nil
+				}
+			}
+		}
 	}
-	e := &s.ents[i]
-	tat, d, err := l.params.TokenBucket.Step(e.val, now, n)
-	e.val = tat
-	s.mu.Unlock()
-	if err != nil {
-		return redstream.Decision{}, wrap(err)
-	}
-	return redstream.DecisionFromCore(d), nil
+	return l.stepBucketLocked(s, key, tag, now, n)
 }
 
-func (l *Limiter) stepLeakyBucket(key string, now, n int64) (redstream.Decision, error) {
-	s, tag := l.tb.locate(key)
-	s.mu.Lock()
-	i, ok := s.find(key, tag)
-	if !ok {
-		return l.newBucketKey(s, i, key, tag, now, n)
-	}
-	e := &s.ents[i]
-	tat, d, err := l.params.LeakyBucket.Step(e.val, now, n)
-	e.val = tat
-	s.mu.Unlock()
-	if err != nil {
-		return redstream.Decision{}, wrap(err)
-	}
-	return redstream.DecisionFromCore(d), nil
-}
-
-// newBucketKey decides for a token or leaky bucket key that shard s (locked) does not hold,
-// and unlocks s.
-func (l *Limiter) newBucketKey(s *shard[int64], i int, key string, tag uint32, now, n int64) (redstream.Decision, error) {
-	var (
-		tat int64
-		d   core.Decision
-		err error
-	)
-	gcra := l.params.TokenBucket.GCRA
+// gcraStep is the core step of the limiter's bucket.
+func (l *Limiter) gcraStep(tat, now, n int64) (int64, core.Decision, error) {
 	if l.kind == kindLeakyBucket {
-		gcra = l.params.LeakyBucket.GCRA
-		tat, d, err = l.params.LeakyBucket.Step(0, now, n)
-	} else {
-		tat, d, err = l.params.TokenBucket.Step(0, now, n)
+		return l.params.LeakyBucket.Step(tat, now, n)
 	}
-	if err == nil && d.Allowed {
-		l.tb.insert(s, i, key, tag, tat, func(v int64) bool { return gcra.Idle(v, now) })
+	return l.params.TokenBucket.Step(tat, now, n)
+}
+
+// stepBucketLocked decides under the shard lock: for a key not held yet (stored only when
+// admitted, which may sweep the shard first), or one whose slots were being rebuilt.
+func (l *Limiter) stepBucketLocked(s *bucketShard, key string, tag uint32, now, n int64) (redstream.Decision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := -1
+	if sl := s.slots.Load(); sl != nil {
+		var ok bool
+		if i, ok = sl.find(key, tag); ok {
+			// Current slots are never frozen while the lock is held, but lock-free
+			// deciders may still race on the TAT.
+			p := &sl.ents[i].tat
+			for {
+				old := atomic.LoadInt64(p)
+				tat, d, err := l.gcraStep(old, now, n)
+				if tat == old || atomic.CompareAndSwapInt64(p, old, tat) {
+					if err != nil {
+						return redstream.Decision{}, wrap(err)
+					}
+					return redstream.DecisionFromCore(d), nil
+				}
+			}
+		}
 	}
-	s.mu.Unlock()
+	tat, d, err := l.gcraStep(0, now, n)
 	if err != nil {
 		return redstream.Decision{}, wrap(err)
+	}
+	if d.Allowed {
+		idle := l.params.TokenBucket.GCRA
+		if l.kind == kindLeakyBucket {
+			idle = l.params.LeakyBucket.GCRA
+		}
+		l.tb.insert(s, i, key, tag, tat, func(v int64) bool { return idle.Idle(v, now) })
 	}
 	return redstream.DecisionFromCore(d), nil
 }

@@ -2,9 +2,13 @@
 // component, the metric names (kept from the Java system, so existing dashboards and alerts
 // work unchanged), and Prometheus text exposition through [WritePrometheus] and [Handler].
 //
-// Every Set is also registered with VictoriaMetrics' default registry at init, so a program
-// that already serves metrics.WritePrometheus from github.com/VictoriaMetrics/metrics exposes
-// redstream's metrics without further wiring.
+// Every metric redstream creates lives in a Set registered with VictoriaMetrics' default
+// registry: the component sets here ([RateLimit], [Reliability], [Dedup], [Stream], [Cache])
+// at init, and each cache.Cache's own set from cache.New until its Close. [WritePrometheus]
+// and [Handler] write that registry, so one endpoint exposes every component, each set once.
+// A program that already serves metrics.WritePrometheus from
+// github.com/VictoriaMetrics/metrics exposes the same series without further wiring; serve
+// one or the other, not both into one response.
 //
 // Metric names with labels are built by [Name], which escapes label values, so any limiter
 // name is safe to use.
@@ -43,7 +47,7 @@ var (
 // Component names a Set in [Sets]: "ratelimit", "reliability", "dedup", "stream", "cache".
 type Component string
 
-// The components, in the order [WritePrometheus] writes them.
+// The components.
 const (
 	ComponentRateLimit   Component = "ratelimit"
 	ComponentReliability Component = "reliability"
@@ -159,11 +163,14 @@ func RateLimitCounters(name string) (allowed, denied, errors *Counter) {
 		RateLimit.GetOrCreateCounter(Name(RateLimitErrorsTotal, "name", name))
 }
 
-// WritePrometheus writes every component set in the Prometheus text exposition format.
+// WritePrometheus writes, in the Prometheus text exposition format, every metric set
+// registered with VictoriaMetrics' default registry, each once: the component sets, the sets
+// of open caches (cache.New registers one per cache), a custom stream Config.Metrics set once
+// the program registers it (vm.RegisterSet), and the program's own metrics in that registry.
+// Series of different sets are written set after set, as VictoriaMetrics itself writes them.
+// It is safe for concurrent use.
 func WritePrometheus(w io.Writer) {
-	for _, c := range components {
-		c.set.WritePrometheus(w)
-	}
+	vm.WritePrometheus(w, false)
 }
 
 // ContentType is the Content-Type of the Prometheus text exposition format.
@@ -175,9 +182,6 @@ const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 func Handler(processMetrics bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", ContentType)
-		WritePrometheus(w)
-		if processMetrics {
-			vm.WriteProcessMetrics(w)
-		}
+		vm.WritePrometheus(w, processMetrics)
 	})
 }

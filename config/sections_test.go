@@ -1,0 +1,314 @@
+package config_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/cache"
+	"github.com/redstream-go/redstream/config"
+	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/yamlx"
+	"github.com/redstream-go/redstream/stream"
+)
+
+var quiet = config.Options{Logger: slog.New(slog.DiscardHandler)}
+
+// TestAllSections loads the file that configures every component and checks each section.
+func TestAllSections(t *testing.T) {
+	cfg, err := config.FromConfig("testdata/all.yaml", quiet)
+	if err != nil {
+		t.Fatalf("FromConfig: %v", err)
+	}
+	if got, want := cfg.RateLimit.Registry.Names(), []string{"api1", "api2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ratelimit registry = %v, want %v", got, want)
+	}
+	if cfg.RateLimit.DefaultName != "api1" || cfg.RateLimit.Settings.KeyPrefix != "all:rl" {
+		t.Errorf("ratelimit default %q, key-prefix %q; want api1, all:rl", cfg.RateLimit.DefaultName, cfg.RateLimit.Settings.KeyPrefix)
+	}
+
+	wantStream := stream.Config{
+		EnvIsolation: true, Env: "test", ReadCount: 20, BlockMs: 100, MaxRetry: 5,
+		Autoclaim: stream.AutoclaimConfig{MinIdleMs: 30000, IntervalMs: 15000},
+		Trim:      stream.TrimConfig{MaxLen: 50000, IntervalMs: 60000},
+	}
+	if !reflect.DeepEqual(cfg.Stream, wantStream) {
+		t.Errorf("Stream = %+v, want %+v", cfg.Stream, wantStream)
+	}
+
+	wantCache := cache.DefaultConfig()
+	wantCache.KeyPrefix = "all:cache:"
+	wantCache.EnvIsolation, wantCache.Env = true, "test"
+	wantCache.DefaultTTL, wantCache.NullTTL = 600*time.Second, 30*time.Second
+	wantCache.JitterRatio = 0.2
+	wantCache.SlidingExpiration = true
+	wantCache.Breakdown = cache.BreakdownConfig{Enabled: true, LockTTL: 5 * time.Second, WaitTimeout: time.Second, WaitInterval: 20 * time.Millisecond}
+	if !reflect.DeepEqual(cfg.Cache, wantCache) {
+		t.Errorf("Cache = %+v, want %+v", cfg.Cache, wantCache)
+	}
+}
+
+// TestSectionsAbsent: a file without redis-stream and redis-cache gets their defaults.
+func TestSectionsAbsent(t *testing.T) {
+	for name, doc := range map[string]string{
+		"empty":       "",
+		"other only":  "spring:\n  application:\n    name: app\n",
+		"null":        "redis-stream:\nredis-cache: ~\n",
+		"empty maps":  "redis-stream: {}\nredis-cache: {}\n",
+		"ratelimit":   "redis-streaming.ratelimit.enabled: true\n",
+		"other cases": "redis-streams:\n  read-count: 5\nredis-cache-x: {}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := load(t, doc, quiet)
+			if !reflect.DeepEqual(cfg.Stream, stream.Config{}) {
+				t.Errorf("Stream = %+v, want the zero (default) stream.Config", cfg.Stream)
+			}
+			if !reflect.DeepEqual(cfg.Cache, cache.DefaultConfig()) {
+				t.Errorf("Cache = %+v, want cache.DefaultConfig()", cfg.Cache)
+			}
+		})
+	}
+}
+
+// TestSectionNamesRelaxed: section names and keys bind as Spring binds them.
+func TestSectionNamesRelaxed(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		readCount int
+		prefix    string
+		sliding   bool
+		blockMs   int64 // 0: absent
+	}{
+		{"kebab", "redis-stream:\n  read-count: 5\nredis-cache:\n  key-prefix: \"p:\"\n", 5, "p:", false, 0},
+		{"camel", "redisStream:\n  readCount: 6\nredisCache:\n  keyPrefix: \"q:\"\n  slidingExpireEnabled: true\n", 6, "q:", true, 0},
+		{"snake", "redis_stream:\n  read_count: 7\nredis_cache:\n  key_prefix: \"r:\"\n", 7, "r:", false, 0},
+		{"upper", "REDIS-STREAM:\n  READ-COUNT: 8\nREDIS_CACHE:\n  KEY_PREFIX: \"s:\"\n", 8, "s:", false, 0},
+		{"dotted", "redis-stream.read-count: 9\nredis-cache.key-prefix: \"t:\"\nredis-cache.sliding-expire-enabled: true\n", 9, "t:", true, 0},
+		{"dotted and nested", "redisStream.readCount: 10\nredis-stream:\n  block-ms: 60\nredis-cache:\n  key-prefix: \"u:\"\n", 10, "u:", false, 60},
+		{"two spellings merge", "redis-stream:\n  read-count: 12\nredisStream:\n  blockMs: 50\nredis-cache:\n  key-prefix: \"w:\"\n", 12, "w:", false, 50},
+		{"anchors", "base: &b\n  read-count: 11\nredis-stream:\n  <<: *b\nredis-cache:\n  key-prefix: \"v:\"\n", 11, "v:", false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := load(t, tt.doc, quiet)
+			if cfg.Stream.ReadCount != tt.readCount {
+				t.Errorf("Stream.ReadCount = %d, want %d", cfg.Stream.ReadCount, tt.readCount)
+			}
+			if cfg.Cache.KeyPrefix != tt.prefix || cfg.Cache.SlidingExpiration != tt.sliding {
+				t.Errorf("Cache.KeyPrefix, SlidingExpiration = %q, %v; want %q, %v", cfg.Cache.KeyPrefix, cfg.Cache.SlidingExpiration, tt.prefix, tt.sliding)
+			}
+			if cfg.Stream.BlockMs != tt.blockMs {
+				t.Errorf("Stream.BlockMs = %d, want %d", cfg.Stream.BlockMs, tt.blockMs)
+			}
+			if cfg.Cache.DefaultTTL != cache.DefaultEntryTTL {
+				t.Errorf("Cache.DefaultTTL = %v, want the default %v", cfg.Cache.DefaultTTL, cache.DefaultEntryTTL)
+			}
+		})
+	}
+}
+
+// TestSectionErrors: a bad value in any section is an error naming its path and line.
+func TestSectionErrors(t *testing.T) {
+	tests := []struct {
+		name, doc string
+		want      string
+		invalid   bool // also matches redstream.ErrInvalidConfig
+	}{
+		{
+			"ratelimit limit", "redis-stream:\n  read-count: 5\nredis-streaming:\n  ratelimit:\n    enabled: true\n    limit: -1\n",
+			"config: redis-streaming.ratelimit.limit (line 6): must be > 0", false,
+		},
+		{
+			"stream not an integer", "redis-stream:\n  read-count: many\n",
+			`config: redis-stream.read-count (line 2): want an integer, got "many"`, true,
+		},
+		{
+			"stream negative", "# comment\nredis-stream:\n  block-ms: 10\n  read-count: -1\n",
+			"config: redis-stream.read-count (line 4): got -1, want a positive count (0 for the default 10)", true,
+		},
+		{
+			"stream dotted", "redis-stream.max-retry: -2\n",
+			"config: redis-stream.max-retry (line 1): got -2, want a positive count (0 for the default 3)", true,
+		},
+		{
+			"stream negative camel", "redisStream:\n  autoclaim:\n    minIdleMs: -5\n",
+			"config: redis-stream.autoclaim.min-idle-ms (line 3): got -5, want a positive number of milliseconds", true,
+		},
+		{
+			"stream bad mode", "redis-stream:\n  trim:\n    maxlen: 10\n    mode: sometimes\n",
+			`config: redis-stream.trim.mode (line 4): got "sometimes", want "safe", "maxlen" or "off"`, true,
+		},
+		{
+			"stream unknown key", "redis-stream:\n  read-count: 5\n  reed-count: 6\n",
+			"config: redis-stream.reed-count (line 3): unknown key", true,
+		},
+		{
+			"stream not a mapping", "redis-stream: 5\n",
+			"config: redis-stream (line 1): want a mapping", true,
+		},
+		{
+			"cache bad bool", "redis-cache:\n  breakdown:\n    enabled: maybe\n",
+			`config: redis-cache.breakdown.enabled (line 3): want true or false, got "maybe"`, true,
+		},
+		{
+			"cache jitter", "redisCache:\n  jitterRatio: 1.5\n",
+			"config: redis-cache.jitterRatio (line 2): must be in [0, 1), got 1.5", true,
+		},
+		{
+			"cache ttl", "redis-cache:\n  key-prefix: x\n  default-ttl-seconds: 0\n",
+			"config: redis-cache.default-ttl-seconds (line 3): must be positive, got 0", true,
+		},
+		{
+			"cache unknown key", "redis-cache:\n  ttl: 5\n",
+			"config: redis-cache.ttl (line 2): unknown key", true,
+		},
+		{
+			"cache empty name", "redis-cache:\n  key-prefix: x\n  name: \"\"\n",
+			"config: redis-cache.name (line 3): must not be empty", true,
+		},
+		{
+			// Two spellings of one section merge (as Spring binds them); one key set in both
+			// is an error.
+			"key set in two spellings of the section", "redis-cache:\n  env: a\nredisCache:\n  env: b\n",
+			"config: redisCache.env (line 4): is set twice (also at line 2)", false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Load([]byte(tt.doc), quiet)
+			if err == nil {
+				t.Fatalf("Load succeeded, want error %q", tt.want)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error = %q\nwant    %q", err, tt.want)
+			}
+			var ye *yamlx.Error
+			if !errors.As(err, &ye) || ye.Line == 0 {
+				t.Errorf("error %v is not a *yamlx.Error with a line", err)
+			}
+			if got := errors.Is(err, redstream.ErrInvalidConfig); got != tt.invalid {
+				t.Errorf("errors.Is(err, ErrInvalidConfig) = %v, want %v", got, tt.invalid)
+			}
+		})
+	}
+}
+
+// TestBuildersNeedClient: without Options.Redis the builders say so.
+func TestBuildersNeedClient(t *testing.T) {
+	cfg := load(t, "", quiet)
+	for name, build := range map[string]func() error{
+		"NewCache":    func() error { _, err := cfg.NewCache(); return err },
+		"NewProducer": func() error { _, err := cfg.NewProducer(); return err },
+		"NewConsumer": func() error { _, err := cfg.NewConsumer(); return err },
+	} {
+		if err := build(); !errors.Is(err, config.ErrNoClient) {
+			t.Errorf("%s error = %v, want ErrNoClient", name, err)
+		}
+	}
+}
+
+type order struct {
+	ID int `json:"id"`
+}
+
+// TestAllSectionsOnRedis builds every component from one file against a real Redis and
+// uses each once.
+func TestAllSectionsOnRedis(t *testing.T) {
+	client := redistest.Client(t)
+	ctx := context.Background()
+	opts := quiet
+	opts.Redis = client
+	cfg, err := config.FromConfig("testdata/all.yaml", opts)
+	if err != nil {
+		t.Fatalf("FromConfig: %v", err)
+	}
+
+	// Rate limiting: api1 admits 10 per second, on Redis.
+	now := time.Now()
+	key := "user:" + now.Format(time.RFC3339Nano)
+	for i := range 11 {
+		d, err := cfg.RateLimit.Default.AllowAt(ctx, key, now)
+		if err != nil {
+			t.Fatalf("AllowAt: %v", err)
+		}
+		if want := i < 10; d.Allowed != want {
+			t.Fatalf("request %d allowed = %v, want %v", i+1, d.Allowed, want)
+		}
+	}
+
+	// Cache: a load, then a hit, under the configured prefix and env.
+	c, err := cfg.NewCache()
+	if err != nil {
+		t.Fatalf("NewCache: %v", err)
+	}
+	defer c.Close()
+	if got, want := c.Key("k"), "all:cache:test:k"; got != want {
+		t.Errorf("cache key = %q, want %q", got, want)
+	}
+	loads := 0
+	loader := func(context.Context) (string, error) { loads++; return "v", nil }
+	for range 2 {
+		v, err := cache.GetOrLoad(ctx, c, "k-"+key, cache.DefaultTTL, loader)
+		if err != nil || v != "v" {
+			t.Fatalf("GetOrLoad = %q, %v; want v, nil", v, err)
+		}
+	}
+	if st := c.Stats(); loads != 1 || st.Hits != 1 {
+		t.Errorf("loads = %d, hits = %d; want 1, 1", loads, st.Hits)
+	}
+	if ttl, err := client.Do(ctx, client.B().Pttl().Key(c.Key("k-"+key)).Build()).AsInt64(); err != nil || ttl <= 0 || ttl > 720_000 {
+		t.Errorf("PTTL = %d, %v; want in (0, 600s * 1.2]", ttl, err)
+	}
+
+	// Stream: a producer and a consumer on the configured env-isolated stream.
+	topic := "config-all-" + now.Format("150405.000000000")
+	consumer, err := cfg.NewConsumer()
+	if err != nil {
+		t.Fatalf("NewConsumer: %v", err)
+	}
+	got := make(chan int, 1)
+	err = stream.Register(consumer, stream.Handler[order]{
+		Topic: topic, Group: "g",
+		Handle: func(ctx context.Context, msg *stream.Message[order]) error {
+			got <- msg.Body.ID
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	if err := consumer.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	defer func() {
+		if err := consumer.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
+	producer, err := cfg.NewProducer()
+	if err != nil {
+		t.Fatalf("NewProducer: %v", err)
+	}
+	if _, err := producer.Send(ctx, topic, stream.NewMessage(order{ID: 42})); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	select {
+	case id := <-got:
+		if id != 42 {
+			t.Errorf("consumed id %d, want 42", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the consumer received nothing in 10s")
+	}
+	if n, err := client.Do(ctx, client.B().Xlen().Key(topic+"_test").Build()).AsInt64(); err != nil || n != 1 {
+		t.Errorf("XLEN %s_test = %d, %v; want 1 (env isolation)", topic, n, err)
+	}
+	if !strings.HasPrefix(consumer.Name(), "consumer-") {
+		t.Errorf("consumer name %q, want a generated consumer-... name", consumer.Name())
+	}
+}
