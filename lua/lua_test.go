@@ -51,7 +51,7 @@ func TestContracts(t *testing.T) {
 				t.Errorf("does not start with %q", "-- "+s.Name+".lua: ")
 			}
 			head := s.Source[:strings.Index(s.Source, "\n\n")+1]
-			for _, want := range []string{"-- KEYS[", "-- ARGV[", "-- Reply:"} {
+			for _, want := range []string{"-- KEYS", "-- ARGV[", "-- Reply:"} {
 				if !strings.Contains(s.Source, want) {
 					t.Errorf("contract lacks %q", want)
 				}

@@ -91,7 +91,8 @@ local function slidinglog(key, window, limit)
         local expired = redis.call('ZCOUNT', key, '-inf', cut)
         if expired > 1 then redis.call('ZREMRANGEBYRANK', key, 0, expired - 2) end
       end
-      redis.call('ZADD', key, fmt('%d', eff), fmt('%016d', total + n))
+      if newest == eff then redis.call('ZREM', key, last[1]) end
+      redis.call('ZADD', key, fmt('%d', eff), fmt('%d', total + n))
       redis.call('PEXPIRE', key, pexpire(eff + window - now))
     end
   end

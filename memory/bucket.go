@@ -2,25 +2,30 @@ package memory
 
 import (
 	"hash/maphash"
-	"math"
 	"sync"
 	"sync/atomic"
 )
 
 // bucketTable maps keys to the TAT of a token or leaky bucket, the one int64 of GCRA state.
-// It is laid out like table (power-of-two shards of open-addressing slots, one maphash hash
-// giving shard and tag), but a decision on a key it holds takes no lock: it reads the TAT
-// atomically, runs the core step and publishes the new TAT with a compare-and-swap, retrying
-// if another goroutine got there first. A denial (the step returns the TAT unchanged)
-// writes nothing. The shard mutex is taken only to add a key, and by sweeps and growth,
-// which build new slots and publish them atomically.
+// Like table it is split into power-of-two shards of open-addressing slots (linear probing,
+// at most 7/8 full), but it is built for the one hot path that matters most:
 //
-// Lock-free readers stay correct across a rebuild because the rebuild freezes every old
-// slot (swaps its TAT for the frozen sentinel, collecting the latest value) before copying
-// it: a compare-and-swap on an old slot either lands before the freeze, and is copied, or
-// fails, and a reader that sees the sentinel takes the locked path, which waits for the new
-// slots. A key is written once into a slot, before the slot's tag is published, so a reader
-// that matches a tag always sees its key.
+//   - A slot is 24 bytes: the key and one 64-bit word holding the TAT (53 bits: a TAT stays
+//     below core.MaxTime + 2·core.MaxDuration = 2^53) and an 11-bit tag from the key's hash
+//     (0 marks an empty slot). Probing reads the slots themselves, so a lookup touches one
+//     cache line for the slot and one for the key's bytes.
+//   - A decision on a key the table holds takes no lock: it reads the word atomically, runs
+//     the core step and publishes the new TAT with a compare-and-swap, retrying if another
+//     goroutine got there first. A denial (the step returns the TAT unchanged) writes
+//     nothing. The shard mutex is taken only to add a key, and by sweeps and growth, which
+//     build new slots and publish them atomically.
+//
+// Lock-free deciders stay correct across a rebuild because the rebuild freezes every old
+// slot (swaps its TAT for frozenTAT, collecting the latest word) before copying it: a
+// compare-and-swap on an old slot either lands before the freeze, and is copied, or fails,
+// and a decider that sees frozenTAT takes the locked path, which waits for the new slots.
+// A key is written once into a slot, before the slot's word is published, so a decider
+// that matches a tag always reads a complete key.
 type bucketTable struct {
 	shards    []bucketShard
 	seed      maphash.Seed
@@ -28,27 +33,24 @@ type bucketTable struct {
 	threshold int
 }
 
-// frozen marks a slot of slots being replaced. A TAT is never negative.
-const frozen = math.MinInt64
+const (
+	tagBits   = 11
+	tagMask   = 1<<tagBits - 1
+	frozenTAT = 1<<(64-tagBits) - 1 // above every TAT
+)
 
 type bucketShard struct {
-	slots atomic.Pointer[bucketSlots] // nil until the first key
-	mu    sync.Mutex                  // serializes insert and rebuild
-	count int                         // keys held (under mu)
-	mark  int                         // a new key arriving when count >= mark sweeps first
+	slots atomic.Pointer[[]bucketEntry] // nil until the first key
+	mu    sync.Mutex                    // serializes insert and rebuild
+	count int                           // keys held (under mu)
+	mark  int                           // a new key arriving when count >= mark sweeps first
 	_     [cacheLine - 8 - 8 - 8 - 8]byte
 }
 
-// bucketSlots is one generation of a shard's open-addressing table. tags and tat are
-// accessed atomically; key is written once, before its tag.
-type bucketSlots struct {
-	tags []uint32
-	ents []bucketEntry
-}
-
+// bucketEntry is one slot. word is accessed atomically: tat<<tagBits | tag.
 type bucketEntry struct {
-	key string
-	tat int64
+	key  string
+	word uint64
 }
 
 func newBucketTable(r resolved) bucketTable {
@@ -64,25 +66,27 @@ func newBucketTable(r resolved) bucketTable {
 	return t
 }
 
-// locate hashes key once and returns its shard and tag (never 0).
-func (t *bucketTable) locate(key string) (*bucketShard, uint32) {
+// locate hashes key once and returns its shard (low bits), its home position (middle bits,
+// reduced by find) and its tag (top bits, never 0).
+func (t *bucketTable) locate(key string) (*bucketShard, uint64, uint64) {
 	h := maphash.String(t.seed, key)
-	tag := uint32(h >> 32)
+	tag := h >> (64 - tagBits)
 	if tag == 0 {
 		tag = 1
 	}
-	return &t.shards[h&t.shardMask], tag
+	return &t.shards[h&t.shardMask], h >> 16, tag
 }
 
-// find returns the slot of key and true, or the empty slot where key would be inserted and
-// false. It may run without the shard lock.
-func (s *bucketSlots) find(key string, tag uint32) (int, bool) {
-	mask := len(s.tags) - 1
-	i := int(tag) & mask
+// find returns the slot of key in slots and true, or the empty slot where key would be
+// inserted and false. It may run without the shard lock.
+func find(slots []bucketEntry, key string, home, tag uint64) (int, bool) {
+	mask := len(slots) - 1
+	i := int(home) & mask
 	for {
-		switch atomic.LoadUint32(&s.tags[i]) {
+		w := atomic.LoadUint64(&slots[i].word)
+		switch w & tagMask {
 		case tag:
-			if s.ents[i].key == key {
+			if slots[i].key == key {
 				return i, true
 			}
 		case 0:
@@ -94,12 +98,12 @@ func (s *bucketSlots) find(key string, tag uint32) (int, bool) {
 
 // get returns the TAT of key, for tests.
 func (t *bucketTable) get(key string) (int64, bool) {
-	s, tag := t.locate(key)
+	s, home, tag := t.locate(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sl := s.slots.Load(); sl != nil {
-		if i, ok := sl.find(key, tag); ok {
-			return atomic.LoadInt64(&sl.ents[i].tat), true
+		if i, ok := find(*sl, key, home, tag); ok {
+			return int64(atomic.LoadUint64(&(*sl)[i].word) >> tagBits), true
 		}
 	}
 	return 0, false
@@ -109,71 +113,69 @@ func (t *bucketTable) get(key string) (int64, bool) {
 // returned in the current slots (-1 when there were none). It sweeps first when the shard
 // holds its mark of keys (dropping those for which gone(tat) is true; the mark becomes
 // max(threshold, 2 × keys left)) and grows the slots to stay at most 7/8 full.
-func (t *bucketTable) insert(s *bucketShard, i int, key string, tag uint32, tat int64, gone func(int64) bool) {
+func (t *bucketTable) insert(s *bucketShard, i int, key string, home, tag uint64, tat int64, gone func(int64) bool) {
 	if s.count >= s.mark {
-		s.rebuild(0, gone)
+		t.rebuild(s, 0, gone)
 		s.mark = max(t.threshold, 2*s.count)
 		i = -1
 	}
 	sl := s.slots.Load()
-	if sl == nil || 8*(s.count+1) > 7*len(sl.tags) {
+	if sl == nil || 8*(s.count+1) > 7*len(*sl) {
 		size := minSlots
 		if sl != nil {
-			size = 2 * len(sl.tags)
+			size = 2 * len(*sl)
 		}
-		s.rebuild(size, nil)
+		t.rebuild(s, size, nil)
 		sl, i = s.slots.Load(), -1
 	}
+	slots := *sl
 	if i < 0 {
-		i, _ = sl.find(key, tag)
+		i, _ = find(slots, key, home, tag)
 	}
-	e := &sl.ents[i]
-	e.key = key
-	atomic.StoreInt64(&e.tat, tat)
-	atomic.StoreUint32(&sl.tags[i], tag)
+	slots[i].key = key
+	atomic.StoreUint64(&slots[i].word, uint64(tat)<<tagBits|tag)
 	s.count++
 }
 
 // rebuild replaces the slots of s (locked) by new ones holding the keys for which gone is
 // false (all when gone is nil), frozen out of the old slots. size is the new number of
 // slots; 0 means the smallest that holds the keys kept.
-func (s *bucketShard) rebuild(size int, gone func(int64) bool) {
-	old := s.slots.Load()
-	var (
-		keys []string
-		tats []int64
-		tags []uint32
-	)
-	if old != nil {
-		for j := range old.tags {
-			tg := atomic.LoadUint32(&old.tags[j])
-			if tg == 0 {
+func (t *bucketTable) rebuild(s *bucketShard, size int, gone func(int64) bool) {
+	var kept []bucketEntry
+	if old := s.slots.Load(); old != nil {
+		kept = make([]bucketEntry, 0, s.count)
+		for j := range *old {
+			e := &(*old)[j]
+			w0 := atomic.LoadUint64(&e.word)
+			if w0 == 0 {
+				continue // empty: stays empty while the lock is held
+			}
+			// Freeze, keeping the tag (deciders change only the TAT): from now on every
+			// compare-and-swap on this slot fails.
+			w := atomic.SwapUint64(&e.word, frozenTAT<<tagBits|w0&tagMask)
+			if gone != nil && gone(int64(w>>tagBits)) {
 				continue
 			}
-			v := atomic.SwapInt64(&old.ents[j].tat, frozen)
-			if gone != nil && gone(v) {
-				continue
-			}
-			keys, tats, tags = append(keys, old.ents[j].key), append(tats, v), append(tags, tg)
+			kept = append(kept, bucketEntry{key: e.key, word: w})
 		}
 	}
 	if size == 0 {
 		size = minSlots
-		for 8*len(keys) > 7*size {
+		for 8*len(kept) > 7*size {
 			size *= 2
 		}
 	}
-	nw := &bucketSlots{tags: make([]uint32, size), ents: make([]bucketEntry, size)}
+	slots := make([]bucketEntry, size)
 	mask := size - 1
-	for j, tg := range tags {
-		i := int(tg) & mask
-		for nw.tags[i] != 0 {
+	for _, e := range kept {
+		i := int(maphash.String(t.seed, e.key)>>16) & mask
+		for slots[i].word != 0 {
 			i = (i + 1) & mask
 		}
-		nw.tags[i], nw.ents[i] = tg, bucketEntry{key: keys[j], tat: tats[j]}
+		slots[i] = e
 	}
-	s.slots.Store(nw)
-	s.count = len(keys)
+	s.slots.Store(&slots)
+	s.count = len(kept)
 }
 
 // len returns the number of keys held by every shard.

@@ -17,10 +17,11 @@
 //     implements redstream.TimedDeduplicator.
 //   - [NewDeduplicator] builds any of them from a redstream.DedupSpec.
 //
-// Every engine is safe for concurrent use. State is kept in maps split into [Options].Shards
-// shards, each under its own mutex and chosen by a hash/maphash hash of the key, so
-// goroutines working on different keys rarely wait for each other. A decision on a key
-// already tracked allocates nothing.
+// Every engine is safe for concurrent use. State is kept in hash tables split into
+// [Options].Shards shards, each under its own mutex and chosen by a hash/maphash hash of the
+// key, so goroutines working on different keys rarely wait for each other; the token and
+// leaky buckets decide a key they already track without any lock (one compare-and-swap). A
+// decision on a key already tracked allocates nothing.
 //
 // Memory stays bounded: a key whose state has fully recovered (a bucket back to full, a
 // window with nothing left in it, an expired dedup element) is evicted by amortized sweeping,

@@ -621,3 +621,49 @@ func TestEvictionIsInvisible(t *testing.T) {
 		}
 	})
 }
+
+// TestHammerWhileRebuilding: goroutines race on a hot key while others keep adding keys to
+// the same shard, so the shard's slots are rebuilt (swept and grown) under the lock-free
+// bucket deciders all the time. Exactly the limit of the hot key is admitted, and every
+// key is tracked.
+func TestHammerWhileRebuilding(t *testing.T) {
+	const limit, goroutines, tries = 200, 16, 200
+	for _, spec := range []redstream.Spec{redstream.TokenBucket(limit, 0.001), redstream.LeakyBucket(limit, 0.001)} {
+		t.Run(string(spec.Algorithm), func(t *testing.T) {
+			l := newLimiter(t, spec, Options{Shards: 1, SweepThreshold: 1, Clock: func() time.Time { return t0 }})
+			var admitted atomic.Int64
+			var wg sync.WaitGroup
+			for g := 0; g < goroutines; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < tries; i++ {
+						if g%2 == 1 {
+							key := "k" + strconv.Itoa(g) + "-" + strconv.Itoa(i)
+							if d, err := l.Allow(context.Background(), key); err != nil || !d.Allowed {
+								t.Errorf("new key %s: %+v, %v", key, d, err)
+								return
+							}
+							continue
+						}
+						d, err := l.Allow(context.Background(), "hot")
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if d.Allowed {
+							admitted.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if got := admitted.Load(); got != limit {
+				t.Errorf("hot key admitted %d, want exactly %d", got, limit)
+			}
+			if got, want := l.TrackedKeys(), 1+goroutines/2*tries; got != want {
+				t.Errorf("TrackedKeys = %d, want %d", got, want)
+			}
+		})
+	}
+}

@@ -221,7 +221,7 @@ func TestWindowDedup(t *testing.T) {
 		want bool
 	}{
 		{"check-and-mark", 0, false},
-		{"check-and-mark", time.Second, true},          // refreshes last-seen to 1s
+		{"check-and-mark", time.Second, true}, // refreshes last-seen to 1s
 		{"is-duplicate", time.Second + time.Minute - 1, true},
 		{"is-duplicate", time.Second + time.Minute, false}, // exactly a window later: new
 		{"check-and-mark", 30 * time.Second, true},         // before the mark: runs at 1s
@@ -341,7 +341,7 @@ func TestBloomShardsSpreadOverCluster(t *testing.T) {
 	}
 	slots := map[uint16]bool{}
 	for _, k := range d.Keys() {
-		slots[slot(k)] = true
+		slots[slotOf(k)] = true
 	}
 	if len(slots) < 4 {
 		t.Errorf("8 shards in %d slots, want them spread", len(slots))

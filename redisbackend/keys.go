@@ -132,3 +132,34 @@ func bloomShardKey(prefix, name, role string, shards, i int) string {
 	}
 	return redisKey(prefix, name+"/"+strconv.Itoa(i), role)
 }
+
+// crcTable is CRC16/XMODEM (polynomial 0x1021), Redis Cluster's key hash.
+var crcTable = func() (t [256]uint16) {
+	for i := range t {
+		crc := uint16(i) << 8
+		for j := 0; j < 8; j++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+		t[i] = crc
+	}
+	return t
+}()
+
+// slotOf returns the Redis Cluster slot of a key: CRC16 of its hash tag (the text between
+// the first '{' and the next '}', when not empty) or of the whole key, modulo 16384.
+func slotOf(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc = crc<<8 ^ crcTable[byte(crc>>8)^key[i]]
+	}
+	return crc & 16383
+}

@@ -10,32 +10,6 @@ import (
 	"github.com/redstream-go/redstream/internal/redistest"
 )
 
-// crc16 is Redis Cluster's key hash (CRC16/XMODEM).
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for j := 0; j < 8; j++ {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
-
-// slot is the cluster slot of key, hash tags included, as Redis computes it.
-func slot(key string) uint16 {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	return crc16(key) % 16384
-}
-
 // oddKeys are user keys that break naive hash tags.
 var oddKeys = []string{
 	"user:1", "{", "}", "{}", "}{", "a{b}c", "{tag}", "x}{y", "with space", "\x00\xff\x01", "ключ",
@@ -46,11 +20,11 @@ func TestRedisKeySameSlot(t *testing.T) {
 	roles := []string{"", limitRole(0), limitRole(1), limitRole(12), roleWindow, roleWindowMark, roleSet}
 	for _, u := range oddKeys {
 		t.Run(shortName(u), func(t *testing.T) {
-			want := slot(redisKey("p", u, ""))
+			want := slotOf(redisKey("p", u, ""))
 			for _, r := range roles {
 				k := redisKey("p", u, r)
-				if got := slot(k); got != want {
-					t.Errorf("slot(%q) = %d, want %d (the slot of the role-less key)", k, got, want)
+				if got := slotOf(k); got != want {
+					t.Errorf("slotOf(%q) = %d, want %d (the slot of the role-less key)", k, got, want)
 				}
 				if !strings.HasPrefix(k, "p:{") {
 					t.Errorf("key %q does not start with the prefix and the tag", k)
@@ -115,8 +89,8 @@ func TestCheckPrefix(t *testing.T) {
 	}
 }
 
-// TestCrc16 checks the test's slot function against the real cluster's CLUSTER KEYSLOT.
-func TestCrc16(t *testing.T) {
+// TestSlotOf checks slotOf against the real cluster's CLUSTER KEYSLOT.
+func TestSlotOf(t *testing.T) {
 	c := redistest.ClusterClient(t)
 	ctx := context.Background()
 	for _, k := range append([]string{"123456789", "foo{bar}zap", "{}x", "a{}b{c}"}, oddKeys[:12]...) {
@@ -124,8 +98,8 @@ func TestCrc16(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := slot(k); int64(want) != got {
-			t.Errorf("slot(%q) = %d, CLUSTER KEYSLOT = %d", k, want, got)
+		if want := slotOf(k); int64(want) != got {
+			t.Errorf("slotOf(%q) = %d, CLUSTER KEYSLOT = %d", k, want, got)
 		}
 	}
 }

@@ -299,7 +299,7 @@ func (l *Limiter) args(now time.Time, n int64) []string {
 	return append(a, l.params...)
 }
 
-// parse turns a script reply into a Decision.
+// parse turns the reply of a one-key script call into a Decision.
 func (l *Limiter) parse(r rueidis.RedisResult) (redstream.Decision, error) {
 	if err := r.Error(); err != nil {
 		return redstream.Decision{}, l.script.wrap(err)
@@ -316,6 +316,26 @@ func (l *Limiter) parse(r rueidis.RedisResult) (redstream.Decision, error) {
 		ds[i] = coreDecision(vs[6*i:])
 	}
 	return redstream.DecisionFromCore(core.Combine(ds)), nil
+}
+
+// parseN turns the reply of a script call deciding k keys into k Decisions.
+func (l *Limiter) parseN(r rueidis.RedisResult, k int) ([]redstream.Decision, error) {
+	if k == 1 {
+		d, err := l.parse(r)
+		return []redstream.Decision{d}, err
+	}
+	if err := r.Error(); err != nil {
+		return nil, l.script.wrap(err)
+	}
+	vs, err := r.AsIntSlice()
+	if err != nil || len(vs) != 6*k {
+		return nil, l.script.wrap(fmt.Errorf("unexpected reply for %d keys (%v)", k, err))
+	}
+	ds := make([]redstream.Decision, k)
+	for i := range ds {
+		ds[i] = redstream.DecisionFromCore(coreDecision(vs[6*i:]))
+	}
+	return ds, nil
 }
 
 func coreDecision(v []int64) core.Decision {

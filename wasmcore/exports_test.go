@@ -26,9 +26,9 @@ func native(name string, a []uint64, buf []byte) (wasmabi.Status, wasmabi.Result
 	var s wasmabi.Status
 	switch name {
 	case wasmabi.ExportTokenBucketStep:
-		s = wasmabi.TokenBucketStep(&r, f(0), f(1), i(2), i(3), i(4))
+		s = wasmabi.TokenBucketStep(&r, nil, f(0), f(1), i(2), i(3), i(4))
 	case wasmabi.ExportLeakyBucketStep:
-		s = wasmabi.LeakyBucketStep(&r, f(0), f(1), i(2), i(3), i(4))
+		s = wasmabi.LeakyBucketStep(&r, nil, f(0), f(1), i(2), i(3), i(4))
 	case wasmabi.ExportFixedWindowStep:
 		s = wasmabi.FixedWindowStep(&r, i(0), i(1), i(2), i(3), i(4), i(5))
 	case wasmabi.ExportSlidingCounterStep:

@@ -64,6 +64,8 @@ type instance struct {
 	// broken is set when a call trapped or the instance misbehaved; release then closes
 	// the instance instead of returning it to the pool.
 	broken bool
+	// slot is the pool slot the instance lives in.
+	slot *poolSlot
 }
 
 // initialBuffer is the scratch buffer size the guest allocates at start (see

@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "2c7fd5ae67c9af49d1edece11220148157b3bbee36d1c8c01f2e876ba549095e"
+	ModuleSHA256 = "96d2e9d4a0f0030f99741945f7c41a5abce6665ec07b56a76eb04b9cfcee3670"
 	// ModuleSize is the size of core.wasm in bytes.
-	ModuleSize = 2681422
+	ModuleSize = 2672158
 )

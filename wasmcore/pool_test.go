@@ -416,3 +416,32 @@ func TestHotPathAllocations(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseWakesWaiters checks that a call waiting for an instance returns ErrClosed when
+// the Runtime is closed.
+func TestCloseWakesWaiters(t *testing.T) {
+	rt := newTestRuntime(t, 1)
+	l, err := NewLimiter(redstream.TokenBucket(5, 1), Options{Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := rt.acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := l.AllowAt(context.Background(), "k", t0)
+		errc <- err
+	}()
+	for rt.waiters.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := rt.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; !errors.Is(err, ErrClosed) {
+		t.Fatalf("waiting call after Close: %v, want ErrClosed", err)
+	}
+	rt.release(in)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -46,15 +47,26 @@ type Config struct {
 type Runtime struct {
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
-	pool     chan *instance
-	size     int
-	closed   atomic.Bool
-	done     chan struct{}
-	once     sync.Once
+	slots    []poolSlot
+	// waiters counts goroutines waiting for a free slot; wake carries a token to one of
+	// them whenever a slot is freed while some wait.
+	waiters atomic.Int32
+	wake    chan struct{}
+	closed  atomic.Bool
+	done    chan struct{}
+	once    sync.Once
 
-	// replaced counts instances closed after a trap or a misbehaviour (for tests and
-	// monitoring).
+	// replaced counts instances closed after a trap or a misbehaviour.
 	replaced atomic.Int64
+}
+
+// poolSlot is one place of the pool: the goroutine that sets busy owns in until it clears it. A
+// nil in is created by its next owner. Slots are padded so that two flags never share a
+// cache line.
+type poolSlot struct {
+	busy atomic.Bool
+	in   *instance
+	_    [64 - 16]byte
 }
 
 var (
@@ -112,21 +124,18 @@ func newRuntime(ctx context.Context, cfg Config, wasm []byte) (*Runtime, error) 
 		rt.Close(ctx)
 		return nil, err
 	}
-	r := &Runtime{rt: rt, compiled: compiled, pool: make(chan *instance, n), size: n, done: make(chan struct{})}
+	r := &Runtime{rt: rt, compiled: compiled, slots: make([]poolSlot, n), wake: make(chan struct{}, n), done: make(chan struct{})}
 	first, err := r.instantiate(ctx)
 	if err != nil {
 		rt.Close(ctx)
 		return nil, err
 	}
-	r.pool <- first
-	for i := 1; i < n; i++ {
-		r.pool <- nil // created on first use
-	}
+	first.slot, r.slots[0].in = &r.slots[0], first // the others are created on first use
 	return r, nil
 }
 
 // Instances returns the size of the pool.
-func (r *Runtime) Instances() int { return r.size }
+func (r *Runtime) Instances() int { return len(r.slots) }
 
 // Replaced returns how many instances were closed and replaced after a trap or a
 // misbehaviour since the Runtime was created.
@@ -200,45 +209,82 @@ func valType(t wasmabi.ValType) api.ValueType {
 	return api.ValueTypeI32
 }
 
-// acquire takes an instance from the pool, creating it if its slot is empty. The caller
-// must give it back with release.
+// acquire takes a free instance from the pool, creating it if its slot is empty, and
+// waits while every instance is busy. The caller must give it back with release.
 func (r *Runtime) acquire(ctx context.Context) (*instance, error) {
 	if r.closed.Load() {
 		return nil, ErrClosed
 	}
-	var in *instance
-	select {
-	case in = <-r.pool:
-	default:
+	if s := r.tryAcquire(); s != nil {
+		return r.fill(ctx, s)
+	}
+	r.waiters.Add(1)
+	defer r.waiters.Add(-1)
+	for {
+		// A slot freed after this scan sees waiters > 0 and sends a token.
+		if s := r.tryAcquire(); s != nil {
+			return r.fill(ctx, s)
+		}
 		select {
-		case in = <-r.pool:
+		case <-r.wake:
 		case <-r.done:
 			return nil, ErrClosed
 		case <-ctx.Done():
 			return nil, fmt.Errorf("wasmcore: waiting for an instance: %w", ctx.Err())
 		}
 	}
-	if in != nil {
-		return in, nil
+}
+
+// tryAcquire claims a free slot, starting the scan at a random slot so that concurrent
+// callers spread over the pool. It returns nil when every slot is busy.
+func (r *Runtime) tryAcquire() *poolSlot {
+	n := uint32(len(r.slots))
+	start := rand.Uint32N(n)
+	for i := uint32(0); i < n; i++ {
+		s := &r.slots[(start+i)%n]
+		if !s.busy.Load() && s.busy.CompareAndSwap(false, true) {
+			return s
+		}
+	}
+	return nil
+}
+
+// fill returns the instance of the claimed slot s, creating it if the slot is empty.
+func (r *Runtime) fill(ctx context.Context, s *poolSlot) (*instance, error) {
+	if s.in != nil {
+		return s.in, nil
 	}
 	in, err := r.instantiate(ctx)
 	if err != nil {
-		r.pool <- nil
+		r.free(s)
 		if r.closed.Load() {
 			return nil, ErrClosed
 		}
 		return nil, err
 	}
+	in.slot = s
+	s.in = in
 	return in, nil
 }
 
 // release gives an instance back to the pool. A broken instance is closed and its slot
-// left empty, so the next acquire creates a fresh instance.
+// left empty, so that the slot's next owner creates a fresh instance.
 func (r *Runtime) release(in *instance) {
+	s := in.slot
 	if in.broken {
 		r.replaced.Add(1)
 		_ = in.mod.Close(context.Background())
-		in = nil
+		s.in = nil
 	}
-	r.pool <- in
+	r.free(s)
+}
+
+func (r *Runtime) free(s *poolSlot) {
+	s.busy.Store(false)
+	if r.waiters.Load() > 0 {
+		select {
+		case r.wake <- struct{}{}:
+		default: // tokens for every slot are pending already
+		}
+	}
 }

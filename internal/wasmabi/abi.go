@@ -11,6 +11,7 @@ package wasmabi
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"math/bits"
 
 	"github.com/redstream-go/redstream/core"
@@ -41,8 +42,8 @@ const (
 	StatusInvalidState Status = 5
 	// StatusBuffer means a length is negative or larger than the scratch buffer.
 	StatusBuffer Status = 6
-	// StatusInternal means the guest recovered from an unexpected failure; the embedder
-	// should discard the instance.
+	// StatusInternal is reserved for an unexpected failure inside the guest (a bug; today
+	// a bug makes the call trap instead). The embedder should discard the instance.
 	StatusInternal Status = 7
 )
 
@@ -248,17 +249,42 @@ func (r *Results) Decision() core.Decision {
 // core.MaxDuration) ahead of a valid time.
 const maxTAT = core.MaxTime + core.MaxDuration
 
-// TokenBucketStep is redstream_token_bucket_step: core.NewTokenBucket(capacity, rate)
-// then Step(tat, now, n). Slot 6 is the TAT to store.
-func TokenBucketStep(r *Results, capacity, rate float64, tat, now, n int64) Status {
-	b, err := core.NewTokenBucket(capacity, rate)
+// GCRACache remembers the GCRA parameters of the last (capacity, rate) a bucket step was
+// given, so that a stream of steps with the same spec converts the floats once. The zero
+// value is empty; a nil *GCRACache disables caching.
+type GCRACache struct {
+	capacity, rate uint64 // bit patterns
+	g              core.GCRA
+	ok             bool
+}
+
+// gcra returns the GCRA parameters of (capacity, rate), from the cache when it holds them.
+func (c *GCRACache) gcra(capacity, rate float64) (core.GCRA, bool) {
+	cb, rb := math.Float64bits(capacity), math.Float64bits(rate)
+	if c != nil && c.ok && c.capacity == cb && c.rate == rb {
+		return c.g, true
+	}
+	b, err := core.NewTokenBucket(capacity, rate) // NewLeakyBucket has the same bounds
 	if err != nil {
+		return core.GCRA{}, false
+	}
+	if c != nil {
+		*c = GCRACache{capacity: cb, rate: rb, g: b.GCRA, ok: true}
+	}
+	return b.GCRA, true
+}
+
+// TokenBucketStep is redstream_token_bucket_step: core.NewTokenBucket(capacity, rate)
+// then Step(tat, now, n). Slot 6 is the TAT to store. c may be nil.
+func TokenBucketStep(r *Results, c *GCRACache, capacity, rate float64, tat, now, n int64) Status {
+	g, ok := c.gcra(capacity, rate)
+	if !ok {
 		return StatusInvalidConfig
 	}
 	if tat < 0 || tat > maxTAT {
 		return StatusInvalidState
 	}
-	next, d, err := b.Step(tat, now, n)
+	next, d, err := core.TokenBucket{GCRA: g}.Step(tat, now, n)
 	if err != nil {
 		return statusOf(err)
 	}
@@ -268,16 +294,16 @@ func TokenBucketStep(r *Results, capacity, rate float64, tat, now, n int64) Stat
 }
 
 // LeakyBucketStep is redstream_leaky_bucket_step: core.NewLeakyBucket(capacity, rate) then
-// Step(tat, now, n). Slot 6 is the TAT to store.
-func LeakyBucketStep(r *Results, capacity, rate float64, tat, now, n int64) Status {
-	b, err := core.NewLeakyBucket(capacity, rate)
-	if err != nil {
+// Step(tat, now, n). Slot 6 is the TAT to store. c may be nil.
+func LeakyBucketStep(r *Results, c *GCRACache, capacity, rate float64, tat, now, n int64) Status {
+	g, ok := c.gcra(capacity, rate)
+	if !ok {
 		return StatusInvalidConfig
 	}
 	if tat < 0 || tat > maxTAT {
 		return StatusInvalidState
 	}
-	next, d, err := b.Step(tat, now, n)
+	next, d, err := core.LeakyBucket{GCRA: g}.Step(tat, now, n)
 	if err != nil {
 		return statusOf(err)
 	}

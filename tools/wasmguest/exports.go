@@ -5,9 +5,12 @@
 // wasmcore/ABI.md. Every export is a thin wrapper over package internal/wasmabi, which
 // implements the ABI on package core.
 //
-// The reactor keeps no state between calls except its results area and scratch buffer:
-// every step takes its parameters and the key's state as arguments and returns the new
-// state, so any instance can serve any call.
+// The reactor keeps no state between calls except its results area, its scratch buffer and
+// a cache of the last bucket parameters: every step takes its parameters and the key's
+// state as arguments and returns the new state, so any instance can serve any call. Bad
+// input is a status code, never a panic (core's steps do not panic); a panic would be a bug,
+// and the Go runtime would then abort the instance (the call traps), which embedders handle
+// by replacing the instance.
 package main
 
 import (
@@ -32,6 +35,8 @@ var (
 	// log and pos are reused by the sliding log and Bloom steps.
 	log core.Log
 	pos []uint64
+	// gcraCache keeps the bucket parameters of the last spec.
+	gcraCache wasmabi.GCRACache
 )
 
 // grow makes the scratch buffer size bytes long if it is shorter, reallocating (and so
@@ -62,12 +67,7 @@ func abiVersion() int32 { return wasmabi.Version }
 func resultsAddr() int32 { return addr(unsafe.Pointer(&results[0])) }
 
 //go:wasmexport redstream_buffer
-func bufferAddr(size int32) (a int32) {
-	defer func() {
-		if recover() != nil {
-			a = 0
-		}
-	}()
+func bufferAddr(size int32) int32 {
 	if size < 0 || size > wasmabi.MaxBuffer {
 		return 0
 	}
@@ -79,89 +79,69 @@ func bufferAddr(size int32) (a int32) {
 	return addr(unsafe.Pointer(&scratch[0]))
 }
 
-// internal turns a panic (a bug; core's steps do not panic) into StatusInternal instead
-// of a trap.
-func internal(s *int32) {
-	if recover() != nil {
-		*s = wasmabi.StatusInternal
-	}
-}
-
 //go:wasmexport redstream_token_bucket_step
-func tokenBucketStep(capacity, rate float64, tat, now, n int64) (s int32) {
-	defer func() { internal(&s) }()
-	return wasmabi.TokenBucketStep(&results, capacity, rate, tat, now, n)
+func tokenBucketStep(capacity, rate float64, tat, now, n int64) int32 {
+	return wasmabi.TokenBucketStep(&results, &gcraCache, capacity, rate, tat, now, n)
 }
 
 //go:wasmexport redstream_leaky_bucket_step
-func leakyBucketStep(capacity, rate float64, tat, now, n int64) (s int32) {
-	defer func() { internal(&s) }()
-	return wasmabi.LeakyBucketStep(&results, capacity, rate, tat, now, n)
+func leakyBucketStep(capacity, rate float64, tat, now, n int64) int32 {
+	return wasmabi.LeakyBucketStep(&results, &gcraCache, capacity, rate, tat, now, n)
 }
 
 //go:wasmexport redstream_fixed_window_step
-func fixedWindowStep(window, limit, start, count, now, n int64) (s int32) {
-	defer func() { internal(&s) }()
+func fixedWindowStep(window, limit, start, count, now, n int64) int32 {
 	return wasmabi.FixedWindowStep(&results, window, limit, start, count, now, n)
 }
 
 //go:wasmexport redstream_sliding_counter_step
-func slidingCounterStep(window, limit, start, count, prev, now, n int64) (s int32) {
-	defer func() { internal(&s) }()
+func slidingCounterStep(window, limit, start, count, prev, now, n int64) int32 {
 	return wasmabi.SlidingCounterStep(&results, window, limit, start, count, prev, now, n)
 }
 
 //go:wasmexport redstream_sliding_log_step
-func slidingLogStep(window, limit int64, length int32, now, n int64) (s int32) {
-	defer func() { internal(&s) }()
+func slidingLogStep(window, limit int64, length int32, now, n int64) int32 {
 	return wasmabi.SlidingLogStep(&results, &log, buf, window, limit, length, now, n)
 }
 
 //go:wasmexport redstream_window_dedup_check
-func windowDedupCheck(window, high, last int64, seen int32, now int64) (s int32) {
-	defer func() { internal(&s) }()
+func windowDedupCheck(window, high, last int64, seen int32, now int64) int32 {
 	return wasmabi.WindowDedupCheck(&results, window, high, last, seen, now)
 }
 
 //go:wasmexport redstream_window_dedup_expired
-func windowDedupExpired(window, last, t int64) (s int32) {
-	defer func() { internal(&s) }()
+func windowDedupExpired(window, last, t int64) int32 {
 	return wasmabi.WindowDedupExpired(&results, window, last, t)
 }
 
 //go:wasmexport redstream_bloom_params
-func bloomParams(insertions int64, fpRate float64, shards int32) (s int32) {
-	defer func() { internal(&s) }()
+func bloomParams(insertions int64, fpRate float64, shards int32) int32 {
 	return wasmabi.BloomParams(&results, insertions, fpRate, shards)
 }
 
 //go:wasmexport redstream_bloom_positions
-func bloomPositions(k int32, shardBits int64, shards, length int32) (s int32) {
-	defer func() { internal(&s) }()
+func bloomPositions(k int32, shardBits int64, shards, length int32) int32 {
+	var s int32
 	pos, s = wasmabi.BloomPositions(&results, pos, buf, k, shardBits, shards, length)
 	return s
 }
 
 //go:wasmexport redstream_bloom_estimate_count
-func bloomEstimateCount(k int32, shardBits, ones int64) (s int32) {
-	defer func() { internal(&s) }()
+func bloomEstimateCount(k int32, shardBits, ones int64) int32 {
 	return wasmabi.BloomEstimateCount(&results, k, shardBits, ones)
 }
 
 //go:wasmexport redstream_murmur3_x64_128
-func murmur3(length, seed int32) (s int32) {
-	defer func() { internal(&s) }()
+func murmur3(length, seed int32) int32 {
 	return wasmabi.Murmur3(&results, buf, length, seed)
 }
 
 //go:wasmexport redstream_backoff_base
-func backoffBase(initial, max int64, multiplier float64, attempt int64) (s int32) {
-	defer func() { internal(&s) }()
+func backoffBase(initial, max int64, multiplier float64, attempt int64) int32 {
 	return wasmabi.BackoffBase(&results, initial, max, multiplier, attempt)
 }
 
 //go:wasmexport redstream_backoff_delay
-func backoffDelay(initial, max int64, multiplier float64, jitter int32, attempt, prev, random int64) (s int32) {
-	defer func() { internal(&s) }()
+func backoffDelay(initial, max int64, multiplier float64, jitter int32, attempt, prev, random int64) int32 {
 	return wasmabi.BackoffDelay(&results, initial, max, multiplier, jitter, attempt, prev, random)
 }

@@ -155,7 +155,7 @@ func (g *vgen) gcra() {
 		}
 		call := func(capacity, rate float64, tat, now, n int64) int64 {
 			var r wasmabi.Results
-			st := step(&r, capacity, rate, tat, now, n)
+			st := step(&r, nil, capacity, rate, tat, now, n)
 			g.add(export, append([]string{FormatF64(capacity), FormatF64(rate)}, i64s(tat, now, n)...), nil, st, &r, nil)
 			if st == wasmabi.StatusOK {
 				return r[wasmabi.SlotState0]
