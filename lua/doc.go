@@ -7,20 +7,26 @@
 // specification), bit for bit:
 //
 //   - [TokenBucket], [LeakyBucket]: GCRA, one integer of state (the TAT).
-//   - [SlidingLog]: the exact sliding window log, a sorted set.
+//   - [SlidingLog]: the exact sliding window log, a sorted set with one entry per admission
+//     time and cumulative counts as members (O(log N) per decision).
 //   - [SlidingCounter], [FixedWindow]: O(1) state in one string.
 //   - [Multi]: several of the above on one key, all-or-nothing, in one round trip.
 //
-// and the deduplication scripts implement core.WindowDedup ([DedupWindow],
+// The deduplication scripts implement core.WindowDedup ([DedupWindow],
 // [DedupWindowCheck]), an exact set ([DedupSet]) and a Bloom filter whose bit positions the
 // client computes with core.Bloom ([BloomAdd], [BloomExists], [BloomCount]).
+//
+// The five single-limit scripts take one or more keys (of one cluster slot) and decide them
+// in turn, which lets a client batch many decisions into one call; a denial writes nothing.
 //
 // Conventions every script follows, because Lua numbers are doubles and Redis converts them
 // lossily: all arithmetic is on integers below 2^53 (core guarantees the bounds); division
 // and remainders use math.fmod, which is exact, never '/' followed by math.floor or '%';
 // numbers sent to Redis are formatted with string.format('%d', x), never tostring; replies
 // are integers or strings, never fractions; every key is declared in KEYS, and all the keys
-// of one call share a hash tag. Time is µs since the Unix epoch; an empty ARGV now means
+// of one call share a hash tag. No multiple assignment reads a variable it assigns
+// (a, b = b, a): gopher-lua, which miniredis embeds, assigns left to right. The package's
+// tests lint the sources for these rules. Time is µs since the Unix epoch; an empty ARGV now means
 // "read the server's TIME", which Redis 7 replicates by effects. The scripts need Redis 7.0
 // or later (EVALSHA_RO) or a compatible server.
 //

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -12,8 +13,10 @@ import (
 //
 //   - A slot is 24 bytes: the key and one 64-bit word holding the TAT (53 bits: a TAT stays
 //     below core.MaxTime + 2·core.MaxDuration = 2^53) and an 11-bit tag from the key's hash
-//     (0 marks an empty slot). Probing reads the slots themselves, so a lookup touches one
-//     cache line for the slot and one for the key's bytes.
+//     (0 marks an empty slot). Probing reads the slots themselves.
+//   - K is the key's representation: a Limiter keeps keys of up to maxShortKey bytes packed
+//     inline (shortKey: no pointer, so comparing a key touches only its slot's cache line
+//     and the garbage collector never scans the slots) and longer keys as strings.
 //   - A decision on a key the table holds takes no lock: it reads the word atomically, runs
 //     the core step and publishes the new TAT with a compare-and-swap, retrying if another
 //     goroutine got there first. A denial (the step returns the TAT unchanged) writes
@@ -26,11 +29,42 @@ import (
 // and a decider that sees frozenTAT takes the locked path, which waits for the new slots.
 // A key is written once into a slot, before the slot's word is published, so a decider
 // that matches a tag always reads a complete key.
-type bucketTable struct {
-	shards    []bucketShard
+type bucketTable[K bucketKey] struct {
+	shards    []bucketShard[K]
 	seed      maphash.Seed
 	shardMask uint64
 	threshold int
+}
+
+// bucketKey is how a bucketTable stores keys.
+type bucketKey interface{ string | shortKey }
+
+// maxShortKey is the longest key stored as a shortKey.
+const maxShortKey = 15
+
+// shortKey is a key of at most maxShortKey bytes packed into 16 bytes: the key's bytes,
+// zero padding, and its length in the last byte.
+type shortKey struct{ lo, hi uint64 }
+
+func packShort(key string) shortKey {
+	var b [16]byte
+	copy(b[:maxShortKey], key)
+	b[15] = byte(len(key))
+	return shortKey{binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])}
+}
+
+// hash returns the maphash hash of the key k represents, the hash locate computed for it.
+func hash[K bucketKey](seed maphash.Seed, k K) uint64 {
+	switch k := any(k).(type) {
+	case string:
+		return maphash.String(seed, k)
+	case shortKey:
+		var b [16]byte
+		binary.LittleEndian.PutUint64(b[:8], k.lo)
+		binary.LittleEndian.PutUint64(b[8:], k.hi)
+		return maphash.Bytes(seed, b[:b[15]])
+	}
+	panic("unreachable")
 }
 
 const (
@@ -39,23 +73,23 @@ const (
 	frozenTAT = 1<<(64-tagBits) - 1 // above every TAT
 )
 
-type bucketShard struct {
-	slots atomic.Pointer[[]bucketEntry] // nil until the first key
-	mu    sync.Mutex                    // serializes insert and rebuild
-	count int                           // keys held (under mu)
-	mark  int                           // a new key arriving when count >= mark sweeps first
+type bucketShard[K bucketKey] struct {
+	slots atomic.Pointer[[]bucketEntry[K]] // nil until the first key
+	mu    sync.Mutex                       // serializes insert and rebuild
+	count int                              // keys held (under mu)
+	mark  int                              // a new key arriving when count >= mark sweeps first
 	_     [cacheLine - 8 - 8 - 8 - 8]byte
 }
 
 // bucketEntry is one slot. word is accessed atomically: tat<<tagBits | tag.
-type bucketEntry struct {
-	key  string
+type bucketEntry[K bucketKey] struct {
+	key  K
 	word uint64
 }
 
-func newBucketTable(r resolved) bucketTable {
-	t := bucketTable{
-		shards:    make([]bucketShard, r.shards),
+func newBucketTable[K bucketKey](r resolved) bucketTable[K] {
+	t := bucketTable[K]{
+		shards:    make([]bucketShard[K], r.shards),
 		seed:      maphash.MakeSeed(),
 		shardMask: uint64(r.shards - 1),
 		threshold: r.threshold,
@@ -68,7 +102,7 @@ func newBucketTable(r resolved) bucketTable {
 
 // locate hashes key once and returns its shard (low bits), its home position (middle bits,
 // reduced by find) and its tag (top bits, never 0).
-func (t *bucketTable) locate(key string) (*bucketShard, uint64, uint64) {
+func (t *bucketTable[K]) locate(key string) (*bucketShard[K], uint64, uint64) {
 	h := maphash.String(t.seed, key)
 	tag := h >> (64 - tagBits)
 	if tag == 0 {
@@ -79,7 +113,7 @@ func (t *bucketTable) locate(key string) (*bucketShard, uint64, uint64) {
 
 // find returns the slot of key in slots and true, or the empty slot where key would be
 // inserted and false. It may run without the shard lock.
-func find(slots []bucketEntry, key string, home, tag uint64) (int, bool) {
+func find[K bucketKey](slots []bucketEntry[K], key K, home, tag uint64) (int, bool) {
 	mask := len(slots) - 1
 	i := int(home) & mask
 	for {
@@ -96,13 +130,13 @@ func find(slots []bucketEntry, key string, home, tag uint64) (int, bool) {
 	}
 }
 
-// get returns the TAT of key, for tests.
-func (t *bucketTable) get(key string) (int64, bool) {
+// get returns the TAT of key, stored as k, for tests.
+func (t *bucketTable[K]) get(key string, k K) (int64, bool) {
 	s, home, tag := t.locate(key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sl := s.slots.Load(); sl != nil {
-		if i, ok := find(*sl, key, home, tag); ok {
+		if i, ok := find(*sl, k, home, tag); ok {
 			return int64(atomic.LoadUint64(&(*sl)[i].word) >> tagBits), true
 		}
 	}
@@ -113,7 +147,7 @@ func (t *bucketTable) get(key string) (int64, bool) {
 // returned in the current slots (-1 when there were none). It sweeps first when the shard
 // holds its mark of keys (dropping those for which gone(tat) is true; the mark becomes
 // max(threshold, 2 × keys left)) and grows the slots to stay at most 7/8 full.
-func (t *bucketTable) insert(s *bucketShard, i int, key string, home, tag uint64, tat int64, gone func(int64) bool) {
+func (t *bucketTable[K]) insert(s *bucketShard[K], i int, key K, home, tag uint64, tat int64, gone func(int64) bool) {
 	if s.count >= s.mark {
 		t.rebuild(s, 0, gone)
 		s.mark = max(t.threshold, 2*s.count)
@@ -140,10 +174,10 @@ func (t *bucketTable) insert(s *bucketShard, i int, key string, home, tag uint64
 // rebuild replaces the slots of s (locked) by new ones holding the keys for which gone is
 // false (all when gone is nil), frozen out of the old slots. size is the new number of
 // slots; 0 means the smallest that holds the keys kept.
-func (t *bucketTable) rebuild(s *bucketShard, size int, gone func(int64) bool) {
-	var kept []bucketEntry
+func (t *bucketTable[K]) rebuild(s *bucketShard[K], size int, gone func(int64) bool) {
+	var kept []bucketEntry[K]
 	if old := s.slots.Load(); old != nil {
-		kept = make([]bucketEntry, 0, s.count)
+		kept = make([]bucketEntry[K], 0, s.count)
 		for j := range *old {
 			e := &(*old)[j]
 			w0 := atomic.LoadUint64(&e.word)
@@ -156,7 +190,7 @@ func (t *bucketTable) rebuild(s *bucketShard, size int, gone func(int64) bool) {
 			if gone != nil && gone(int64(w>>tagBits)) {
 				continue
 			}
-			kept = append(kept, bucketEntry{key: e.key, word: w})
+			kept = append(kept, bucketEntry[K]{key: e.key, word: w})
 		}
 	}
 	if size == 0 {
@@ -165,10 +199,10 @@ func (t *bucketTable) rebuild(s *bucketShard, size int, gone func(int64) bool) {
 			size *= 2
 		}
 	}
-	slots := make([]bucketEntry, size)
+	slots := make([]bucketEntry[K], size)
 	mask := size - 1
 	for _, e := range kept {
-		i := int(maphash.String(t.seed, e.key)>>16) & mask
+		i := int(hash(t.seed, e.key)>>16) & mask
 		for slots[i].word != 0 {
 			i = (i + 1) & mask
 		}
@@ -179,7 +213,7 @@ func (t *bucketTable) rebuild(s *bucketShard, size int, gone func(int64) bool) {
 }
 
 // len returns the number of keys held by every shard.
-func (t *bucketTable) len() int {
+func (t *bucketTable[K]) len() int {
 	n := 0
 	for i := range t.shards {
 		s := &t.shards[i]

@@ -34,10 +34,12 @@ type Limiter struct {
 	params redstream.Params
 	opts   resolved
 
-	tb   bucketTable             // token and leaky bucket: the TAT
-	win  table[core.WindowState] // sliding counter
-	fix  table[fixedState]       // fixed window
-	logs table[*core.Log]        // sliding window log
+	// token and leaky bucket: the TAT, keys of up to maxShortKey bytes inline
+	tbShort bucketTable[shortKey]
+	tbLong  bucketTable[string]
+	win     table[core.WindowState] // sliding counter
+	fix     table[fixedState]       // fixed window
+	logs    table[*core.Log]        // sliding window log
 }
 
 var _ redstream.Limiter = (*Limiter)(nil)
@@ -87,7 +89,7 @@ func NewLimiter(spec redstream.Spec, opts Options) (*Limiter, error) {
 	l := &Limiter{kind: kindOf(p.Algorithm), params: p, opts: r}
 	switch l.kind {
 	case kindTokenBucket, kindLeakyBucket:
-		l.tb = newBucketTable(r)
+		l.tbShort, l.tbLong = newBucketTable[shortKey](r), newBucketTable[string](r)
 	case kindSlidingCounter:
 		l.win = newTable[core.WindowState](r)
 	case kindFixedWindow:
@@ -124,10 +126,8 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 	}
 	t := l.opts.micros(now)
 	switch l.kind {
-	case kindTokenBucket:
-		return l.stepTokenBucket(key, t, n)
-	case kindLeakyBucket:
-		return l.stepLeakyBucket(key, t, n)
+	case kindTokenBucket, kindLeakyBucket:
+		return l.stepBucket(key, t, n)
 	case kindSlidingLog:
 		return l.stepSlidingLog(key, t, n)
 	case kindSlidingCounter:
@@ -144,39 +144,22 @@ func wrap(err error) error { return fmt.Errorf("memory: %w", err) }
 // key the shard does not hold is decided from the zero state and stored only when admitted
 // (a denial leaves nothing behind), which may first sweep the shard.
 
-// stepTokenBucket and stepLeakyBucket decide a key already held without a lock (see
-// bucketTable): read the TAT, step, and compare-and-swap the new TAT in, again if another
-// goroutine changed it meanwhile; a denial stores nothing. The two differ only in the core
-// step they call, written out so that it is a direct call.
-
-func (l *Limiter) stepTokenBucket(key string, now, n int64) (redstream.Decision, error) {
-	s, home, tag := l.tb.locate(key)
-	if sl := s.slots.Load(); sl != nil {
-		if i, ok := find(*sl, key, home, tag); ok {
-			p := &(*sl)[i].word
-			for {
-				w := atomic.LoadUint64(p)
-				if w>>tagBits == frozenTAT {
-					break // the slots are being rebuilt: wait on the lock
-				}
-				old := int64(w >> tagBits)
-				tat, d, err := l.params.TokenBucket.Step(old, now, n)
-				if tat == old || atomic.CompareAndSwapUint64(p, w, uint64(tat)<<tagBits|tag) {
-					if err != nil {
-						return redstream.Decision{}, wrap(err)
-					}
-					return redstream.DecisionFromCore(d), nil
-				}
-			}
-		}
+// stepBucket decides for the token and leaky buckets, in the table of short or of long
+// keys.
+func (l *Limiter) stepBucket(key string, now, n int64) (redstream.Decision, error) {
+	if len(key) <= maxShortKey {
+		return stepGCRA(l, &l.tbShort, packShort(key), key, now, n)
 	}
-	return l.stepBucketLocked(s, key, home, tag, now, n)
+	return stepGCRA(l, &l.tbLong, key, key, now, n)
 }
 
-func (l *Limiter) stepLeakyBucket(key string, now, n int64) (redstream.Decision, error) {
-	s, home, tag := l.tb.locate(key)
+// stepGCRA decides a key already held without a lock (see bucketTable): read the TAT, step,
+// and compare-and-swap the new TAT in, again if another goroutine changed it meanwhile; a
+// denial stores nothing. k is key as the table stores it.
+func stepGCRA[K bucketKey](l *Limiter, t *bucketTable[K], k K, key string, now, n int64) (redstream.Decision, error) {
+	s, home, tag := t.locate(key)
 	if sl := s.slots.Load(); sl != nil {
-		if i, ok := find(*sl, key, home, tag); ok {
+		if i, ok := find(*sl, k, home, tag); ok {
 			p := &(*sl)[i].word
 			for {
 				w := atomic.LoadUint64(p)
@@ -184,7 +167,7 @@ func (l *Limiter) stepLeakyBucket(key string, now, n int64) (redstream.Decision,
 					break // the slots are being rebuilt: wait on the lock
 				}
 				old := int64(w >> tagBits)
-				tat, d, err := l.params.LeakyBucket.Step(old, now, n)
+				tat, d, err := l.gcraStep(old, now, n)
 				if tat == old || atomic.CompareAndSwapUint64(p, w, uint64(tat)<<tagBits|tag) {
 					if err != nil {
 						return redstream.Decision{}, wrap(err)
@@ -194,7 +177,7 @@ func (l *Limiter) stepLeakyBucket(key string, now, n int64) (redstream.Decision,
 			}
 		}
 	}
-	return l.stepBucketLocked(s, key, home, tag, now, n)
+	return stepGCRALocked(l, t, s, k, home, tag, now, n)
 }
 
 // gcraStep is the core step of the limiter's bucket.
@@ -205,15 +188,15 @@ func (l *Limiter) gcraStep(tat, now, n int64) (int64, core.Decision, error) {
 	return l.params.TokenBucket.Step(tat, now, n)
 }
 
-// stepBucketLocked decides under the shard lock: for a key not held yet (stored only when
+// stepGCRALocked decides under the shard lock: for a key not held yet (stored only when
 // admitted, which may sweep the shard first), or one whose slots were being rebuilt.
-func (l *Limiter) stepBucketLocked(s *bucketShard, key string, home, tag uint64, now, n int64) (redstream.Decision, error) {
+func stepGCRALocked[K bucketKey](l *Limiter, t *bucketTable[K], s *bucketShard[K], k K, home, tag uint64, now, n int64) (redstream.Decision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := -1
 	if sl := s.slots.Load(); sl != nil {
 		var ok bool
-		if i, ok = find(*sl, key, home, tag); ok {
+		if i, ok = find(*sl, k, home, tag); ok {
 			// The current slots are never frozen while the lock is held, but lock-free
 			// deciders may still race on the TAT.
 			p := &(*sl)[i].word
@@ -239,7 +222,7 @@ func (l *Limiter) stepBucketLocked(s *bucketShard, key string, home, tag uint64,
 		if l.kind == kindLeakyBucket {
 			idle = l.params.LeakyBucket.GCRA
 		}
-		l.tb.insert(s, i, key, home, tag, tat, func(v int64) bool { return idle.Idle(v, now) })
+		t.insert(s, i, k, home, tag, tat, func(v int64) bool { return idle.Idle(v, now) })
 	}
 	return redstream.DecisionFromCore(d), nil
 }
@@ -323,7 +306,7 @@ func (l *Limiter) stepSlidingLog(key string, now, n int64) (redstream.Decision, 
 func (l *Limiter) TrackedKeys() int {
 	switch l.kind {
 	case kindTokenBucket, kindLeakyBucket:
-		return l.tb.len()
+		return l.tbShort.len() + l.tbLong.len()
 	case kindSlidingCounter:
 		return l.win.len()
 	case kindFixedWindow:

@@ -403,7 +403,7 @@ func TestDefaultClock(t *testing.T) {
 		t.Errorf("default clock %d µs, time.Now between %d and %d", got, before.UnixMicro(), after.UnixMicro())
 	}
 	// The TAT the default clock stored is within a second of time.Now.
-	tat, _ := l.tb.get("k")
+	tat, _ := l.tbShort.get("k", packShort("k"))
 	if diff := tat - after.UnixMicro(); diff < -1e6 || diff > 1e6 {
 		t.Errorf("stored TAT %d is %d µs away from time.Now", tat, diff)
 	}
@@ -628,8 +628,16 @@ func TestEvictionIsInvisible(t *testing.T) {
 // key is tracked.
 func TestHammerWhileRebuilding(t *testing.T) {
 	const limit, goroutines, tries = 200, 16, 200
-	for _, spec := range []redstream.Spec{redstream.TokenBucket(limit, 0.001), redstream.LeakyBucket(limit, 0.001)} {
-		t.Run(string(spec.Algorithm), func(t *testing.T) {
+	for _, tc := range []struct {
+		spec redstream.Spec
+		hot  string
+	}{
+		{redstream.TokenBucket(limit, 0.001), "hot"},
+		{redstream.LeakyBucket(limit, 0.001), "hot"},
+		{redstream.TokenBucket(limit, 0.001), "a hot key longer than fifteen bytes"},
+	} {
+		spec := tc.spec
+		t.Run(string(spec.Algorithm)+"/"+tc.hot, func(t *testing.T) {
 			l := newLimiter(t, spec, Options{Shards: 1, SweepThreshold: 1, Clock: func() time.Time { return t0 }})
 			var admitted atomic.Int64
 			var wg sync.WaitGroup
@@ -640,13 +648,16 @@ func TestHammerWhileRebuilding(t *testing.T) {
 					for i := 0; i < tries; i++ {
 						if g%2 == 1 {
 							key := "k" + strconv.Itoa(g) + "-" + strconv.Itoa(i)
+							if g%4 == 1 {
+								key = "a-key-longer-than-fifteen-bytes:" + key
+							}
 							if d, err := l.Allow(context.Background(), key); err != nil || !d.Allowed {
 								t.Errorf("new key %s: %+v, %v", key, d, err)
 								return
 							}
 							continue
 						}
-						d, err := l.Allow(context.Background(), "hot")
+						d, err := l.Allow(context.Background(), tc.hot)
 						if err != nil {
 							t.Error(err)
 							return
@@ -663,6 +674,40 @@ func TestHammerWhileRebuilding(t *testing.T) {
 			}
 			if got, want := l.TrackedKeys(), 1+goroutines/2*tries; got != want {
 				t.Errorf("TrackedKeys = %d, want %d", got, want)
+			}
+		})
+	}
+}
+
+// TestKeyForms: keys that differ only in length, trailing zero bytes or around the length
+// at which keys stop being packed inline all get buckets of their own.
+func TestKeyForms(t *testing.T) {
+	var keys []string
+	seen := map[string]bool{}
+	for n := 1; n <= 2*maxShortKey+2; n++ {
+		for _, k := range []string{strings.Repeat("k", n), strings.Repeat("k", n-1) + "\x00", "\x00" + strings.Repeat("\xff", n-1)} {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	for _, spec := range []redstream.Spec{redstream.TokenBucket(1, 0.001), redstream.LeakyBucket(1, 0.001)} {
+		t.Run(string(spec.Algorithm), func(t *testing.T) {
+			l := newLimiter(t, spec, Options{Shards: 2})
+			ctx := context.Background()
+			for _, k := range keys {
+				if d, err := l.AllowAt(ctx, k, t0); err != nil || !d.Allowed {
+					t.Fatalf("first request for %q: %+v, %v", k, d, err)
+				}
+			}
+			for _, k := range keys {
+				if d, err := l.AllowAt(ctx, k, t0); err != nil || d.Allowed {
+					t.Fatalf("second request for %q: %+v, %v; want denied", k, d, err)
+				}
+			}
+			if got := l.TrackedKeys(); got != len(keys) {
+				t.Errorf("TrackedKeys = %d, want %d", got, len(keys))
 			}
 		})
 	}

@@ -20,7 +20,7 @@ const batchChunk = 128
 func (l *Limiter) groups(keys []string) [][]int {
 	var groups [][]int
 	switch {
-	case len(l.roles) > 1:
+	case l.multi:
 		groups = make([][]int, len(keys))
 		for i := range keys {
 			groups[i] = []int{i}

@@ -66,6 +66,7 @@ type Limiter struct {
 	specs    []redstream.Spec
 	script   *script
 	prefix   string
+	multi    bool     // built by NewMultiLimiter: one multi.lua call per key
 	roles    []string // one key role per limit ("" for a single limit)
 	params   []string // the script's fixed ARGV after now and n
 	limit    int64    // the largest admissible cost
@@ -109,6 +110,7 @@ func NewMultiLimiter(client rueidis.Client, specs []redstream.Spec, opts Options
 		return nil, err
 	}
 	l.specs = append([]redstream.Spec(nil), specs...)
+	l.multi = true
 	l.limit = core.MaxCount // l.params holds the margin, the multi script's ARGV[3]
 	for i, s := range specs {
 		p, err := s.Params()
@@ -132,7 +134,7 @@ func newLimiter(client rueidis.Client, opts Options, prefix string) (*Limiter, e
 	if client == nil {
 		return nil, fmt.Errorf("redisbackend: %w: nil client", errInvalidConfig)
 	}
-	if opts.KeyPrefix != "" && !isBlank(opts.KeyPrefix) {
+	if !isBlank(opts.KeyPrefix) {
 		prefix = opts.KeyPrefix
 	}
 	if err := checkPrefix(prefix); err != nil {

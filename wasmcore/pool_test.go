@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -444,4 +445,24 @@ func TestCloseWakesWaiters(t *testing.T) {
 		t.Fatalf("waiting call after Close: %v, want ErrClosed", err)
 	}
 	rt.release(in)
+}
+
+// TestNewRuntimeRejectsOtherModules checks that a module that is not redstream's core of
+// this ABI is refused before any call.
+func TestNewRuntimeRejectsOtherModules(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		wasm []byte
+		want string
+	}{
+		{"garbage", []byte("not wasm"), "compiling"},
+		{"empty module", []byte("\x00asm\x01\x00\x00\x00"), "not a WASI reactor"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := newRuntime(context.Background(), Config{Instances: 1}, tt.wasm)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("newRuntime = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
 }
