@@ -147,16 +147,24 @@ func wrap(err error) error { return fmt.Errorf("memory: %w", err) }
 // stepBucket decides for the token and leaky buckets, in the table of short or of long
 // keys.
 func (l *Limiter) stepBucket(key string, now, n int64) (redstream.Decision, error) {
-	if len(key) <= maxShortKey {
-		return stepGCRA(l, &l.tbShort, packShort(key), key, now, n)
+	short := len(key) <= maxShortKey
+	switch {
+	case l.kind == kindTokenBucket && short:
+		return stepTokenBucket(l, &l.tbShort, packShort(key), key, now, n)
+	case l.kind == kindTokenBucket:
+		return stepTokenBucket(l, &l.tbLong, key, key, now, n)
+	case short:
+		return stepLeakyBucket(l, &l.tbShort, packShort(key), key, now, n)
 	}
-	return stepGCRA(l, &l.tbLong, key, key, now, n)
+	return stepLeakyBucket(l, &l.tbLong, key, key, now, n)
 }
 
-// stepGCRA decides a key already held without a lock (see bucketTable): read the TAT, step,
-// and compare-and-swap the new TAT in, again if another goroutine changed it meanwhile; a
-// denial stores nothing. k is key as the table stores it.
-func stepGCRA[K bucketKey](l *Limiter, t *bucketTable[K], k K, key string, now, n int64) (redstream.Decision, error) {
+// stepTokenBucket and stepLeakyBucket decide a key already held without a lock (see
+// bucketTable): read the TAT, step, and compare-and-swap the new TAT in, again if another
+// goroutine changed it meanwhile; a denial stores nothing. k is key as the table stores it.
+// The two differ only in the core step they call, written out so that it is a direct call.
+
+func stepTokenBucket[K bucketKey](l *Limiter, t *bucketTable[K], k K, key string, now, n int64) (redstream.Decision, error) {
 	s, home, tag := t.locate(key)
 	if sl := s.slots.Load(); sl != nil {
 		if i, ok := find(*sl, k, home, tag); ok {
@@ -167,7 +175,31 @@ func stepGCRA[K bucketKey](l *Limiter, t *bucketTable[K], k K, key string, now, 
 					break // the slots are being rebuilt: wait on the lock
 				}
 				old := int64(w >> tagBits)
-				tat, d, err := l.gcraStep(old, now, n)
+				tat, d, err := l.params.TokenBucket.Step(old, now, n)
+				if tat == old || atomic.CompareAndSwapUint64(p, w, uint64(tat)<<tagBits|tag) {
+					if err != nil {
+						return redstream.Decision{}, wrap(err)
+					}
+					return redstream.DecisionFromCore(d), nil
+				}
+			}
+		}
+	}
+	return stepGCRALocked(l, t, s, k, home, tag, now, n)
+}
+
+func stepLeakyBucket[K bucketKey](l *Limiter, t *bucketTable[K], k K, key string, now, n int64) (redstream.Decision, error) {
+	s, home, tag := t.locate(key)
+	if sl := s.slots.Load(); sl != nil {
+		if i, ok := find(*sl, k, home, tag); ok {
+			p := &(*sl)[i].word
+			for {
+				w := atomic.LoadUint64(p)
+				if w>>tagBits == frozenTAT {
+					break // the slots are being rebuilt: wait on the lock
+				}
+				old := int64(w >> tagBits)
+				tat, d, err := l.params.LeakyBucket.Step(old, now, n)
 				if tat == old || atomic.CompareAndSwapUint64(p, w, uint64(tat)<<tagBits|tag) {
 					if err != nil {
 						return redstream.Decision{}, wrap(err)
