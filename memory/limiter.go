@@ -126,8 +126,17 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 	}
 	t := l.opts.micros(now)
 	switch l.kind {
-	case kindTokenBucket, kindLeakyBucket:
-		return l.stepBucket(key, t, n)
+	// The buckets keep keys of up to maxShortKey bytes inline (see bucketTable).
+	case kindTokenBucket:
+		if len(key) <= maxShortKey {
+			return stepTokenBucket(l, &l.tbShort, packShort(key), key, t, n)
+		}
+		return stepTokenBucket(l, &l.tbLong, key, key, t, n)
+	case kindLeakyBucket:
+		if len(key) <= maxShortKey {
+			return stepLeakyBucket(l, &l.tbShort, packShort(key), key, t, n)
+		}
+		return stepLeakyBucket(l, &l.tbLong, key, key, t, n)
 	case kindSlidingLog:
 		return l.stepSlidingLog(key, t, n)
 	case kindSlidingCounter:
@@ -143,21 +152,6 @@ func wrap(err error) error { return fmt.Errorf("memory: %w", err) }
 // the state it returns (a core step returns the state unchanged when it denies or fails). A
 // key the shard does not hold is decided from the zero state and stored only when admitted
 // (a denial leaves nothing behind), which may first sweep the shard.
-
-// stepBucket decides for the token and leaky buckets, in the table of short or of long
-// keys.
-func (l *Limiter) stepBucket(key string, now, n int64) (redstream.Decision, error) {
-	short := len(key) <= maxShortKey
-	switch {
-	case l.kind == kindTokenBucket && short:
-		return stepTokenBucket(l, &l.tbShort, packShort(key), key, now, n)
-	case l.kind == kindTokenBucket:
-		return stepTokenBucket(l, &l.tbLong, key, key, now, n)
-	case short:
-		return stepLeakyBucket(l, &l.tbShort, packShort(key), key, now, n)
-	}
-	return stepLeakyBucket(l, &l.tbLong, key, key, now, n)
-}
 
 // stepTokenBucket and stepLeakyBucket decide a key already held without a lock (see
 // bucketTable): read the TAT, step, and compare-and-swap the new TAT in, again if another

@@ -2,6 +2,8 @@ package proptest
 
 import (
 	"context"
+	"flag"
+	"os"
 	"fmt"
 	"strings"
 	"sync"
@@ -257,4 +259,14 @@ func TestDedupSuite(t *testing.T) {
 	if failed, _ := caught(func(r *recTB) { CheckDeduplicator(r, redstream.DedupSet, bad, 200) }); !failed {
 		t.Fatal("a set deduplicator that records the empty element survived")
 	}
+}
+
+// TestMain turns off rapid's fail files: the mutation tests fail on purpose, and their
+// counterexamples must not be written into the source tree.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if err := flag.Set("rapid.nofailfile", "true"); err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
 }
