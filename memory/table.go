@@ -96,19 +96,6 @@ func (s *shard[S]) find(key string, tag uint32) (int, bool) {
 	}
 }
 
-// get returns the state of key, for tests.
-func (t *table[S]) get(key string) (S, bool) {
-	s, tag := t.locate(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i, ok := s.find(key, tag)
-	if !ok {
-		var zero S
-		return zero, false
-	}
-	return s.ents[i].val, true
-}
-
 // insert stores v for a key that s (locked) does not hold; i is the slot find returned. A
 // shard already holding its mark of keys is swept first: the keys for which gone(state) is
 // true are dropped, and the mark becomes max(threshold, 2 × keys left).
