@@ -44,27 +44,25 @@ func newGCRA(capName string, capacity float64, rateName string, rate float64) (G
 
 // step is the GCRA decision shared by both buckets. It returns the new TAT to store (the
 // old one when denied) and the decision; delay is the shaping delay of an admitted request.
-func (g GCRA) step(tat, now, n int64) (int64, Decision, error) {
-	if err := CheckTime(now); err != nil {
-		return tat, Decision{}, err
-	}
-	if err := checkCost(n, g.Burst); err != nil {
-		return tat, Decision{}, err
+func (g GCRA) step(tat, now, n int64, shaping bool) (int64, Decision, error) {
+	if uint64(now) > uint64(MaxTime) || n <= 0 || n > g.Burst {
+		return tat, Decision{}, badRequest(now, n, g.Burst)
 	}
 	t := max64(tat, now)
 	next := t + n*g.Interval
-	d := Decision{Limit: g.Burst}
 	if next-now <= g.Tolerance {
-		d.Allowed = true
-		d.Remaining = (g.Tolerance - (next - now)) / g.Interval
-		d.ResetAfter = next - now
-		d.Delay = t - now
+		d := Decision{Allowed: true, Limit: g.Burst, Remaining: (g.Tolerance - (next - now)) / g.Interval, ResetAfter: next - now}
+		if shaping {
+			d.Delay = t - now
+		}
 		return next, d, nil
 	}
-	d.Remaining = max64(0, (g.Tolerance-(t-now))/g.Interval)
-	d.RetryAfter = next - now - g.Tolerance
-	d.ResetAfter = t - now
-	return tat, d, nil
+	return tat, Decision{
+		Limit:      g.Burst,
+		Remaining:  max64(0, (g.Tolerance-(t-now))/g.Interval),
+		RetryAfter: next - now - g.Tolerance,
+		ResetAfter: t - now,
+	}, nil
 }
 
 // TokenBucket is a token bucket implemented as GCRA: a new key starts full (it admits a burst
@@ -85,9 +83,7 @@ func NewTokenBucket(capacity, ratePerSecond float64) (TokenBucket, error) {
 // nothing). Time going backwards is defined: the TAT
 // never moves back, so a request that appears to come from the past sees a fuller bucket.
 func (b TokenBucket) Step(tat, now, n int64) (int64, Decision, error) {
-	tat, d, err := b.step(tat, now, n)
-	d.Delay = 0
-	return tat, d, err
+	return b.step(tat, now, n, false)
 }
 
 // Idle reports whether a key with this TAT is back to its initial state at now, so an
@@ -110,5 +106,5 @@ func NewLeakyBucket(capacity, leakRatePerSecond float64) (LeakyBucket, error) {
 
 // Step decides a request of cost n at now for a key whose stored TAT is tat (0 when new).
 func (b LeakyBucket) Step(tat, now, n int64) (int64, Decision, error) {
-	return b.step(tat, now, n)
+	return b.step(tat, now, n, true)
 }

@@ -33,6 +33,17 @@ func CheckTime(now int64) error {
 	return nil
 }
 
+// badRequest returns the error for a time or cost that failed the fast range check of a
+// step, in the order every step checks them: time first, then cost.
+//
+//go:noinline
+func badRequest(now, n, limit int64) error {
+	if err := CheckTime(now); err != nil {
+		return err
+	}
+	return checkCost(n, limit)
+}
+
 func checkCost(n, limit int64) error {
 	if n <= 0 {
 		return fmt.Errorf("%w: n = %d", ErrInvalidCost, n)
