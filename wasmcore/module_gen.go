@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "96d2e9d4a0f0030f99741945f7c41a5abce6665ec07b56a76eb04b9cfcee3670"
+	ModuleSHA256 = "e3eb61ea6e92ac3652ff5bee89fef81758189f4adb52d0bc7149685bb98cf204"
 	// ModuleSize is the size of core.wasm in bytes.
-	ModuleSize = 2672158
+	ModuleSize = 2672716
 )
