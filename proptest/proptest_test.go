@@ -3,8 +3,8 @@ package proptest
 import (
 	"context"
 	"flag"
-	"os"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
