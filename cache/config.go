@@ -136,7 +136,7 @@ func DefaultConfig() Config {
 // it.
 func (c *Config) Validate() error {
 	bad := func(field, key, format string, args ...any) error {
-		return configErrorf("cache: %s (redis-cache.%s) %s", field, key, fmt.Sprintf(format, args...))
+		return &ConfigError{Field: field, Path: "redis-cache." + key, Msg: fmt.Sprintf(format, args...)}
 	}
 	if c.Name == "" {
 		return bad("Name", "name", "must not be empty")
@@ -227,7 +227,7 @@ func LoadConfig(data []byte) (Config, error) {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		if normalize(root.Content[i].Value) == "rediscache" {
 			if node != nil {
-				return cfg, configErrorf("cache: redis-cache (line %d): given twice", root.Content[i].Line)
+				return cfg, &ConfigError{Path: "redis-cache", Line: root.Content[i].Line, Msg: "given twice"}
 			}
 			node = root.Content[i+1]
 		}
@@ -312,7 +312,7 @@ type decoder struct {
 }
 
 func (d *decoder) errorf(format string, args ...any) error {
-	return configErrorf("cache: %s (line %d): %s", d.path, d.node.Line, fmt.Sprintf(format, args...))
+	return &ConfigError{Path: d.path, Line: d.node.Line, Msg: fmt.Sprintf(format, args...)}
 }
 
 // null reports whether the value is empty (key: or key: ~), which keeps the default.
@@ -401,12 +401,12 @@ func (d *decoder) mapping(c *Config, fields map[string]yamlField) error {
 		path := d.path + "." + k.Value
 		n := normalize(k.Value)
 		if prev, dup := seen[n]; dup {
-			return configErrorf("cache: %s (line %d): same key as %s.%s", path, k.Line, d.path, prev)
+			return &ConfigError{Path: path, Line: k.Line, Msg: fmt.Sprintf("same key as %s.%s", d.path, prev)}
 		}
 		seen[n] = k.Value
 		f, ok := fields[n]
 		if !ok {
-			return configErrorf("cache: %s (line %d): unknown key", path, k.Line)
+			return &ConfigError{Path: path, Line: k.Line, Msg: "unknown key"}
 		}
 		if err := f(c, &decoder{node: v, path: path}); err != nil {
 			return err
@@ -441,8 +441,33 @@ func nodeKind(k yaml.Kind) string {
 
 var _ yaml.Unmarshaler = (*Config)(nil)
 
-// configError is an invalid configuration: its message starts with "cache: " and it
-// wraps redstream.ErrInvalidConfig.
+// ConfigError is an invalid configuration value, returned by LoadConfig, UnmarshalYAML and
+// Validate. It matches redstream.ErrInvalidConfig with errors.Is.
+type ConfigError struct {
+	// Field is the Config field at fault (Validate), or "" for a YAML error.
+	Field string
+	// Path is the YAML key path, e.g. "redis-cache.jitter-ratio".
+	Path string
+	// Line is the line of the value in the YAML document, 0 when not from YAML.
+	Line int
+	// Msg says what is wrong, e.g. "must be in [0, 1), got 2".
+	Msg string
+}
+
+// Error returns "cache: <path> (line N): <msg>" for a YAML value, or
+// "cache: <Field> (<path>) <msg>" for a field Validate rejected.
+func (e *ConfigError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("cache: %s (%s) %s", e.Field, e.Path, e.Msg)
+	}
+	return fmt.Sprintf("cache: %s (line %d): %s", e.Path, e.Line, e.Msg)
+}
+
+// Unwrap returns redstream.ErrInvalidConfig.
+func (e *ConfigError) Unwrap() error { return redstream.ErrInvalidConfig }
+
+// configError is any other invalid configuration (not tied to one key): its message starts
+// with "cache: " and it wraps redstream.ErrInvalidConfig.
 type configError struct{ msg string }
 
 func (e *configError) Error() string { return e.msg }

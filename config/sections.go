@@ -83,27 +83,18 @@ func streamError(sec yamlx.Node, err error) error {
 	return &sectionError{at: &yamlx.Error{Path: ce.Path, Line: line, Msg: msg}, cause: err}
 }
 
-var (
-	// cacheKeyed matches the per-key errors of cache's decoder:
-	// "cache: redis-cache.jitter-ratio (line 7): must be in [0, 1), got 2".
-	cacheKeyed = regexp.MustCompile(`^cache: (` + CachePath + `(?:\.\S+)?) \(line (\d+)\): (.*)$`)
-	// cacheField matches cache's Validate errors: "cache: Name (redis-cache.name) must not
-	// be empty".
-	cacheField = regexp.MustCompile(`^cache: \S+ \((` + CachePath + `\.[^)]+)\) (.*)$`)
-)
-
-// cacheError restates a cache.Config.UnmarshalYAML error. cache exports no error type, so
-// its messages are matched; a message of another form is kept whole at the section's line.
+// cacheError restates a cache.Config.UnmarshalYAML error at its key path and line; an
+// error not tied to one key is kept whole at the section's line.
 func cacheError(sec yamlx.Node, err error) error {
-	text := err.Error()
-	if m := cacheKeyed.FindStringSubmatch(text); m != nil {
-		line, _ := strconv.Atoi(m[2])
-		return &sectionError{at: &yamlx.Error{Path: m[1], Line: line, Msg: m[3]}, cause: err}
+	var ce *cache.ConfigError
+	if !errors.As(err, &ce) {
+		return &sectionError{at: &yamlx.Error{Path: sec.Path, Line: sec.Line(), Msg: strings.TrimPrefix(err.Error(), "cache: ")}, cause: err}
 	}
-	if m := cacheField.FindStringSubmatch(text); m != nil {
-		return &sectionError{at: &yamlx.Error{Path: m[1], Line: lineOf(sec, m[1]), Msg: m[2]}, cause: err}
+	line := ce.Line
+	if line == 0 {
+		line = lineOf(sec, ce.Path)
 	}
-	return &sectionError{at: &yamlx.Error{Path: sec.Path, Line: sec.Line(), Msg: strings.TrimPrefix(text, "cache: ")}, cause: err}
+	return &sectionError{at: &yamlx.Error{Path: ce.Path, Line: line, Msg: ce.Msg}, cause: err}
 }
 
 // lineOf returns the line of the deepest node of path (a dotted path starting with the
