@@ -2,7 +2,8 @@
 // decision is one Lua script from package lua, run through rueidis in one round trip, and
 // decides exactly as package core (the conformance suites in package proptest prove it on
 // miniredis, a real redis-server and a real 3-master Redis Cluster). No Redis module is
-// needed; Redis 7.0 or later (or a compatible server with EVALSHA_RO) is.
+// needed. Read-only checks run with EVALSHA_RO where the server has it (Redis 7.0+) and
+// fall back to EVALSHA where it does not (Redis 6.2); CI runs the suites on Redis 7.0.
 //
 // Limiters: [NewLimiter] for one [redstream.Spec] (token bucket, leaky bucket, sliding
 // window log, sliding window counter, fixed window), [NewMultiLimiter] for several limits on

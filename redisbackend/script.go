@@ -66,7 +66,7 @@ func scriptFor(a redstream.Algorithm) *script {
 
 // exec runs the script once. keys must share one hash tag (the key schema guarantees it).
 // A read-only script that a server refuses to run read-only (miniredis counts TIME as a
-// write command) is run again with EVALSHA.
+// write command; Redis 6.2 has no EVALSHA_RO) is run again with EVALSHA.
 func (s *script) exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
 	r := s.lua.Exec(ctx, c, keys, args)
 	if s.rw != nil && refusedReadOnly(r.Error()) {
@@ -75,11 +75,17 @@ func (s *script) exec(ctx context.Context, c rueidis.Client, keys, args []string
 	return r
 }
 
-// refusedReadOnly reports the error of a server that refused a read-only script for a
-// command it considers a write (miniredis, for TIME).
+// refusedReadOnly reports the error of a server that refused a read-only script: one that
+// counts a command of it as a write (miniredis, for TIME), or one without EVALSHA_RO
+// (Redis 6.2 and older compatible servers).
 func refusedReadOnly(err error) bool {
 	e, ok := rueidis.IsRedisErr(err)
-	return ok && strings.Contains(e.Error(), "Write commands are not allowed in read-only scripts")
+	if !ok {
+		return false
+	}
+	msg := strings.ToLower(e.Error())
+	return strings.Contains(msg, "write commands are not allowed in read-only scripts") ||
+		strings.Contains(msg, "unknown command") && strings.Contains(msg, "evalsha_ro")
 }
 
 // cmd builds the EVALSHA (or EVALSHA_RO) command of one call.
