@@ -42,9 +42,9 @@ func (o Options) logger() *slog.Logger {
 type Config struct {
 	// RateLimit is built from redis-streaming.ratelimit. It is never nil.
 	RateLimit *RateLimit
-	// Stream is redis-stream, read by stream.ConfigFromNode. Without the section it is the
-	// zero stream.Config, which package stream reads as its defaults (read-count 10,
-	// block-ms 2000, max-retry 3, ...): a zero field means the stream.Default* constant.
+	// Stream is redis-stream, read by stream.ConfigFromNode, with every key the file does
+	// not set at stream's default (Config.WithDefaults: read-count 10, block-ms 2000,
+	// max-retry 3, ...); without the section it is all defaults.
 	Stream stream.Config
 	// Cache is redis-cache, read by cache.Config.UnmarshalYAML starting from
 	// cache.DefaultConfig(); without the section it is cache.DefaultConfig().

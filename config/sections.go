@@ -23,18 +23,22 @@ const (
 // [Config.NewConsumer] when Options.Redis was nil.
 var ErrNoClient = errors.New("config: no Redis client: set Options.Redis")
 
-// loadStream reads redis-stream with stream.ConfigFromNode. An absent or empty section is
-// the zero stream.Config, which stream documents as its defaults.
+// loadStream reads redis-stream with stream.ConfigFromNode and fills the keys it does not
+// set with stream's defaults, so the Config shows the values it will run with. An absent
+// or empty section is stream's defaults.
 func loadStream(root yamlx.Node) (stream.Config, error) {
 	sec, ok, err := root.Get(StreamPath)
-	if err != nil || !ok {
+	if err != nil {
 		return stream.Config{}, err
+	}
+	if !ok {
+		return stream.Config{}.WithDefaults(), nil
 	}
 	c, err := stream.ConfigFromNode(sec.Value, StreamPath)
 	if err != nil {
 		return stream.Config{}, streamError(sec, err)
 	}
-	return c, nil
+	return c.WithDefaults(), nil
 }
 
 // loadCache reads redis-cache with cache.Config.UnmarshalYAML, starting from

@@ -36,7 +36,7 @@ func TestAllSections(t *testing.T) {
 		EnvIsolation: true, Env: "test", ReadCount: 20, BlockMs: 100, MaxRetry: 5,
 		Autoclaim: stream.AutoclaimConfig{MinIdleMs: 30000, IntervalMs: 15000},
 		Trim:      stream.TrimConfig{MaxLen: 50000, IntervalMs: 60000},
-	}
+	}.WithDefaults() // keys the file leaves out are at their defaults
 	if !reflect.DeepEqual(cfg.Stream, wantStream) {
 		t.Errorf("Stream = %+v, want %+v", cfg.Stream, wantStream)
 	}
@@ -65,8 +65,8 @@ func TestSectionsAbsent(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := load(t, doc, quiet)
-			if !reflect.DeepEqual(cfg.Stream, stream.Config{}) {
-				t.Errorf("Stream = %+v, want the zero (default) stream.Config", cfg.Stream)
+			if !reflect.DeepEqual(cfg.Stream, stream.Config{}.WithDefaults()) {
+				t.Errorf("Stream = %+v, want stream's defaults", cfg.Stream)
 			}
 			if !reflect.DeepEqual(cfg.Cache, cache.DefaultConfig()) {
 				t.Errorf("Cache = %+v, want cache.DefaultConfig()", cfg.Cache)
@@ -82,16 +82,16 @@ func TestSectionNamesRelaxed(t *testing.T) {
 		readCount int
 		prefix    string
 		sliding   bool
-		blockMs   int64 // 0: absent
+		blockMs   int64 // stream.DefaultBlockMs when absent
 	}{
-		{"kebab", "redis-stream:\n  read-count: 5\nredis-cache:\n  key-prefix: \"p:\"\n", 5, "p:", false, 0},
-		{"camel", "redisStream:\n  readCount: 6\nredisCache:\n  keyPrefix: \"q:\"\n  slidingExpireEnabled: true\n", 6, "q:", true, 0},
-		{"snake", "redis_stream:\n  read_count: 7\nredis_cache:\n  key_prefix: \"r:\"\n", 7, "r:", false, 0},
-		{"upper", "REDIS-STREAM:\n  READ-COUNT: 8\nREDIS_CACHE:\n  KEY_PREFIX: \"s:\"\n", 8, "s:", false, 0},
-		{"dotted", "redis-stream.read-count: 9\nredis-cache.key-prefix: \"t:\"\nredis-cache.sliding-expire-enabled: true\n", 9, "t:", true, 0},
+		{"kebab", "redis-stream:\n  read-count: 5\nredis-cache:\n  key-prefix: \"p:\"\n", 5, "p:", false, stream.DefaultBlockMs},
+		{"camel", "redisStream:\n  readCount: 6\nredisCache:\n  keyPrefix: \"q:\"\n  slidingExpireEnabled: true\n", 6, "q:", true, stream.DefaultBlockMs},
+		{"snake", "redis_stream:\n  read_count: 7\nredis_cache:\n  key_prefix: \"r:\"\n", 7, "r:", false, stream.DefaultBlockMs},
+		{"upper", "REDIS-STREAM:\n  READ-COUNT: 8\nREDIS_CACHE:\n  KEY_PREFIX: \"s:\"\n", 8, "s:", false, stream.DefaultBlockMs},
+		{"dotted", "redis-stream.read-count: 9\nredis-cache.key-prefix: \"t:\"\nredis-cache.sliding-expire-enabled: true\n", 9, "t:", true, stream.DefaultBlockMs},
 		{"dotted and nested", "redisStream.readCount: 10\nredis-stream:\n  block-ms: 60\nredis-cache:\n  key-prefix: \"u:\"\n", 10, "u:", false, 60},
 		{"two spellings merge", "redis-stream:\n  read-count: 12\nredisStream:\n  blockMs: 50\nredis-cache:\n  key-prefix: \"w:\"\n", 12, "w:", false, 50},
-		{"anchors", "base: &b\n  read-count: 11\nredis-stream:\n  <<: *b\nredis-cache:\n  key-prefix: \"v:\"\n", 11, "v:", false, 0},
+		{"anchors", "base: &b\n  read-count: 11\nredis-stream:\n  <<: *b\nredis-cache:\n  key-prefix: \"v:\"\n", 11, "v:", false, stream.DefaultBlockMs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -119,8 +119,10 @@ type DeadLetterConfig struct {
 	MaxAgeMs int64 `yaml:"max-age-ms"`
 }
 
-// withDefaults returns c with every zero field replaced by its default.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field replaced by its default (the seed's values, the
+// safe trim mode and the metrics.Stream set). Constructors apply it; call it to see the
+// values a Config will run with.
+func (c Config) WithDefaults() Config {
 	if c.ReadCount == 0 {
 		c.ReadCount = DefaultReadCount
 	}

@@ -104,7 +104,7 @@ func NewConsumer(client rueidis.Client, cfg Config) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	name := cfg.ConsumerName
 	if name == "" {
 		name = uniqueConsumerName()

@@ -55,7 +55,7 @@ func NewDeadLetters(client rueidis.Client, cfg Config) (*DeadLetters, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &DeadLetters{client: client, cfg: cfg.withDefaults()}, nil
+	return &DeadLetters{client: client, cfg: cfg.WithDefaults()}, nil
 }
 
 func (d *DeadLetters) keys(topic string) (stream, dlq string, err error) {

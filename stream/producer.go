@@ -37,7 +37,7 @@ func NewProducer(client rueidis.Client, cfg Config) (*Producer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Producer{client: client, cfg: cfg.withDefaults()}, nil
+	return &Producer{client: client, cfg: cfg.WithDefaults()}, nil
 }
 
 // SendOption changes one Send.

@@ -32,7 +32,7 @@ func NewTrimmer(client rueidis.Client, cfg Config) (*Trimmer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Trimmer{client: client, cfg: cfg.withDefaults()}, nil
+	return &Trimmer{client: client, cfg: cfg.WithDefaults()}, nil
 }
 
 // Trim trims topic's stream once and returns the number of entries removed:
