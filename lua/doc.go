@@ -6,7 +6,7 @@
 // Every limiter script decides exactly as its counterpart in package core (the
 // specification), bit for bit:
 //
-//   - [TokenBucket], [LeakyBucket]: GCRA, one integer of state (the TAT).
+//   - [GCRA]: token bucket and leaky bucket (both GCRA), one integer of state (the TAT).
 //   - [SlidingLog]: the exact sliding window log, a sorted set with one entry per admission
 //     time and cumulative counts as members (O(log N) per decision).
 //   - [SlidingCounter], [FixedWindow]: O(1) state in one string.

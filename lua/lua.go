@@ -4,13 +4,11 @@ import _ "embed" // the scripts are embedded
 
 // The scripts. Each file's head documents its KEYS, ARGV and reply.
 var (
-	// TokenBucket is token_bucket.lua: one core.TokenBucket decision.
-	//go:embed token_bucket.lua
-	TokenBucket string
 
-	// LeakyBucket is leaky_bucket.lua: one core.LeakyBucket decision, with Delay.
-	//go:embed leaky_bucket.lua
-	LeakyBucket string
+	// GCRA is gcra.lua: one core.TokenBucket or core.LeakyBucket decision (ARGV[7] selects the
+	// leaky bucket's shaping delay).
+	//go:embed gcra.lua
+	GCRA string
 
 	// SlidingLog is sliding_log.lua: one core.SlidingLog decision on a sorted set.
 	//go:embed sliding_log.lua
@@ -55,7 +53,7 @@ var (
 
 // Script describes one embedded script.
 type Script struct {
-	// Name is the file name without ".lua", e.g. "token_bucket"; error replies and
+	// Name is the file name without ".lua", e.g. "gcra"; error replies and
 	// redisbackend's errors name the script by it.
 	Name string
 	// Source is the script text.
@@ -67,8 +65,7 @@ type Script struct {
 // Scripts returns every script, in a fixed order, in a new slice.
 func Scripts() []Script {
 	return []Script{
-		{"token_bucket", TokenBucket, false},
-		{"leaky_bucket", LeakyBucket, false},
+		{"gcra", GCRA, false},
 		{"sliding_log", SlidingLog, false},
 		{"sliding_counter", SlidingCounter, false},
 		{"fixed_window", FixedWindow, false},

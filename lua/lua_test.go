@@ -160,9 +160,9 @@ func TestErrorReplies(t *testing.T) {
 		args []string
 		want string
 	}{
-		{lua.TokenBucket, []string{"k"}, []string{"-1", "1", "1000", "5000", "5", "1000"}, "token_bucket: now out of range"},
-		{lua.TokenBucket, []string{"k"}, []string{"4503599627370497", "1", "1000", "5000", "5", "1000"}, "token_bucket: now out of range"},
-		{lua.LeakyBucket, []string{"k"}, []string{"1", "6", "1000", "5000", "5", "1000"}, "leaky_bucket: cost out of range"},
+		{lua.GCRA, []string{"k"}, []string{"-1", "1", "1000", "5000", "5", "1000", "0"}, "gcra: now out of range"},
+		{lua.GCRA, []string{"k"}, []string{"4503599627370497", "1", "1000", "5000", "5", "1000", "0"}, "gcra: now out of range"},
+		{lua.GCRA, []string{"k"}, []string{"1", "6", "1000", "5000", "5", "1000", "1"}, "gcra: cost out of range"},
 		{lua.SlidingLog, []string{"k"}, []string{"1", "0", "1000", "5", "1000"}, "sliding_log: cost out of range"},
 		{lua.SlidingCounter, []string{"k"}, []string{"x", "1", "1000", "5", "1000"}, "sliding_counter: now out of range"},
 		{lua.FixedWindow, []string{"k"}, []string{"1", "9", "1000", "5", "1000"}, "fixed_window: cost out of range"},
@@ -187,16 +187,16 @@ func TestErrorReplies(t *testing.T) {
 	}
 }
 
-// TestTokenBucketReply runs token_bucket.lua directly: a reply in core's units.
+// TestTokenBucketReply runs gcra.lua as a token bucket directly: a reply in core's units.
 func TestTokenBucketReply(t *testing.T) {
 	c := redistest.Client(t)
 	ctx := context.Background()
 	key := "lua-test:{tb}:" + t.Name()
 	c.Do(ctx, c.B().Del().Key(key).Build())
 	// capacity 5, 1/s: T = 1e6 µs, tau = 5e6 µs; now = 2026-01-01 (µs, above 2^50).
-	args := []string{"1767225600000000", "5", "1000000", "5000000", "5", "1000"}
+	args := []string{"1767225600000000", "5", "1000000", "5000000", "5", "1000", "0"}
 	run := func() []int64 {
-		vs, err := c.Do(ctx, c.B().Eval().Script(lua.TokenBucket).Numkeys(1).Key(key).Arg(args...).Build()).AsIntSlice()
+		vs, err := c.Do(ctx, c.B().Eval().Script(lua.GCRA).Numkeys(1).Key(key).Arg(args...).Build()).AsIntSlice()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -92,6 +92,12 @@ func NewLimiter(client rueidis.Client, spec redstream.Spec, opts Options) (*Limi
 	l.roles = []string{""}
 	l.limit = p.Limit()
 	l.params = append(algParams(p), l.params...)
+	switch spec.Algorithm { // gcra.lua's ARGV[7]: whether decisions carry the shaping delay
+	case redstream.AlgorithmTokenBucket:
+		l.params = append(l.params, "0")
+	case redstream.AlgorithmLeakyBucket:
+		l.params = append(l.params, "1")
+	}
 	l.script = scriptFor(spec.Algorithm)
 	return l, nil
 }

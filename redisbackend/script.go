@@ -36,8 +36,7 @@ func newScript(name, src string, readOnly bool) *script {
 }
 
 var (
-	scriptTokenBucket      = newScript("token_bucket.lua", lua.TokenBucket, false)
-	scriptLeakyBucket      = newScript("leaky_bucket.lua", lua.LeakyBucket, false)
+	scriptGCRA             = newScript("gcra.lua", lua.GCRA, false)
 	scriptSlidingLog       = newScript("sliding_log.lua", lua.SlidingLog, false)
 	scriptSlidingCounter   = newScript("sliding_counter.lua", lua.SlidingCounter, false)
 	scriptFixedWindow      = newScript("fixed_window.lua", lua.FixedWindow, false)
@@ -52,10 +51,8 @@ var (
 
 func scriptFor(a redstream.Algorithm) *script {
 	switch a {
-	case redstream.AlgorithmTokenBucket:
-		return scriptTokenBucket
-	case redstream.AlgorithmLeakyBucket:
-		return scriptLeakyBucket
+	case redstream.AlgorithmTokenBucket, redstream.AlgorithmLeakyBucket:
+		return scriptGCRA
 	case redstream.AlgorithmSlidingWindow:
 		return scriptSlidingLog
 	case redstream.AlgorithmSlidingCounter:

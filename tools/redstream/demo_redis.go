@@ -172,7 +172,7 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("fail-closed limiter decided with Redis down")
 	}
 	fmt.Fprintf(out, "Redis unreachable: fail-closed -> an error naming the script (%v); fail-open -> allowed=%v; fallback (memory) -> allowed=%v remaining=%d\n",
-		strings.Contains(errClosed.Error(), "token_bucket.lua"), dOpen.Allowed, dFb.Allowed, dFb.Remaining)
+		strings.Contains(errClosed.Error(), "gcra.lua"), dOpen.Allowed, dFb.Allowed, dFb.Remaining)
 	return nil
 }
 
