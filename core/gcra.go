@@ -42,9 +42,10 @@ func newGCRA(capName string, capacity float64, rateName string, rate float64) (G
 	return g, nil
 }
 
-// step is the GCRA decision shared by both buckets. It returns the new TAT to store (the
-// old one when denied) and the decision; delay is the shaping delay of an admitted request.
-func (g GCRA) step(tat, now, n int64, shaping bool) (int64, Decision, error) {
+// Decide is the GCRA decision shared by both buckets: TokenBucket.Step is Decide with
+// shaping false, LeakyBucket.Step with shaping true (an admitted decision then carries the
+// shaping Delay). It returns the TAT to store (tat itself when denied) and the decision.
+func (g GCRA) Decide(tat, now, n int64, shaping bool) (int64, Decision, error) {
 	if uint64(now) > uint64(MaxTime) || n <= 0 || n > g.Burst {
 		return tat, Decision{}, badRequest(now, n, g.Burst)
 	}
@@ -83,7 +84,7 @@ func NewTokenBucket(capacity, ratePerSecond float64) (TokenBucket, error) {
 // nothing). Time going backwards is defined: the TAT
 // never moves back, so a request that appears to come from the past sees a fuller bucket.
 func (b TokenBucket) Step(tat, now, n int64) (int64, Decision, error) {
-	return b.step(tat, now, n, false)
+	return b.Decide(tat, now, n, false)
 }
 
 // Idle reports whether a key with this TAT is back to its initial state at now, so an
@@ -106,5 +107,5 @@ func NewLeakyBucket(capacity, leakRatePerSecond float64) (LeakyBucket, error) {
 
 // Step decides a request of cost n at now for a key whose stored TAT is tat (0 when new).
 func (b LeakyBucket) Step(tat, now, n int64) (int64, Decision, error) {
-	return b.step(tat, now, n, true)
+	return b.Decide(tat, now, n, true)
 }

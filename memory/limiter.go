@@ -34,6 +34,11 @@ type Limiter struct {
 	params redstream.Params
 	opts   resolved
 
+	// token and leaky bucket: the GCRA parameters, and whether decisions carry the leaky
+	// bucket's shaping delay
+	gcra    core.GCRA
+	shaping bool
+
 	// token and leaky bucket: the TAT, keys of up to maxShortKey bytes inline
 	tbShort bucketTable[shortKey]
 	tbLong  bucketTable[string]
@@ -87,6 +92,12 @@ func NewLimiter(spec redstream.Spec, opts Options) (*Limiter, error) {
 		return nil, err
 	}
 	l := &Limiter{kind: kindOf(p.Algorithm), params: p, opts: r}
+	switch p.Algorithm {
+	case redstream.AlgorithmTokenBucket:
+		l.gcra = p.TokenBucket.GCRA
+	case redstream.AlgorithmLeakyBucket:
+		l.gcra, l.shaping = p.LeakyBucket.GCRA, true
+	}
 	switch l.kind {
 	case kindTokenBucket, kindLeakyBucket:
 		l.tbShort, l.tbLong = newBucketTable[shortKey](r), newBucketTable[string](r)
@@ -127,16 +138,11 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 	t := l.opts.micros(now)
 	switch l.kind {
 	// The buckets keep keys of up to maxShortKey bytes inline (see bucketTable).
-	case kindTokenBucket:
+	case kindTokenBucket, kindLeakyBucket:
 		if len(key) <= maxShortKey {
-			return stepTokenBucket(l, &l.tbShort, packShort(key), key, t, n)
+			return stepBucket(l, &l.tbShort, packShort(key), key, t, n)
 		}
-		return stepTokenBucket(l, &l.tbLong, key, key, t, n)
-	case kindLeakyBucket:
-		if len(key) <= maxShortKey {
-			return stepLeakyBucket(l, &l.tbShort, packShort(key), key, t, n)
-		}
-		return stepLeakyBucket(l, &l.tbLong, key, key, t, n)
+		return stepBucket(l, &l.tbLong, key, key, t, n)
 	case kindSlidingLog:
 		return l.stepSlidingLog(key, t, n)
 	case kindSlidingCounter:
@@ -153,12 +159,11 @@ func wrap(err error) error { return fmt.Errorf("memory: %w", err) }
 // key the shard does not hold is decided from the zero state and stored only when admitted
 // (a denial leaves nothing behind), which may first sweep the shard.
 
-// stepTokenBucket and stepLeakyBucket decide a key already held without a lock (see
-// bucketTable): read the TAT, step, and compare-and-swap the new TAT in, again if another
-// goroutine changed it meanwhile; a denial stores nothing. k is key as the table stores it.
-// The two differ only in the core step they call, written out so that it is a direct call.
-
-func stepTokenBucket[K bucketKey](l *Limiter, t *bucketTable[K], k K, key string, now, n int64) (redstream.Decision, error) {
+// stepBucket decides a token- or leaky-bucket key already held without a lock (see
+// bucketTable): read the TAT, decide with core.GCRA.Decide, and compare-and-swap the new TAT
+// in, again if another goroutine changed it meanwhile; a denial stores nothing. k is key as
+// the table stores it.
+func stepBucket[K bucketKey](l *Limiter, t *bucketTable[K], k K, key string, now, n int64) (redstream.Decision, error) {
 	s, home, tag := t.locate(key)
 	if sl := s.slots.Load(); sl != nil {
 		if i, ok := find(*sl, k, home, tag); ok {
@@ -169,7 +174,7 @@ func stepTokenBucket[K bucketKey](l *Limiter, t *bucketTable[K], k K, key string
 					break // the slots are being rebuilt: wait on the lock
 				}
 				old := int64(w >> tagBits)
-				tat, d, err := l.params.TokenBucket.Step(old, now, n)
+				tat, d, err := l.gcra.Decide(old, now, n, l.shaping)
 				if tat == old || atomic.CompareAndSwapUint64(p, w, uint64(tat)<<tagBits|tag) {
 					if err != nil {
 						return redstream.Decision{}, wrap(err)
@@ -180,38 +185,6 @@ func stepTokenBucket[K bucketKey](l *Limiter, t *bucketTable[K], k K, key string
 		}
 	}
 	return stepGCRALocked(l, t, s, k, home, tag, now, n)
-}
-
-func stepLeakyBucket[K bucketKey](l *Limiter, t *bucketTable[K], k K, key string, now, n int64) (redstream.Decision, error) {
-	s, home, tag := t.locate(key)
-	if sl := s.slots.Load(); sl != nil {
-		if i, ok := find(*sl, k, home, tag); ok {
-			p := &(*sl)[i].word
-			for {
-				w := atomic.LoadUint64(p)
-				if w>>tagBits == frozenTAT {
-					break // the slots are being rebuilt: wait on the lock
-				}
-				old := int64(w >> tagBits)
-				tat, d, err := l.params.LeakyBucket.Step(old, now, n)
-				if tat == old || atomic.CompareAndSwapUint64(p, w, uint64(tat)<<tagBits|tag) {
-					if err != nil {
-						return redstream.Decision{}, wrap(err)
-					}
-					return redstream.DecisionFromCore(d), nil
-				}
-			}
-		}
-	}
-	return stepGCRALocked(l, t, s, k, home, tag, now, n)
-}
-
-// gcraStep is the core step of the limiter's bucket.
-func (l *Limiter) gcraStep(tat, now, n int64) (int64, core.Decision, error) {
-	if l.kind == kindLeakyBucket {
-		return l.params.LeakyBucket.Step(tat, now, n)
-	}
-	return l.params.TokenBucket.Step(tat, now, n)
 }
 
 // stepGCRALocked decides under the shard lock: for a key not held yet (stored only when
@@ -229,7 +202,7 @@ func stepGCRALocked[K bucketKey](l *Limiter, t *bucketTable[K], s *bucketShard[K
 			for {
 				w := atomic.LoadUint64(p)
 				old := int64(w >> tagBits)
-				tat, d, err := l.gcraStep(old, now, n)
+				tat, d, err := l.gcra.Decide(old, now, n, l.shaping)
 				if tat == old || atomic.CompareAndSwapUint64(p, w, uint64(tat)<<tagBits|tag) {
 					if err != nil {
 						return redstream.Decision{}, wrap(err)
@@ -239,16 +212,13 @@ func stepGCRALocked[K bucketKey](l *Limiter, t *bucketTable[K], s *bucketShard[K
 			}
 		}
 	}
-	tat, d, err := l.gcraStep(0, now, n)
+	tat, d, err := l.gcra.Decide(0, now, n, l.shaping)
 	if err != nil {
 		return redstream.Decision{}, wrap(err)
 	}
 	if d.Allowed {
-		idle := l.params.TokenBucket.GCRA
-		if l.kind == kindLeakyBucket {
-			idle = l.params.LeakyBucket.GCRA
-		}
-		t.insert(s, i, k, home, tag, tat, func(v int64) bool { return idle.Idle(v, now) })
+		g := l.gcra
+		t.insert(s, i, k, home, tag, tat, func(v int64) bool { return g.Idle(v, now) })
 	}
 	return redstream.DecisionFromCore(d), nil
 }

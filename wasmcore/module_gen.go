@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "e3eb61ea6e92ac3652ff5bee89fef81758189f4adb52d0bc7149685bb98cf204"
+	ModuleSHA256 = "ad6e778d341f075542e5e404d11056aca2751fe429633c18a379c40723cbe1b7"
 	// ModuleSize is the size of core.wasm in bytes.
 	ModuleSize = 2672716
 )
