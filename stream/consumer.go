@@ -500,33 +500,25 @@ func (h *handlerRT) ackNow(ctx context.Context, id string) error {
 	return nil
 }
 
-// deadLetter moves entry id to the dead-letter stream (deadletter.lua). It reports whether
+// deadLetter moves entry id to the dead-letter stream (moveToDeadLetter). It reports whether
 // this call moved it.
 func (h *handlerRT) deadLetter(id, errText string, minIdle int64, owner string) (bool, error) {
 	c := h.c
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.hardCtx), ioTimeout)
 	defer cancel()
-	maxlen := c.cfg.DeadLetter.MaxLen
-	if maxlen < 0 {
-		maxlen = 0
-	}
-	res, err := deadLetterScript.Exec(ctx, c.client, []string{h.stream, h.dlq}, []string{
-		h.group, id, errText, strconv.FormatInt(maxlen, 10), strconv.FormatInt(c.cfg.DeadLetter.MaxAgeMs, 10),
-		strconv.FormatInt(minIdle, 10), owner,
-	}).ToArray()
+	res, err := moveToDeadLetter(ctx, c.client, deadLetterMove{
+		Stream: h.stream, DLQ: h.dlq, Group: h.group, ID: id, Reason: errText,
+		MaxLen: c.cfg.DeadLetter.MaxLen, MaxAgeMs: c.cfg.DeadLetter.MaxAgeMs,
+		MinIdleMs: minIdle, Owner: owner,
+	})
 	if err != nil {
 		if isNoGroup(err) {
 			h.recoverGroup()
 		}
-		return false, fmt.Errorf("stream: dead-letter %s of %q for %s: %w", id, h.stream, h.group, err)
+		return false, err
 	}
-	if len(res) != 4 {
-		return false, fmt.Errorf("stream: dead-letter %s: unexpected reply of %d elements", id, len(res))
-	}
-	status, _ := res[0].AsInt64()
-	trimmed, _ := res[2].AsInt64()
-	h.m.dlqTrimmed.Add(int(trimmed))
-	switch status {
+	h.m.dlqTrimmed.Add(int(res.Trimmed))
+	switch res.Status {
 	case 1:
 		h.m.deadLettered.Inc()
 		h.m.acked.Inc()

@@ -252,3 +252,47 @@ func (d *DeadLetters) Len(ctx context.Context, topic string) (int64, error) {
 	}
 	return n, nil
 }
+
+// deadLetterMove is one move of a pending entry to its dead-letter stream.
+type deadLetterMove struct {
+	Stream, DLQ, Group, ID string
+	Reason                 string // the failure recorded as dl_error
+	MaxLen                 int64  // most dead letters kept; <= 0: unbounded
+	MaxAgeMs               int64  // most age of dead letters in ms; 0: unbounded
+	MinIdleMs              int64  // move only if idle at least this long; 0: any
+	Owner                  string // expected owner of the pending entry; "": any
+}
+
+// deadLetterResult is the outcome of a deadLetterMove.
+type deadLetterResult struct {
+	// Status is 1 when moved; 0 when not pending in the group, not idle long enough or owned
+	// by another consumer (nothing changed); -1 when pending but deleted from the stream (it
+	// was acknowledged).
+	Status  int64
+	ID      string // the dead letter's id when moved
+	Trimmed int64  // dead letters dropped by the bounds
+}
+
+// moveToDeadLetter moves one pending entry to the dead-letter stream and acknowledges it in
+// the topic, in one atomic step (deadletter.lua). Errors name the entry.
+func moveToDeadLetter(ctx context.Context, client rueidis.Client, m deadLetterMove) (deadLetterResult, error) {
+	maxlen := m.MaxLen
+	if maxlen < 0 {
+		maxlen = 0
+	}
+	res, err := deadLetterScript.Exec(ctx, client, []string{m.Stream, m.DLQ}, []string{
+		m.Group, m.ID, m.Reason, strconv.FormatInt(maxlen, 10), strconv.FormatInt(m.MaxAgeMs, 10),
+		strconv.FormatInt(m.MinIdleMs, 10), m.Owner,
+	}).ToArray()
+	if err != nil {
+		return deadLetterResult{}, fmt.Errorf("stream: dead-letter %s of %q for %s: %w", m.ID, m.Stream, m.Group, err)
+	}
+	if len(res) != 4 {
+		return deadLetterResult{}, fmt.Errorf("stream: dead-letter %s: unexpected reply of %d elements", m.ID, len(res))
+	}
+	var r deadLetterResult
+	r.Status, _ = res[0].AsInt64()
+	r.ID, _ = res[1].ToString()
+	r.Trimmed, _ = res[2].AsInt64()
+	return r, nil
+}
