@@ -206,4 +206,3 @@ func stringField(dst *string) func(string, *yaml.Node) error {
 		return nil
 	}
 }
-
