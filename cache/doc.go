@@ -2,8 +2,9 @@
 // loads it once however many callers ask at the same time, then caches it.
 //
 // A [Cache] wraps a rueidis client (the caller keeps owning it) and a [Config] whose keys
-// and defaults are the seed's redis-cache block ([LoadConfig], [DefaultConfig]). Values are
-// encoded by a [Codec], JSON by default. It protects the source behind it against:
+// and defaults are the seed's redis-cache block ([DefaultConfig]; package config reads the
+// block from a configuration file). Values are encoded by a [Codec], JSON by default. It
+// protects the source behind it against:
 //
 //   - penetration: a loader that returns [ErrNotFound] gets a null marker cached for
 //     Config.NullTTL, so a key that has no value does not reach the source on every call;

@@ -131,20 +131,11 @@ func ExampleCache_Set() {
 	// cache: invalid argument: ttl must be positive, got 0s
 }
 
-func ExampleLoadConfig() {
-	cfg, err := cache.LoadConfig([]byte(`
-redis-cache:
-  key-prefix: "shop:"
-  default-ttl-seconds: 600
-  jitterRatio: 0.2          # camelCase works too
-  breakdown:
-    wait-timeout-ms: 1000
-`))
-	fmt.Println(cfg.KeyPrefix, cfg.DefaultTTL, cfg.NullTTL, cfg.JitterRatio, cfg.Breakdown.WaitTimeout, err)
-
-	_, err = cache.LoadConfig([]byte("redis-cache:\n  null-ttl-seconds: 0\n"))
-	fmt.Println(err)
+func ExampleConfig_Validate() {
+	cfg := cache.DefaultConfig()
+	cfg.KeyPrefix = "shop:"
+	cfg.JitterRatio = 1.5
+	fmt.Println(cfg.Validate())
 	// Output:
-	// shop: 10m0s 1m0s 0.2 1s <nil>
-	// cache: redis-cache.null-ttl-seconds (line 2): must be positive, got 0
+	// cache: JitterRatio (redis-cache.jitter-ratio) must be in [0, 1), got 1.5
 }

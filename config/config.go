@@ -1,33 +1,54 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/redis/rueidis"
 
+	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/cache"
 	"github.com/redstream-go/redstream/internal/yamlx"
 	"github.com/redstream-go/redstream/memory"
 	"github.com/redstream-go/redstream/stream"
 )
 
-// Options says how to build what a configuration file describes. The zero value is valid:
-// no Redis client (Redis backends fall back to memory with a warning), warnings to
-// slog.Default(), default memory engines.
+// Options says how to read a configuration file and build what it describes. The zero
+// value is valid: strict reading, profiles from SPRING_PROFILES_ACTIVE, placeholders from
+// the process environment, no Redis client (Redis backends fall back to memory with a
+// warning), warnings to slog.Default(), default memory engines.
 type Options struct {
 	// Redis is the client of every Redis-backed component: Redis limiters, and the cache,
 	// producer and consumer of Config.NewCache, NewProducer and NewConsumer. Nil makes
 	// "backend: redis" fall back to memory with a warning, as the Java starter does without
 	// a RedissonClient, and makes those builders return ErrNoClient. The client stays the
-	// caller's: nothing built here closes it.
+	// caller's: nothing built here closes it. To build it from the file's spring.data.redis
+	// section, load once without it and call Config.Redis.ClientOption.
 	Redis rueidis.Client
-	// Logger receives the warnings (fallbacks, unknown keys and algorithms). Nil means
-	// slog.Default().
+	// Logger receives the warnings (fallbacks; in lenient mode every tolerated mistake,
+	// each saying what is used instead). Nil means slog.Default().
 	Logger *slog.Logger
 	// Memory configures every in-process engine (clock, shards, sweeping).
 	Memory memory.Options
+	// Lenient restores the Java starter's warn-and-default behaviour, for migrations:
+	// unknown keys, unknown algorithm names, a default-name naming no policy, policies
+	// without enabled: true and the legacy spring.profiles key are warnings instead of
+	// errors. Values that cannot be read (wrong types, out of range) are errors in both
+	// modes, as they fail a Spring application's start.
+	Lenient bool
+	// Profiles are the active profiles, selecting the documents whose
+	// spring.config.activate.on-profile matches. Nil means SPRING_PROFILES_ACTIVE (a
+	// comma-separated list), else spring.profiles.active of the file; with none, the
+	// profile "default" is active, as in Spring Boot. An empty non-nil slice also falls
+	// back to "default" but ignores the environment and the file.
+	Profiles []string
+	// Getenv looks up the environment variables of ${NAME} placeholders and of
+	// SPRING_PROFILES_ACTIVE. Nil means os.LookupEnv.
+	Getenv func(name string) (string, bool)
 }
 
 func (o Options) logger() *slog.Logger {
@@ -40,49 +61,137 @@ func (o Options) logger() *slog.Logger {
 // Config is what a configuration file built. Its builders ([Config.NewCache],
 // [Config.NewProducer], [Config.NewConsumer]) use Options.Redis.
 type Config struct {
-	// RateLimit is built from redis-streaming.ratelimit. It is never nil.
+	// Profiles are the active profiles the file was read with ("default" when none).
+	Profiles []string
+	// RateLimit is built from redis-streaming.ratelimit. It is never nil, nor are its
+	// Registry and Default.
 	RateLimit *RateLimit
-	// Stream is redis-stream, read by stream.ConfigFromNode, with every key the file does
-	// not set at stream's default (Config.WithDefaults: read-count 10, block-ms 2000,
-	// max-retry 3, ...); without the section it is all defaults.
+	// Stream is redis-stream, bound to stream.Config's fields, validated by
+	// stream.Config.Validate, with every key the file does not set at stream's default
+	// (Config.WithDefaults); without the section it is all defaults.
 	Stream stream.Config
-	// Cache is redis-cache, read by cache.Config.UnmarshalYAML starting from
-	// cache.DefaultConfig(); without the section it is cache.DefaultConfig().
+	// Cache is redis-cache, bound onto cache.DefaultConfig() and validated by
+	// cache.Config.Validate; without the section it is cache.DefaultConfig().
 	Cache cache.Config
+	// Redis is spring.data.redis (or, for Spring Boot 2 files, spring.redis): the
+	// connection settings of the Java application, turned into a rueidis.ClientOption by
+	// RedisSettings.ClientOption.
+	Redis RedisSettings
 
 	redis rueidis.Client
 }
 
-// Load parses a YAML document and builds what it describes: every section, each absent one
-// with its defaults. Errors name the setting and its line (*yamlx.Error); errors of the
-// redis-stream and redis-cache sections also match redstream.ErrInvalidConfig under
-// errors.Is. Warnings go to opts.Logger.
+// Load parses a YAML file (one or more documents) and builds what it describes: every
+// section, each absent one with its defaults. Errors name the setting and its line
+// (*yamlx.Error) and match redstream.ErrInvalidConfig under errors.Is; errors found by
+// stream's or cache's Validate also unwrap to their *stream.ConfigError or
+// *cache.ConfigError. Warnings go to opts.Logger.
 func Load(data []byte, opts Options) (*Config, error) {
-	root, err := yamlx.Parse(data)
+	docs, err := yamlx.ParseDocuments(data)
 	if err != nil {
-		return nil, err
+		return nil, invalid(err)
 	}
-	// The sections that only parse go first, so that an error there builds no limiter.
-	st, err := loadStream(root)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := loadCache(root)
-	if err != nil {
-		return nil, err
-	}
-	rl, err := loadRateLimit(root, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Config{RateLimit: rl, Stream: st, Cache: ca, redis: opts.Redis}, nil
+	return load(docs, len(data), opts)
 }
 
-// FromConfig reads the YAML file at path and builds what it describes, as Load does.
+// LoadProperties parses a .properties file (Spring Boot's application.properties: dotted
+// keys, "#---" between documents) and builds what it describes, exactly as [Load] does for
+// the same settings written in YAML.
+func LoadProperties(data []byte, opts Options) (*Config, error) {
+	docs, err := yamlx.ParseProperties(data)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	return load(docs, len(data), opts)
+}
+
+// FromConfig reads the file at path and builds what it describes: a ".properties" file as
+// [LoadProperties] does, any other as YAML ([Load]).
 func FromConfig(path string, opts Options) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	if strings.EqualFold(filepath.Ext(path), ".properties") {
+		return LoadProperties(data, opts)
+	}
 	return Load(data, opts)
+}
+
+// loader reads the sections of one file.
+type loader struct {
+	opts Options
+	log  *slog.Logger
+}
+
+func (l *loader) warn(n yamlx.Node, msg string) {
+	l.log.Warn("config: "+msg, "key", n.Path, "line", n.Line())
+}
+
+// strict returns the error at n in strict mode, nil in lenient mode (the caller warns).
+func (l *loader) strict(n yamlx.Node, format string, args ...any) error {
+	if l.opts.Lenient {
+		return nil
+	}
+	return n.Errorf(format, args...)
+}
+
+func (l *loader) bindOptions() yamlx.BindOptions {
+	return yamlx.BindOptions{Lenient: l.opts.Lenient, Warn: l.warn}
+}
+
+func load(docs []yamlx.Node, size int, opts Options) (*Config, error) {
+	l := &loader{opts: opts, log: opts.logger()}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.LookupEnv
+	}
+	ld, err := yamlx.Load(docs, yamlx.LoadOptions{Profiles: opts.Profiles, Getenv: getenv, Lenient: opts.Lenient, Warn: l.warn, InputSize: size})
+	if err != nil {
+		return nil, invalid(err)
+	}
+	root := ld.Root
+	// The sections that only parse go first, so that an error there builds no limiter.
+	st, err := l.loadStream(root)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	ca, err := l.loadCache(root)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	rs, err := l.loadRedis(root)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	rl, err := l.loadRateLimit(root)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	return &Config{Profiles: ld.Profiles, RateLimit: rl, Stream: st, Cache: ca, Redis: rs, redis: opts.Redis}, nil
+}
+
+// loadError is an error of a file: its message is the *yamlx.Error's, and it matches
+// redstream.ErrInvalidConfig (and the error of the package that rejected the value).
+type loadError struct {
+	err   error
+	cause error
+}
+
+func (e *loadError) Error() string { return e.err.Error() }
+
+func (e *loadError) Unwrap() []error {
+	out := []error{e.err, redstream.ErrInvalidConfig}
+	if e.cause != nil {
+		out = append(out, e.cause)
+	}
+	return out
+}
+
+func invalid(err error) error {
+	var le *loadError
+	if errors.As(err, &le) {
+		return err
+	}
+	return &loadError{err: err}
 }

@@ -1,13 +1,13 @@
 package config
 
 import (
+	"context"
 	"fmt"
-	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/redstream-go/redstream"
-	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/yamlx"
 	"github.com/redstream-go/redstream/memory"
 	"github.com/redstream-go/redstream/redisbackend"
@@ -34,16 +34,17 @@ const (
 	BackendRedis  = "redis"
 )
 
-// RateLimit is what the redis-streaming.ratelimit section built.
+// RateLimit is what the redis-streaming.ratelimit section built. Every field is usable:
+// Registry and Default are never nil.
 type RateLimit struct {
 	// Settings are the section's values after defaults.
 	Settings RateLimitSettings
 	// Registry holds one redstream.NamedLimiter per policy (or, without policies, the
 	// single default limiter under DefaultName). Empty when the section is not enabled.
 	Registry *redstream.Registry
-	// Default is the default limiter: the policy named default-name; else, with a warning,
-	// the first registered limiter by name; else a memory sliding window of 1000 ms / 100.
-	// Nil when the section is not enabled.
+	// Default is the default limiter: the policy named default-name (or, without policies,
+	// the single limiter). When the section is not enabled it admits every request (rate
+	// limiting is off), so that code calling it never needs a nil check.
 	Default redstream.Limiter
 	// DefaultName is the name Default is registered under ("" when not enabled).
 	DefaultName string
@@ -64,7 +65,8 @@ type RateLimitSettings struct {
 	// KeyPrefix (key-prefix, default "streaming:rl") starts the Redis keys of the single
 	// limiter; a Redis policy without its own key-prefix uses KeyPrefix + ":" + its name.
 	KeyPrefix string
-	// DefaultName (default-name, default "default") names the default limiter.
+	// DefaultName (default-name, default "default") names the default limiter. With
+	// policies it must name one of them (in lenient mode: else the first by name).
 	DefaultName string
 	// FailurePolicy (failure-policy, default fail-closed; redstream's addition) is what
 	// Redis limiters do when Redis fails: "fail-closed", "fail-open" or "fallback" (decide
@@ -79,7 +81,8 @@ type PolicySettings struct {
 	// Name is the policy's key under policies, as written.
 	Name string
 	// Algorithm (algorithm, default sliding): sliding, token-bucket, leaky-bucket, and
-	// redstream's fixed and sliding-counter. An unknown name warns and uses sliding.
+	// redstream's fixed and sliding-counter. An unknown name is an error (lenient mode:
+	// a warning, and sliding).
 	Algorithm redstream.Algorithm
 	// Backend (backend): memory or redis; default the section's backend.
 	Backend string
@@ -114,10 +117,32 @@ func (p PolicySettings) Spec() redstream.Spec {
 	return redstream.Spec{Algorithm: p.Algorithm, Window: time.Duration(p.WindowMs) * time.Millisecond, Limit: p.Limit}
 }
 
-var (
-	sectionKeys = []string{"enabled", "backend", "window-ms", "limit", "key-prefix", "default-name", "failure-policy", "policies"}
-	policyKeys  = []string{"algorithm", "backend", "window-ms", "limit", "capacity", "rate-per-second", "key-prefix", "failure-policy", "limits"}
-	limitKeys   = []string{"algorithm", "window-ms", "limit", "capacity", "rate-per-second"}
+// The section as bound from the file. Ranges are checked by redstream.Spec.Params.
+type (
+	limitYAML struct {
+		Algorithm     string  `yaml:"algorithm"`
+		WindowMs      int64   `yaml:"window-ms" default:"1000"`
+		Limit         int64   `yaml:"limit" default:"100"`
+		Capacity      float64 `yaml:"capacity" default:"100"`
+		RatePerSecond float64 `yaml:"rate-per-second" default:"100"`
+	}
+	policyYAML struct {
+		limitYAML
+		Backend       string     `yaml:"backend"`
+		KeyPrefix     string     `yaml:"key-prefix"`
+		FailurePolicy string     `yaml:"failure-policy"`
+		Limits        yamlx.Node `yaml:"limits"`
+	}
+	sectionYAML struct {
+		Enabled       *bool      `yaml:"enabled"`
+		Backend       string     `yaml:"backend" default:"memory"`
+		WindowMs      int64      `yaml:"window-ms" default:"1000"`
+		Limit         int64      `yaml:"limit" default:"100"`
+		KeyPrefix     string     `yaml:"key-prefix" default:"streaming:rl"`
+		DefaultName   string     `yaml:"default-name"`
+		FailurePolicy string     `yaml:"failure-policy"`
+		Policies      yamlx.Node `yaml:"policies"`
+	}
 )
 
 // algorithms maps relaxed algorithm names to algorithms.
@@ -132,49 +157,75 @@ var algorithms = map[string]redstream.Algorithm{
 	"slidingcounter": redstream.AlgorithmSlidingCounter,
 }
 
-// reader parses one section, collecting warnings.
-type reader struct{ log *slog.Logger }
+const algorithmNames = "sliding, token-bucket, leaky-bucket, fixed or sliding-counter"
 
-func (r reader) warn(n yamlx.Node, msg string, args ...any) {
-	r.log.Warn("config: "+msg, append([]any{"key", n.Path, "line", n.Line()}, args...)...)
+func isBucket(a redstream.Algorithm) bool {
+	return a == redstream.AlgorithmTokenBucket || a == redstream.AlgorithmLeakyBucket
 }
 
-func (r reader) warnUnknown(n yamlx.Node, known []string) {
-	for _, u := range n.Unknown(known...) {
-		r.warn(u, "unknown setting ignored")
-	}
-}
-
-func loadRateLimit(root yamlx.Node, opts Options) (*RateLimit, error) {
-	r := reader{log: opts.logger()}
+func (l *loader) loadRateLimit(root yamlx.Node) (*RateLimit, error) {
 	sec, _, err := root.Lookup(RateLimitPath)
 	if err != nil {
 		return nil, err
 	}
-	s, nodes, err := r.section(sec)
+	if !sec.Exists() || sec.Path == "" {
+		sec.Path = RateLimitPath
+	}
+	s, nodes, err := l.section(sec)
 	if err != nil {
 		return nil, err
 	}
 	empty, _ := redstream.NewRegistry(nil)
-	rl := &RateLimit{Settings: s, Registry: empty}
+	rl := &RateLimit{Settings: s, Registry: empty, Default: allowAll{}}
 	if !s.Enabled {
 		if len(s.Policies) > 0 {
-			r.warn(sec, "policies are configured but enabled is not true; no limiter is built")
+			pol, _, _ := sec.Get("policies")
+			why := "enabled is missing"
+			if en, ok, _ := sec.Get("enabled"); ok {
+				why = fmt.Sprintf("enabled is false (line %d)", en.Line())
+			}
+			if err := l.strict(pol, "policies are set but %s, so none would be built; set enabled: true, or remove the policies", why); err != nil {
+				return nil, err
+			}
+			l.warn(pol, fmt.Sprintf("policies are set but %s; no limiter is built and Default admits every request", why))
 		}
 		return rl, nil
 	}
-	b := builder{opts: opts, r: r}
+	defaultName := s.DefaultName
+	if len(s.Policies) > 0 && !slices.ContainsFunc(s.Policies, func(p PolicySettings) bool { return p.Name == defaultName }) {
+		names := make([]string, len(s.Policies))
+		for i, p := range s.Policies {
+			names[i] = p.Name
+		}
+		slices.Sort(names)
+		dn, set, _ := sec.Get("default-name")
+		at := dn
+		what := fmt.Sprintf("default-name %q names no policy", defaultName)
+		if !set {
+			at, _, _ = sec.Get("policies")
+			what = fmt.Sprintf("default-name is not set and no policy is named %q", DefaultName)
+		}
+		if err := l.strict(at, "%s; set default-name to one of: %s", what, strings.Join(names, ", ")); err != nil {
+			return nil, err
+		}
+		l.warn(at, fmt.Sprintf("%s; using %q, the first policy by name", what, names[0]))
+		defaultName = names[0]
+	}
+	b := builder{opts: l.opts, l: l}
 	limiters := map[string]redstream.Limiter{}
 	if len(s.Policies) == 0 {
 		single := PolicySettings{
 			Name: s.DefaultName, Algorithm: DefaultAlgorithm, Backend: s.Backend,
 			WindowMs: s.WindowMs, Limit: s.Limit, KeyPrefix: s.KeyPrefix, FailurePolicy: s.FailurePolicy,
 		}
-		l, err := b.build(single, sec)
+		if err := checkSpec(sec, single); err != nil {
+			return nil, err
+		}
+		lim, err := b.build(single, sec)
 		if err != nil {
 			return nil, err
 		}
-		limiters[s.DefaultName] = l
+		limiters[s.DefaultName] = lim
 	}
 	prefixes := map[string]int{} // Redis key prefix -> index of the policy using it
 	for i, p := range s.Policies {
@@ -184,33 +235,40 @@ func loadRateLimit(root yamlx.Node, opts Options) (*RateLimit, error) {
 			}
 			prefixes[p.KeyPrefix] = i
 		}
-		l, err := b.build(p, nodes[i])
+		lim, err := b.build(p, nodes[i])
 		if err != nil {
 			return nil, err
 		}
-		limiters[p.Name] = l
+		limiters[p.Name] = lim
 	}
 	if rl.Registry, err = redstream.NewRegistry(limiters); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, sec.Errorf("%v", err)
 	}
-	rl.Default, rl.DefaultName = pickDefault(rl.Registry, s.DefaultName, r, sec)
+	rl.Default, _ = rl.Registry.Get(defaultName)
+	rl.DefaultName = defaultName
+	rl.Settings.DefaultName = defaultName
 	return rl, nil
 }
 
-// pickDefault returns the limiter named name; else the first registered one by name; else
-// a memory sliding window of 1000 ms / 100, the Java starter's order of fallbacks.
-func pickDefault(reg *redstream.Registry, name string, r reader, sec yamlx.Node) (redstream.Limiter, string) {
-	if l, err := reg.Get(name); err == nil {
-		return l, name
+// allowAll is Default when rate limiting is off: it admits every valid request.
+type allowAll struct{}
+
+func (allowAll) Allow(ctx context.Context, key string) (redstream.Decision, error) {
+	return allowAll{}.AllowN(ctx, key, time.Time{}, 1)
+}
+
+func (allowAll) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
+	return allowAll{}.AllowN(ctx, key, now, 1)
+}
+
+func (allowAll) AllowN(_ context.Context, key string, _ time.Time, n int64) (redstream.Decision, error) {
+	switch {
+	case key == "":
+		return redstream.Decision{}, redstream.ErrEmptyKey
+	case n <= 0:
+		return redstream.Decision{}, redstream.ErrInvalidCost
 	}
-	for n, l := range reg.All() {
-		r.warn(sec, "default-name matches no policy; using another registered limiter as the default", "default-name", name, "using", n)
-		return l, n
-	}
-	r.warn(sec, "no limiter registered; the default is a memory sliding window of 1000 ms / 100")
-	mem, _ := memory.NewLimiter(redstream.SlidingWindow(time.Second, 100), memory.Options{})
-	n, _ := redstream.Named(name, mem)
-	return n, name
+	return redstream.Decision{Allowed: true}, nil
 }
 
 // sameLimits reports whether two policies apply the same limits.
@@ -227,294 +285,211 @@ func sameLimits(a, b PolicySettings) bool {
 }
 
 // section reads the section's settings; nodes holds the node of each policy.
-func (r reader) section(sec yamlx.Node) (s RateLimitSettings, nodes []yamlx.Node, err error) {
-	s, err = r.sectionSettings(sec, &nodes)
-	return s, nodes, err
-}
-
-func (r reader) sectionSettings(sec yamlx.Node, nodes *[]yamlx.Node) (RateLimitSettings, error) {
+func (l *loader) section(sec yamlx.Node) (RateLimitSettings, []yamlx.Node, error) {
+	var y sectionYAML
+	if err := yamlx.Bind(sec, &y, l.bindOptions()); err != nil {
+		return RateLimitSettings{}, nil, err
+	}
 	s := RateLimitSettings{
-		Backend: DefaultBackend, WindowMs: DefaultWindowMs, Limit: DefaultLimit,
-		KeyPrefix: DefaultKeyPrefix, DefaultName: DefaultName,
+		Enabled: y.Enabled != nil && *y.Enabled, WindowMs: y.WindowMs, Limit: y.Limit,
+		KeyPrefix: y.KeyPrefix, DefaultName: y.DefaultName,
 	}
-	if !sec.Exists() {
-		return s, nil
-	}
-	if _, err := sec.Entries(); err != nil {
-		return s, err
-	}
-	r.warnUnknown(sec, sectionKeys)
 	var err error
-	if s.Enabled, err = getBool(sec, "enabled", s.Enabled); err != nil {
-		return s, err
+	if s.Backend, err = backend(sec, y.Backend, DefaultBackend); err != nil {
+		return s, nil, err
 	}
-	if s.Backend, err = getBackend(sec, s.Backend); err != nil {
-		return s, err
+	if s.KeyPrefix, err = keyPrefix(sec, y.KeyPrefix, DefaultKeyPrefix); err != nil {
+		return s, nil, err
 	}
-	if s.WindowMs, err = getWindowMs(sec, s.WindowMs); err != nil {
-		return s, err
-	}
-	if s.Limit, err = getCount(sec, "limit", s.Limit); err != nil {
-		return s, err
-	}
-	if s.KeyPrefix, err = getPrefix(sec, s.KeyPrefix); err != nil {
-		return s, err
-	}
-	if s.DefaultName, err = getString(sec, "default-name", s.DefaultName); err != nil {
-		return s, err
-	}
-	if s.DefaultName == "" {
+	if strings.TrimSpace(s.DefaultName) == "" {
 		s.DefaultName = DefaultName
 	}
-	if s.FailurePolicy, err = getFailurePolicy(sec, s.FailurePolicy); err != nil {
-		return s, err
+	if s.FailurePolicy, err = failurePolicy(sec, y.FailurePolicy, redstream.FailClosed); err != nil {
+		return s, nil, err
 	}
-	pols, _, err := sec.Get("policies")
+	entries, err := y.Policies.Entries()
 	if err != nil {
-		return s, err
+		return s, nil, err
 	}
-	entries, err := pols.Entries()
-	if err != nil {
-		return s, err
-	}
+	var nodes []yamlx.Node
 	for _, e := range entries {
-		p, err := r.policy(e, s)
+		p, err := l.policy(e, s)
 		if err != nil {
-			return s, err
+			return s, nil, err
 		}
 		s.Policies = append(s.Policies, p)
-		*nodes = append(*nodes, e)
+		nodes = append(nodes, e)
 	}
-	return s, nil
+	return s, nodes, nil
 }
 
-func (r reader) policy(n yamlx.Node, s RateLimitSettings) (PolicySettings, error) {
-	p := PolicySettings{Name: n.Name(), Backend: s.Backend, FailurePolicy: s.FailurePolicy}
-	if p.Name == "" {
+func (l *loader) policy(n yamlx.Node, s RateLimitSettings) (PolicySettings, error) {
+	p := PolicySettings{Name: n.Name()}
+	if strings.TrimSpace(p.Name) == "" {
 		return p, n.Errorf("a policy needs a name")
 	}
-	if _, err := n.Entries(); err != nil {
-		return p, err
+	if n.IsNull() {
+		return p, n.Errorf("must be a mapping of the policy's settings")
 	}
-	r.warnUnknown(n, policyKeys)
-	if err := r.limitFields(n, &p); err != nil {
+	var y policyYAML
+	if err := yamlx.Bind(n, &y, l.bindOptions()); err != nil {
 		return p, err
 	}
 	var err error
-	if p.Backend, err = getBackend(n, p.Backend); err != nil {
+	if p.Backend, err = backend(n, y.Backend, s.Backend); err != nil {
 		return p, err
 	}
-	if p.KeyPrefix, err = getPrefix(n, ""); err != nil {
+	if p.KeyPrefix, err = keyPrefix(n, y.KeyPrefix, s.KeyPrefix+":"+p.Name); err != nil {
 		return p, err
 	}
-	if p.KeyPrefix == "" {
-		p.KeyPrefix = s.KeyPrefix + ":" + p.Name
-	}
-	if p.FailurePolicy, err = getFailurePolicy(n, p.FailurePolicy); err != nil {
+	if p.FailurePolicy, err = failurePolicy(n, y.FailurePolicy, s.FailurePolicy); err != nil {
 		return p, err
 	}
-	lims, _, err := n.Get("limits")
+	entries, err := y.Limits.Entries()
 	if err != nil {
 		return p, err
 	}
-	entries, err := lims.Entries()
-	if err != nil {
-		return p, err
-	}
-	for _, e := range entries {
-		if _, err := e.Entries(); err != nil {
-			return p, err
+	if y.Limits.Exists() && !y.Limits.IsNull() {
+		if len(entries) == 0 {
+			return p, y.Limits.Errorf("must list at least one limit")
 		}
-		r.warnUnknown(e, limitKeys)
-		l := PolicySettings{Name: e.Name(), Backend: p.Backend, KeyPrefix: p.KeyPrefix, FailurePolicy: p.FailurePolicy}
-		if err := r.limitFields(e, &l); err != nil {
-			return p, err
+		for _, key := range []string{"algorithm", "window-ms", "limit", "capacity", "rate-per-second"} {
+			if v, ok, _ := n.Get(key); ok {
+				if err := l.strict(v, "does not apply to a policy with limits (each limit sets its own); move it into a limit"); err != nil {
+					return p, err
+				}
+				l.warn(v, "does not apply to a policy with limits; ignored")
+			}
 		}
-		p.Limits = append(p.Limits, l)
+		for _, e := range entries {
+			if e.IsNull() {
+				return p, e.Errorf("must be a mapping of the limit's settings")
+			}
+			var ly limitYAML
+			if err := yamlx.Bind(e, &ly, l.bindOptions()); err != nil {
+				return p, err
+			}
+			lim := PolicySettings{Name: e.Name(), Backend: p.Backend, KeyPrefix: p.KeyPrefix, FailurePolicy: p.FailurePolicy}
+			if err := l.limitFields(e, ly, &lim); err != nil {
+				return p, err
+			}
+			p.Limits = append(p.Limits, lim)
+		}
+		return p, nil
 	}
-	if lims.Exists() && len(p.Limits) == 0 {
-		return p, lims.Errorf("must list at least one limit")
-	}
-	return p, nil
+	return p, l.limitFields(n, y.limitYAML, &p)
 }
 
-// limitFields reads algorithm, window-ms, limit, capacity and rate-per-second into p, with
-// defaults, and checks that the resulting spec is valid.
-func (r reader) limitFields(n yamlx.Node, p *PolicySettings) error {
+// limitFields sets the algorithm and its parameters of p from y and checks the spec.
+func (l *loader) limitFields(n yamlx.Node, y limitYAML, p *PolicySettings) error {
 	p.Algorithm = DefaultAlgorithm
-	if a, ok, err := n.Get("algorithm"); err != nil {
-		return err
-	} else if ok {
-		name, err := a.String()
-		if err != nil {
-			return err
-		}
-		alg, known := algorithms[yamlx.Normalize(name)]
+	p.WindowMs, p.Limit, p.Capacity, p.RatePerSecond = y.WindowMs, y.Limit, y.Capacity, y.RatePerSecond
+	if a, ok, _ := n.Get("algorithm"); ok {
+		alg, known := algorithms[yamlx.Normalize(strings.TrimSpace(y.Algorithm))]
 		if !known {
-			r.warn(a, "unknown algorithm; using sliding", "algorithm", name)
+			if err := l.strict(a, "unknown algorithm %q; want %s", y.Algorithm, algorithmNames); err != nil {
+				return err
+			}
+			l.warn(a, fmt.Sprintf("unknown algorithm %q; using sliding (window-ms %d, limit %d)", y.Algorithm, p.WindowMs, p.Limit))
 			alg = DefaultAlgorithm
 		}
 		p.Algorithm = alg
 	}
-	var err error
-	if p.WindowMs, err = getWindowMs(n, DefaultWindowMs); err != nil {
-		return err
+	// Keys of the other family of algorithms would be silently ignored.
+	other := []string{"capacity", "rate-per-second"}
+	uses := "window-ms and limit"
+	if isBucket(p.Algorithm) {
+		other, uses = []string{"window-ms", "limit"}, "capacity and rate-per-second"
 	}
-	if p.Limit, err = getCount(n, "limit", DefaultLimit); err != nil {
-		return err
+	for _, key := range other {
+		if v, ok, _ := n.Get(key); ok {
+			if err := l.strict(v, "does not apply to the %s algorithm, which uses %s", p.Algorithm, uses); err != nil {
+				return err
+			}
+			l.warn(v, fmt.Sprintf("does not apply to the %s algorithm; ignored", p.Algorithm))
+		}
 	}
-	if p.Capacity, err = getCapacity(n, DefaultCapacity); err != nil {
-		return err
-	}
-	if p.RatePerSecond, err = getRate(n, DefaultRatePerSecond); err != nil {
-		return err
-	}
-	if _, err := p.Spec().Params(); err != nil {
-		return n.Errorf("%s: %v", p.Algorithm, strings.TrimPrefix(err.Error(), "redstream: "))
-	}
-	return nil
+	return checkSpec(n, *p)
 }
 
-func getBool(n yamlx.Node, key string, def bool) (bool, error) {
-	v, ok, err := n.Get(key)
-	if err != nil || !ok {
-		return def, err
+// checkSpec validates the policy's spec (redstream.Spec.Params, the engines' own check) and
+// reports an error at the key it is about.
+func checkSpec(n yamlx.Node, p PolicySettings) error {
+	if !isBucket(p.Algorithm) && (p.WindowMs <= 0 || p.WindowMs > maxWindowMs) {
+		if p.WindowMs > maxWindowMs {
+			return at(n, "window-ms", "is too large: %d ms (at most %d)", p.WindowMs, maxWindowMs)
+		}
 	}
-	return v.Bool()
+	_, err := p.Spec().Params()
+	if err == nil {
+		return nil
+	}
+	msg := strings.TrimPrefix(err.Error(), "redstream: invalid configuration: ")
+	key := ""
+	switch {
+	case isBucket(p.Algorithm) && strings.HasPrefix(msg, "capacity"):
+		key = "capacity"
+	case isBucket(p.Algorithm) && strings.HasPrefix(msg, "rate"):
+		key = "rate-per-second"
+	case !isBucket(p.Algorithm) && strings.HasPrefix(msg, "window"):
+		key = "window-ms"
+	case !isBucket(p.Algorithm) && strings.HasPrefix(msg, "limit ="):
+		key = "limit"
+	}
+	if key == "" {
+		return n.Errorf("%s: %s", p.Algorithm, msg)
+	}
+	return at(n, key, "%s", msg)
 }
 
-func getString(n yamlx.Node, key, def string) (string, error) {
-	v, ok, err := n.Get(key)
-	if err != nil || !ok {
-		return def, err
+// maxWindowMs is the largest window-ms that converts to a time.Duration.
+const maxWindowMs = int64(1<<63-1) / int64(time.Millisecond)
+
+// at returns an error at the key of mapping n (at n when the key is absent: a default).
+func at(n yamlx.Node, key, format string, args ...any) error {
+	if v, _, _ := n.Get(key); v.Exists() {
+		return v.Errorf(format, args...)
 	}
-	return v.String()
+	return n.Errorf("%s (the default) %s", key, fmt.Sprintf(format, args...))
 }
 
-func getBackend(n yamlx.Node, def string) (string, error) {
-	v, ok, err := n.Get("backend")
-	if err != nil || !ok {
-		return def, err
-	}
-	s, err := v.String()
-	if err != nil {
-		return def, err
-	}
-	switch strings.ToLower(s) {
+func backend(n yamlx.Node, s, def string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "":
+		return def, nil
 	case BackendMemory:
 		return BackendMemory, nil
 	case BackendRedis:
 		return BackendRedis, nil
 	}
-	return def, v.Errorf("must be memory or redis, got %q", s)
+	return def, at(n, "backend", "must be memory or redis, got %q", s)
 }
 
-func getPrefix(n yamlx.Node, def string) (string, error) {
-	v, ok, err := n.Get("key-prefix")
-	if err != nil || !ok {
-		return def, err
-	}
-	s, err := v.String()
-	if err != nil {
-		return def, err
-	}
+func keyPrefix(n yamlx.Node, s, def string) (string, error) {
 	if strings.TrimSpace(s) == "" {
 		return def, nil // the Java starter falls back on a blank prefix too
 	}
 	if strings.ContainsAny(s, "{}") {
-		return def, v.Errorf("must not contain '{' or '}' (they delimit Redis Cluster hash tags), got %q", s)
+		return def, at(n, "key-prefix", "must not contain '{' or '}' (they delimit Redis Cluster hash tags), got %q", s)
 	}
 	return s, nil
 }
 
-func getFailurePolicy(n yamlx.Node, def redstream.FailurePolicy) (redstream.FailurePolicy, error) {
-	v, ok, err := n.Get("failure-policy")
-	if err != nil || !ok {
-		return def, err
+func failurePolicy(n yamlx.Node, s string, def redstream.FailurePolicy) (redstream.FailurePolicy, error) {
+	if strings.TrimSpace(s) == "" {
+		return def, nil
 	}
-	s, err := v.String()
+	p, err := redstream.ParseFailurePolicy(strings.TrimSpace(s))
 	if err != nil {
-		return def, err
-	}
-	p, perr := redstream.ParseFailurePolicy(s)
-	if perr != nil {
-		return def, v.Errorf("must be fail-closed, fail-open or fallback, got %q", s)
+		return def, at(n, "failure-policy", "must be fail-closed, fail-open or fallback, got %q", s)
 	}
 	return p, nil
-}
-
-const maxWindowMs = core.MaxDuration / 1000
-
-func getWindowMs(n yamlx.Node, def int64) (int64, error) {
-	v, ok, err := n.Get("window-ms")
-	if err != nil || !ok {
-		return def, err
-	}
-	w, err := v.Int64()
-	if err != nil {
-		return def, err
-	}
-	if w <= 0 {
-		return def, v.Errorf("must be > 0")
-	}
-	if w > maxWindowMs {
-		return def, v.Errorf("must be at most %d", maxWindowMs)
-	}
-	return w, nil
-}
-
-func getCount(n yamlx.Node, key string, def int64) (int64, error) {
-	v, ok, err := n.Get(key)
-	if err != nil || !ok {
-		return def, err
-	}
-	c, err := v.Int64()
-	if err != nil {
-		return def, err
-	}
-	if c <= 0 {
-		return def, v.Errorf("must be > 0")
-	}
-	if c > core.MaxCount {
-		return def, v.Errorf("must be at most %d", core.MaxCount)
-	}
-	return c, nil
-}
-
-func getCapacity(n yamlx.Node, def float64) (float64, error) {
-	v, ok, err := n.Get("capacity")
-	if err != nil || !ok {
-		return def, err
-	}
-	c, err := v.Float64()
-	if err != nil {
-		return def, err
-	}
-	if c < 1 || c > float64(core.MaxCount) {
-		return def, v.Errorf("must be in [1, %d]", core.MaxCount)
-	}
-	return c, nil
-}
-
-func getRate(n yamlx.Node, def float64) (float64, error) {
-	v, ok, err := n.Get("rate-per-second")
-	if err != nil || !ok {
-		return def, err
-	}
-	r, err := v.Float64()
-	if err != nil {
-		return def, err
-	}
-	if r <= 0 || r > 1e6 {
-		return def, v.Errorf("must be in (0, 1000000]")
-	}
-	return r, nil
 }
 
 // builder builds the engines of policies.
 type builder struct {
 	opts Options
-	r    reader
+	l    *loader
 }
 
 // build returns the policy's limiter wrapped by redstream.Named. n is the policy's node, for
@@ -522,22 +497,22 @@ type builder struct {
 func (b builder) build(p PolicySettings, n yamlx.Node) (redstream.Limiter, error) {
 	backend := p.Backend
 	if backend == BackendRedis && b.opts.Redis == nil {
-		b.r.warn(n, "backend is redis but no Redis client was given; using memory", "policy", p.Name)
+		b.l.warn(n, fmt.Sprintf("backend is redis but no Redis client was given (Options.Redis); policy %q uses memory", p.Name))
 		backend = BackendMemory
 	}
 	var (
-		l   redstream.Limiter
+		lim redstream.Limiter
 		err error
 	)
 	if len(p.Limits) > 0 {
-		l, err = b.multi(p, backend)
+		lim, err = b.multi(p, backend)
 	} else {
-		l, err = b.single(p.Spec(), p, backend)
+		lim, err = b.single(p.Spec(), p, backend)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("config: %s: %w", n.Path, err)
+		return nil, n.Errorf("%v", err)
 	}
-	return redstream.Named(p.Name, l)
+	return redstream.Named(p.Name, lim)
 }
 
 func (b builder) single(spec redstream.Spec, p PolicySettings, backend string) (redstream.Limiter, error) {

@@ -126,28 +126,6 @@ func ExampleDeadLetters_Replay() {
 	// order 7 handled on delivery 1
 }
 
-func ExampleLoadConfig() {
-	cfg, err := stream.LoadConfig([]byte(`
-redis-stream:
-  read-count: 20
-  max-retry: 5
-  autoclaim:
-    min-idle-ms: 30000
-  trim:
-    maxlen: 50000
-`))
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(cfg.ReadCount, cfg.MaxRetry, cfg.Autoclaim.MinIdleMs, cfg.Trim.MaxLen)
-
-	_, err = stream.LoadConfig([]byte("redis-stream:\n  block-ms: soon\n"))
-	fmt.Println(err)
-	// Output:
-	// 20 5 30000 50000
-	// stream: redis-stream.block-ms: want an integer, got "soon" (line 2)
-}
-
 func ExampleCheckpointedListSink() {
 	client, stop := embedded()
 	defer stop()

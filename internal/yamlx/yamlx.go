@@ -1,20 +1,26 @@
-// Package yamlx reads YAML configuration the way Spring Boot binds properties, for the
-// config sections of every redstream package:
+// Package yamlx reads configuration files the way Spring Boot binds properties, for package
+// config:
 //
+//   - YAML (multi-document) and .properties files ([ParseDocuments], [ParseProperties]);
+//   - profile documents (spring.config.activate.on-profile) merged over the others
+//     ([Load]);
+//   - ${NAME} and ${NAME:default} placeholders, from the environment and from other keys of
+//     the file;
 //   - relaxed keys: "window-ms", "windowMs", "window_ms" and "WINDOWMS" name the same setting
 //     ([Normalize]);
 //   - dotted keys: "redis-streaming.ratelimit.enabled: true" equals the nested form, and
 //     "[a.b]" keeps a dot inside one key;
-//   - anchors, aliases and merge keys ("<<") resolved;
+//   - anchors, aliases and merge keys ("<<") resolved within a node budget linear in the
+//     input's size, so that an alias bomb is an error, not a hang;
+//   - one reflection binder driven by struct tags ([Bind]);
 //   - errors that name the setting and its line:
 //     "config: redis-streaming.ratelimit.policies.api1.limit (line 12): must be > 0".
-//
-// A package parses its own section from a [Node] handed over by package config.
 package yamlx
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -72,31 +78,72 @@ type Node struct {
 	Value *yaml.Node
 }
 
+// Budget bounds the work of expanding one input: every node the expansion visits or
+// copies (aliases, merge keys) counts one. NodeBudget returns the budget of an input of n
+// bytes: linear in n, and far above what a document without aliases can use (a node takes
+// at least two bytes of input).
+func NodeBudget(n int) int { return 4096 + 16*n }
+
 // Parse decodes the first YAML document of data into a Node whose value is a mapping, with
 // dotted keys expanded and merge keys applied. An empty document gives an empty mapping. A
 // document whose root is not a mapping is an error.
 func Parse(data []byte) (Node, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return Node{}, fmt.Errorf("config: %w", err)
-	}
-	root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: 1}
-	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
-		root = resolve(doc.Content[0])
-	}
-	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
-		root = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: root.Line}
-	}
-	n := Node{Value: root}
-	if root.Kind != yaml.MappingNode {
-		return Node{}, &Error{Path: "(document)", Line: root.Line, Msg: "must be a mapping of settings"}
-	}
-	expanded, err := expand(root, "", 0)
+	docs, err := ParseDocuments(data)
 	if err != nil {
 		return Node{}, err
 	}
-	n.Value = expanded
-	return n, nil
+	return docs[0], nil
+}
+
+// ParseDocuments decodes every document of a YAML stream ("---" separated) into mappings
+// as Parse does. There is always at least one document. The expansion of all documents
+// shares one budget ([NodeBudget] of len(data)); past it, the error names the alias or
+// merge key whose expansion exceeded it.
+func ParseDocuments(data []byte) ([]Node, error) {
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	ex := &expander{budget: NodeBudget(len(data))}
+	var out []Node
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		n, err := ex.document(&doc)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		out = append(out, Node{Value: &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: 1}})
+	}
+	return out, nil
+}
+
+func (ex *expander) document(doc *yaml.Node) (Node, error) {
+	root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: doc.Line}
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		root = resolve(doc.Content[0])
+	}
+	if root == nil || (root.Kind == yaml.ScalarNode && root.Tag == "!!null") {
+		line := doc.Line
+		if root != nil {
+			line = root.Line
+		}
+		root = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: line}
+	}
+	if root.Kind != yaml.MappingNode {
+		return Node{}, &Error{Path: "(document)", Line: root.Line, Msg: "must be a mapping of settings"}
+	}
+	expanded, err := ex.expand(root, "", 0)
+	if err != nil {
+		return Node{}, err
+	}
+	return Node{Value: expanded}, nil
 }
 
 // resolve follows aliases.
@@ -111,68 +158,187 @@ func resolve(n *yaml.Node) *yaml.Node {
 // exhaust the stack.
 const maxDepth = 64
 
+// expander expands documents within a node budget. index holds, for every mapping it
+// built, the position of each exact key and of each relaxed key whose value is a mapping,
+// so that expansion stays linear in the number of keys.
+type expander struct {
+	budget int
+	used   int
+	alias  *yaml.Node // the outermost alias or merge key being expanded, nil if none
+	index  map[*yaml.Node]*mapIndex
+}
+
+type mapIndex struct {
+	exact   map[string]int
+	relaxed map[string]int // relaxed key -> index, for keys whose value is a mapping
+}
+
+// spend counts n nodes against the budget.
+func (ex *expander) spend(n *yaml.Node, path string) error {
+	ex.used++
+	if ex.used <= ex.budget {
+		return nil
+	}
+	at := n
+	what := "the document"
+	if ex.alias != nil {
+		at = ex.alias
+		if ex.alias.Kind == yaml.AliasNode {
+			what = "alias *" + ex.alias.Value
+		} else {
+			what = "merge key <<"
+		}
+	}
+	if path == "" {
+		path = "(document)"
+	}
+	return &Error{Path: path, Line: at.Line, Msg: fmt.Sprintf("%s expands past the limit of %d nodes for an input of this size (an alias bomb?)", what, ex.budget)}
+}
+
+// enter marks an alias (or merge key) being expanded; the returned function restores the
+// previous state.
+func (ex *expander) enter(n *yaml.Node) func() {
+	if ex.alias != nil || n == nil {
+		return func() {}
+	}
+	ex.alias = n
+	return func() { ex.alias = nil }
+}
+
+func (ex *expander) idx(m *yaml.Node) *mapIndex {
+	if ex.index == nil {
+		ex.index = map[*yaml.Node]*mapIndex{}
+	}
+	ix := ex.index[m]
+	if ix == nil {
+		ix = &mapIndex{exact: map[string]int{}, relaxed: map[string]int{}}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			ix.add(m, i)
+		}
+		ex.index[m] = ix
+	}
+	return ix
+}
+
+func (ix *mapIndex) add(m *yaml.Node, i int) {
+	k := m.Content[i].Value
+	if _, dup := ix.exact[k]; !dup {
+		ix.exact[k] = i
+	}
+	if m.Content[i+1].Kind == yaml.MappingNode {
+		if _, dup := ix.relaxed[Normalize(k)]; !dup {
+			ix.relaxed[Normalize(k)] = i
+		}
+	}
+}
+
+func (ex *expander) appendEntry(m, k, v *yaml.Node) {
+	m.Content = append(m.Content, k, v)
+	ex.idx(m).add(m, len(m.Content)-2)
+}
+
 // expand returns a copy of mapping m with dotted keys split into nested mappings, merge keys
 // applied, and aliases resolved, recursively.
-func expand(m *yaml.Node, path string, depth int) (*yaml.Node, error) {
+func (ex *expander) expand(m *yaml.Node, path string, depth int) (*yaml.Node, error) {
 	if depth > maxDepth {
-		return nil, &Error{Path: path, Line: m.Line, Msg: "nesting too deep"}
+		return nil, &Error{Path: orDoc(path), Line: m.Line, Msg: "nesting too deep"}
+	}
+	if err := ex.spend(m, path); err != nil {
+		return nil, err
 	}
 	out := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: m.Line, Column: m.Column}
-	var merges []*yaml.Node
+	type merge struct{ key, val *yaml.Node }
+	var merges []merge
 	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := m.Content[i], resolve(m.Content[i+1])
+		k, raw := m.Content[i], m.Content[i+1]
+		v := resolve(raw)
 		if k.Kind != yaml.ScalarNode {
 			return nil, &Error{Path: join(path, "?"), Line: k.Line, Msg: "keys must be scalars"}
 		}
+		if v == nil || v.Kind == yaml.AliasNode {
+			return nil, &Error{Path: join(path, k.Value), Line: k.Line, Msg: "alias chain too long"}
+		}
 		if k.Value == "<<" && k.Tag == "!!merge" {
-			merges = append(merges, v)
+			merges = append(merges, merge{k, v})
 			continue
 		}
-		segs := splitKey(k.Value)
-		if err := insert(out, k, segs, v, path, depth); err != nil {
+		segs, err := splitKey(k.Value)
+		if err != nil {
+			return nil, &Error{Path: join(path, k.Value), Line: k.Line, Msg: err.Error()}
+		}
+		var leave func()
+		if raw.Kind == yaml.AliasNode {
+			leave = ex.enter(raw)
+		}
+		err = ex.insert(out, k, segs, v, path, depth)
+		if leave != nil {
+			leave()
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
 	// Merge keys: explicit keys win; earlier merged mappings win over later ones.
-	for _, mv := range merges {
-		var srcs []*yaml.Node
-		switch mv.Kind {
-		case yaml.MappingNode:
-			srcs = []*yaml.Node{mv}
-		case yaml.SequenceNode:
-			for _, s := range mv.Content {
-				srcs = append(srcs, resolve(s))
-			}
-		}
-		for _, src := range srcs {
-			if src == nil || src.Kind != yaml.MappingNode {
-				return nil, &Error{Path: join(path, "<<"), Line: mv.Line, Msg: "a merge key takes a mapping or a list of mappings"}
-			}
-			ex, err := expand(src, path, depth+1)
-			if err != nil {
-				return nil, err
-			}
-			for j := 0; j+1 < len(ex.Content); j += 2 {
-				if find(out, ex.Content[j].Value) < 0 {
-					out.Content = append(out.Content, ex.Content[j], ex.Content[j+1])
-				}
-			}
+	for _, mg := range merges {
+		leave := ex.enter(mg.key)
+		err := ex.merge(out, mg.val, path, depth)
+		leave()
+		if err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
 }
 
+func (ex *expander) merge(out, mv *yaml.Node, path string, depth int) error {
+	var srcs []*yaml.Node
+	switch mv.Kind {
+	case yaml.MappingNode:
+		srcs = []*yaml.Node{mv}
+	case yaml.SequenceNode:
+		for _, s := range mv.Content {
+			srcs = append(srcs, resolve(s))
+		}
+	}
+	if len(srcs) == 0 {
+		return &Error{Path: join(path, "<<"), Line: mv.Line, Msg: "a merge key takes a mapping or a list of mappings"}
+	}
+	for _, src := range srcs {
+		if src == nil || src.Kind != yaml.MappingNode {
+			return &Error{Path: join(path, "<<"), Line: mv.Line, Msg: "a merge key takes a mapping or a list of mappings"}
+		}
+		exm, err := ex.expand(src, path, depth+1)
+		if err != nil {
+			return err
+		}
+		ix := ex.idx(out)
+		for j := 0; j+1 < len(exm.Content); j += 2 {
+			if _, set := ix.exact[exm.Content[j].Value]; !set {
+				ex.appendEntry(out, exm.Content[j], exm.Content[j+1])
+			}
+		}
+	}
+	return nil
+}
+
 // insert stores v under the key path segs in mapping out, creating nested mappings.
-func insert(out, k *yaml.Node, segs []string, v *yaml.Node, path string, depth int) error {
+func (ex *expander) insert(out, k *yaml.Node, segs []string, v *yaml.Node, path string, depth int) error {
 	for i, seg := range segs {
 		p := join(path, seg)
+		if err := ex.spend(k, p); err != nil {
+			return err
+		}
 		last := i == len(segs)-1
-		j := findMapping(out, seg)
+		ix := ex.idx(out)
 		if !last {
-			if j < 0 {
+			j, ok := ix.exact[seg]
+			if !ok {
+				j, ok = ix.relaxed[Normalize(seg)]
+			}
+			if !ok {
 				key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg, Line: k.Line, Column: k.Column}
 				child := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: k.Line, Column: k.Column}
-				out.Content = append(out.Content, key, child)
+				ex.appendEntry(out, key, child)
 				out, path = child, p
 				continue
 			}
@@ -180,6 +346,7 @@ func insert(out, k *yaml.Node, segs []string, v *yaml.Node, path string, depth i
 			if child.Kind == yaml.ScalarNode && child.Tag == "!!null" {
 				child = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: child.Line, Column: child.Column}
 				out.Content[j+1] = child
+				ix.relaxed[Normalize(seg)] = j
 			}
 			if child.Kind != yaml.MappingNode {
 				return &Error{Path: p, Line: k.Line, Msg: fmt.Sprintf("is also set at line %d as a value, not a mapping", out.Content[j].Line)}
@@ -188,26 +355,35 @@ func insert(out, k *yaml.Node, segs []string, v *yaml.Node, path string, depth i
 			continue
 		}
 		var val *yaml.Node
-		if v.Kind == yaml.MappingNode {
-			ex, err := expand(v, p, depth+1)
-			if err != nil {
-				return err
-			}
-			val = ex
-		} else {
-			val = copyTree(v, depth+1)
+		var err error
+		switch v.Kind {
+		case yaml.MappingNode:
+			val, err = ex.expand(v, p, depth+1)
+		case yaml.SequenceNode:
+			val, err = ex.sequence(v, p, depth+1)
+		default:
+			val, err = v, ex.spend(v, p)
+		}
+		if err != nil {
+			return err
 		}
 		key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg, Line: k.Line, Column: k.Column}
-		if val.Kind != yaml.MappingNode {
-			j = find(out, seg)
+		j, ok := ix.exact[seg]
+		if !ok && val.Kind == yaml.MappingNode {
+			j, ok = ix.relaxed[Normalize(seg)]
 		}
-		if j < 0 {
-			out.Content = append(out.Content, key, val)
+		if !ok {
+			ex.appendEntry(out, key, val)
 			return nil
 		}
 		prev := out.Content[j+1]
 		if prev.Kind == yaml.MappingNode && val.Kind == yaml.MappingNode {
-			return mergeInto(prev, val, p)
+			return ex.mergeInto(prev, val, p)
+		}
+		if prev.Kind == yaml.ScalarNode && prev.Tag == "!!null" && val.Kind == yaml.MappingNode {
+			out.Content[j+1] = val
+			ix.relaxed[Normalize(seg)] = j
+			return nil
 		}
 		return &Error{Path: p, Line: k.Line, Msg: fmt.Sprintf("is set twice (also at line %d)", out.Content[j].Line)}
 	}
@@ -216,16 +392,23 @@ func insert(out, k *yaml.Node, segs []string, v *yaml.Node, path string, depth i
 
 // mergeInto adds the entries of src to dst, recursively; a key set in both is an error
 // unless both values are mappings.
-func mergeInto(dst, src *yaml.Node, path string) error {
+func (ex *expander) mergeInto(dst, src *yaml.Node, path string) error {
 	for i := 0; i+1 < len(src.Content); i += 2 {
 		k, v := src.Content[i], src.Content[i+1]
-		j := find(dst, k.Value)
-		if j < 0 {
-			dst.Content = append(dst.Content, k, v)
+		if err := ex.spend(k, path); err != nil {
+			return err
+		}
+		ix := ex.idx(dst)
+		j, ok := ix.exact[k.Value]
+		if !ok && v.Kind == yaml.MappingNode {
+			j, ok = ix.relaxed[Normalize(k.Value)]
+		}
+		if !ok {
+			ex.appendEntry(dst, k, v)
 			continue
 		}
 		if dst.Content[j+1].Kind == yaml.MappingNode && v.Kind == yaml.MappingNode {
-			if err := mergeInto(dst.Content[j+1], v, join(path, k.Value)); err != nil {
+			if err := ex.mergeInto(dst.Content[j+1], v, join(path, k.Value)); err != nil {
 				return err
 			}
 			continue
@@ -235,83 +418,105 @@ func mergeInto(dst, src *yaml.Node, path string) error {
 	return nil
 }
 
-// copyTree copies sequences (resolving aliases inside them) and returns scalars as is.
-func copyTree(n *yaml.Node, depth int) *yaml.Node {
-	if n.Kind != yaml.SequenceNode || depth > maxDepth {
-		return n
+// sequence copies a sequence, resolving aliases and expanding mappings inside it.
+func (ex *expander) sequence(n *yaml.Node, path string, depth int) (*yaml.Node, error) {
+	if depth > maxDepth {
+		return nil, &Error{Path: orDoc(path), Line: n.Line, Msg: "nesting too deep"}
+	}
+	if err := ex.spend(n, path); err != nil {
+		return nil, err
 	}
 	c := *n
-	c.Content = make([]*yaml.Node, len(n.Content))
-	for i, e := range n.Content {
-		e = resolve(e)
-		if e.Kind == yaml.MappingNode {
-			if ex, err := expand(e, "", depth+1); err == nil {
-				e = ex
-			}
+	c.Content = make([]*yaml.Node, 0, min(len(n.Content), 1024))
+	for i, raw := range n.Content {
+		e := resolve(raw)
+		if e == nil || e.Kind == yaml.AliasNode {
+			return nil, &Error{Path: orDoc(path), Line: raw.Line, Msg: "alias chain too long"}
 		}
-		c.Content[i] = copyTree(e, depth+1)
+		var leave func()
+		if raw.Kind == yaml.AliasNode {
+			leave = ex.enter(raw)
+		}
+		var err error
+		p := path + "[" + strconv.Itoa(i) + "]"
+		switch e.Kind {
+		case yaml.MappingNode:
+			e, err = ex.expand(e, p, depth+1)
+		case yaml.SequenceNode:
+			e, err = ex.sequence(e, p, depth+1)
+		default:
+			err = ex.spend(e, p)
+		}
+		if leave != nil {
+			leave()
+		}
+		if err != nil {
+			return nil, err
+		}
+		c.Content = append(c.Content, e)
 	}
-	return &c
+	return &c, nil
 }
 
-// find returns the index in m.Content of the key exactly equal to key, or -1.
-func find(m *yaml.Node, key string) int {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return i
-		}
-	}
-	return -1
-}
-
-// findMapping returns the index in m.Content of the key exactly equal to key; failing that,
-// of a key relaxed-equal to it whose value is a mapping (so that "redis-streaming.x: 1" and
-// "redisStreaming: {y: 2}" merge, as Spring binds them together); or -1.
-func findMapping(m *yaml.Node, key string) int {
-	if j := find(m, key); j >= 0 {
-		return j
-	}
-	want := Normalize(key)
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i+1].Kind == yaml.MappingNode && Normalize(m.Content[i].Value) == want {
-			return i
-		}
-	}
-	return -1
-}
-
-// splitKey splits a dotted key; "[...]" keeps its content as one key.
-func splitKey(k string) []string {
-	if !strings.ContainsAny(k, ".[") {
-		return []string{k}
+// splitKey splits a dotted key; "[...]" keeps its content as one key ("a[0]" is "a", "0").
+// A '[' without its ']' and an empty part ("a..b", ".a", "a.") are errors.
+func splitKey(k string) ([]string, error) {
+	if !strings.ContainsAny(k, ".[]") {
+		return []string{k}, nil
 	}
 	var segs []string
-	for k != "" {
-		if k[0] == '[' {
-			if end := strings.IndexByte(k, ']'); end > 0 {
-				segs = append(segs, k[1:end])
-				k = strings.TrimPrefix(k[end+1:], ".")
-				continue
+	var cur strings.Builder
+	pending := false // cur holds a part (possibly empty) not yet appended
+	for i := 0; i < len(k); {
+		switch c := k[i]; c {
+		case '[':
+			end := strings.IndexByte(k[i+1:], ']')
+			if end < 0 {
+				return nil, fmt.Errorf("has a '[' without its ']' (quote the key, or write [%s] for a key with dots)", k[i+1:])
 			}
-		}
-		dot := strings.IndexAny(k, ".[")
-		if dot < 0 {
-			segs = append(segs, k)
-			break
-		}
-		if dot > 0 {
-			segs = append(segs, k[:dot])
-		}
-		if k[dot] == '.' {
-			k = k[dot+1:]
-		} else {
-			k = k[dot:]
+			if pending || cur.Len() > 0 {
+				segs = append(segs, cur.String())
+				cur.Reset()
+			}
+			segs = append(segs, k[i+1:i+1+end])
+			pending = false
+			i += end + 2
+			if i < len(k) {
+				if k[i] != '.' && k[i] != '[' {
+					return nil, fmt.Errorf("needs a '.' after ']'")
+				}
+				if k[i] == '.' {
+					i++
+					if i == len(k) {
+						return nil, errors.New("has an empty part")
+					}
+					pending = true
+				}
+			}
+		case ']':
+			return nil, errors.New("has a ']' without its '['")
+		case '.':
+			if cur.Len() == 0 {
+				return nil, errors.New("has an empty part")
+			}
+			segs = append(segs, cur.String())
+			cur.Reset()
+			pending = true
+			i++
+			if i == len(k) {
+				return nil, errors.New("has an empty part")
+			}
+		default:
+			cur.WriteByte(c)
+			i++
 		}
 	}
-	if len(segs) == 0 {
-		return []string{""}
+	if cur.Len() > 0 {
+		segs = append(segs, cur.String())
+	} else if pending {
+		return nil, errors.New("has an empty part")
 	}
-	return segs
+	return segs, nil
 }
 
 func join(path, key string) string {
@@ -319,6 +524,13 @@ func join(path, key string) string {
 		return key
 	}
 	return path + "." + key
+}
+
+func orDoc(path string) string {
+	if path == "" {
+		return "(document)"
+	}
+	return path
 }
 
 // Exists reports whether the node is present (not the zero Node).
@@ -342,7 +554,7 @@ func (n Node) Line() int {
 
 // Errorf returns an *Error at the node.
 func (n Node) Errorf(format string, args ...any) error {
-	return &Error{Path: n.Path, Line: n.Line(), Msg: fmt.Sprintf(format, args...)}
+	return &Error{Path: orDoc(n.Path), Line: n.Line(), Msg: fmt.Sprintf(format, args...)}
 }
 
 // Name returns the last key of the node's path, as written in the document.
@@ -395,6 +607,23 @@ func (n Node) Lookup(path string) (Node, bool, error) {
 	return cur, true, nil
 }
 
+// LineOf returns the line of the deepest node of path (a dotted path of settings below n,
+// relaxed keys) that n holds; n's own line at worst.
+func (n Node) LineOf(path string) int {
+	line, cur := n.Line(), n
+	if path == "" {
+		return line
+	}
+	for _, seg := range strings.Split(path, ".") {
+		next, _, err := cur.Get(seg)
+		if err != nil || !next.Exists() {
+			break
+		}
+		cur, line = next, next.Line()
+	}
+	return line
+}
+
 // Entries returns the entries of the mapping n in document order, each with path
 // n.Path + "." + key as written (for maps keyed by user names, such as policies). A null n
 // has no entries.
@@ -413,8 +642,7 @@ func (n Node) Entries() ([]Node, error) {
 	return out, nil
 }
 
-// Unknown returns the entries of mapping n whose keys name none of known (relaxed), for
-// warnings: Spring ignores unknown settings, and so do the readers built on this package.
+// Unknown returns the entries of mapping n whose keys name none of known (relaxed).
 func (n Node) Unknown(known ...string) []Node {
 	es, err := n.Entries()
 	if err != nil {
@@ -446,7 +674,7 @@ func (n Node) scalar(what string) (string, error) {
 // String returns the scalar's text.
 func (n Node) String() (string, error) { return n.scalar("a string") }
 
-// Bool parses true/false (also yes/no, on/off, 1/0; any case).
+// Bool parses true/false (also yes/no, on/off, 1/0; any case), as Spring converts strings.
 func (n Node) Bool() (bool, error) {
 	s, err := n.scalar("true or false")
 	if err != nil {
