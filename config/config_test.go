@@ -127,7 +127,7 @@ func TestSeedExampleWithoutRedis(t *testing.T) {
 			c := load(t, readFile(t, file), config.Options{Logger: log})
 			rl := c.RateLimit
 			checkSeedSettings(t, rl.Settings)
-			if got := strings.Count(logs.String(), "no Redis client was given; using memory"); got != 2 {
+			if got := strings.Count(logs.String(), "no Redis client was given (Options.Redis)"); got != 2 {
 				t.Errorf("%d fallback warnings, want 2:\n%s", got, logs)
 			}
 			if fmt.Sprint(rl.Registry.Names()) != "[api1 api2]" || rl.DefaultName != "api1" {
@@ -257,55 +257,142 @@ func TestDefaults(t *testing.T) {
 
 	for name, doc := range map[string]string{
 		"empty file":   "",
-		"disabled":     "redis-streaming:\n  ratelimit:\n    enabled: false\n    policies:\n      a: {limit: 1}\n",
+		"disabled":     "redis-streaming:\n  ratelimit:\n    enabled: false\n",
 		"other keys":   "spring:\n  redis:\n    host: 127.0.0.1\n",
 		"null section": "redis-streaming:\n  ratelimit:\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			log, logs := logger()
-			c := load(t, doc, config.Options{Logger: log})
-			if name == "disabled" && !strings.Contains(logs.String(), "enabled is not true") {
-				t.Errorf("no warning for policies without enabled:\n%s", logs)
+			c := load(t, doc, quiet)
+			if c.RateLimit.Settings.Enabled || c.RateLimit.Registry.Len() != 0 || c.RateLimit.DefaultName != "" {
+				t.Errorf("a disabled section built %v, %q", c.RateLimit.Registry.Names(), c.RateLimit.DefaultName)
 			}
-			if c.RateLimit.Settings.Enabled || c.RateLimit.Registry.Len() != 0 || c.RateLimit.Default != nil {
-				t.Errorf("a disabled section built %v, %v", c.RateLimit.Registry.Names(), c.RateLimit.Default)
+			// Rate limiting is off: Default admits everything and never panics.
+			if n := admitted(t, c.RateLimit.Default, "k", t0, 1000); n != 1000 {
+				t.Errorf("disabled Default admitted %d of 1000, want all", n)
+			}
+			if _, err := c.RateLimit.Default.Allow(context.Background(), ""); !errors.Is(err, redstream.ErrEmptyKey) {
+				t.Errorf("disabled Default with an empty key: %v, want ErrEmptyKey", err)
 			}
 		})
 	}
 }
 
-func TestFallbacksAndWarnings(t *testing.T) {
+// TestStrictAndLenient: each silent degradation of the Java starter is an error naming the
+// key and its line by default, and, with Options.Lenient, a warning saying what is used
+// instead.
+func TestStrictAndLenient(t *testing.T) {
+	head := "redis-streaming:\n  ratelimit:\n"
+	tests := []struct {
+		name, doc string
+		strict    string // the whole error
+		warning   string // a substring of the lenient warning
+		check     func(t *testing.T, rl *config.RateLimit)
+	}{
+		{
+			"unknown algorithm", head + "    enabled: true\n    default-name: api\n    policies:\n      api:\n        algorithm: gcra\n        limit: 5\n",
+			`config: redis-streaming.ratelimit.policies.api.algorithm (line 7): unknown algorithm "gcra"; want sliding, token-bucket, leaky-bucket, fixed or sliding-counter`,
+			`msg="config: unknown algorithm \"gcra\"; using sliding (window-ms 1000, limit 5)" key=redis-streaming.ratelimit.policies.api.algorithm line=7`,
+			func(t *testing.T, rl *config.RateLimit) {
+				if a := rl.Settings.Policies[0].Algorithm; a != redstream.AlgorithmSlidingWindow {
+					t.Errorf("algorithm = %v, want sliding", a)
+				}
+			},
+		},
+		{
+			"misspelled key", head + "    enabled: true\n    policies:\n      default:\n        limt: 10\n",
+			"config: redis-streaming.ratelimit.policies.default.limt (line 6): unknown key (did you mean limit?)",
+			`msg="config: unknown key (did you mean limit?); ignored" key=redis-streaming.ratelimit.policies.default.limt line=6`,
+			func(t *testing.T, rl *config.RateLimit) {
+				if l := rl.Settings.Policies[0].Limit; l != 100 {
+					t.Errorf("limit = %d, want the default 100", l)
+				}
+			},
+		},
+		{
+			"unknown section key", head + "    enabled: true\n    defualt-name: x\n",
+			"config: redis-streaming.ratelimit.defualt-name (line 4): unknown key (did you mean default-name?)",
+			"unknown key (did you mean default-name?); ignored",
+			nil,
+		},
+		{
+			"misspelled default-name", head + "    enabled: true\n    default-name: ap1\n    policies:\n      zeta: {limit: 2}\n      api1: {limit: 4}\n",
+			`config: redis-streaming.ratelimit.default-name (line 4): default-name "ap1" names no policy; set it to one of: api1, zeta`,
+			`default-name \"ap1\" names no policy; using \"api1\", the first policy by name`,
+			func(t *testing.T, rl *config.RateLimit) {
+				if rl.DefaultName != "api1" {
+					t.Errorf("default = %q, want api1", rl.DefaultName)
+				}
+			},
+		},
+		{
+			"policies without enabled", head + "    policies:\n      api: {limit: 1}\n",
+			"config: redis-streaming.ratelimit.policies (line 3): policies are set but enabled is missing, so none would be built; set enabled: true, or remove the policies",
+			"policies are set but enabled is missing; no limiter is built and Default admits every request",
+			func(t *testing.T, rl *config.RateLimit) {
+				if rl.Registry.Len() != 0 || admitted(t, rl.Default, "k", t0, 5) != 5 {
+					t.Errorf("a disabled section built %v or its Default limits", rl.Registry.Names())
+				}
+			},
+		},
+		{
+			"policies with enabled false", head + "    enabled: false\n    policies:\n      api: {limit: 1}\n",
+			"config: redis-streaming.ratelimit.policies (line 4): policies are set but enabled is false (line 3), so none would be built; set enabled: true, or remove the policies",
+			"policies are set but enabled is false (line 3)",
+			nil,
+		},
+		{
+			"bucket key on a window", head + "    enabled: true\n    default-name: api\n    policies:\n      api: {algorithm: fixed, capacity: 5}\n",
+			"config: redis-streaming.ratelimit.policies.api.capacity (line 6): does not apply to the fixed algorithm, which uses window-ms and limit",
+			"does not apply to the fixed algorithm; ignored",
+			nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Load([]byte(tt.doc), quiet)
+			if err == nil || err.Error() != tt.strict {
+				t.Fatalf("strict error = %v\nwant           %s", err, tt.strict)
+			}
+			var ye *yamlx.Error
+			if !errors.As(err, &ye) || ye.Line == 0 || !errors.Is(err, redstream.ErrInvalidConfig) {
+				t.Errorf("error %#v: want a *yamlx.Error with a line, matching ErrInvalidConfig", err)
+			}
+			log, logs := logger()
+			c, err := config.Load([]byte(tt.doc), config.Options{Lenient: true, Logger: log})
+			if err != nil {
+				t.Fatalf("lenient Load: %v", err)
+			}
+			if !strings.Contains(logs.String(), tt.warning) {
+				t.Errorf("lenient warnings lack %q:\n%s", tt.warning, logs)
+			}
+			if c.RateLimit.Default == nil {
+				t.Fatal("lenient Default is nil")
+			}
+			if _, err := c.RateLimit.Default.Allow(context.Background(), "k"); err != nil {
+				t.Errorf("lenient Default.Allow: %v", err)
+			}
+			if tt.check != nil {
+				tt.check(t, c.RateLimit)
+			}
+		})
+	}
+}
+
+// TestNoDefaultName: policies without default-name and without a "default" policy are a
+// valid file (limiters are looked up by name); Default returns ErrNoDefault instead of
+// picking one silently.
+func TestNoDefaultName(t *testing.T) {
+	rl := load(t, "redis-streaming.ratelimit:\n  enabled: true\n  policies:\n    b: {limit: 1}\n    a: {limit: 2}\n", quiet).RateLimit
+	if _, err := rl.Default.Allow(context.Background(), "k"); !errors.Is(err, config.ErrNoDefault) || !errors.Is(err, redstream.ErrInvalidConfig) {
+		t.Errorf("Default.Allow error = %v, want ErrNoDefault", err)
+	}
+	if rl.DefaultName != "" || fmt.Sprint(rl.Registry.Names()) != "[a b]" {
+		t.Errorf("default %q, registry %v", rl.DefaultName, rl.Registry.Names())
+	}
 	log, logs := logger()
-	doc := `redis-streaming:
-  ratelimit:
-    enabled: true
-    default-name: missing
-    policies:
-      zeta:
-        algorithm: quantum
-        limit: 2
-        colour: blue
-      alpha:
-        algorithm: fixed
-        limit: 4
-`
-	c := load(t, doc, config.Options{Logger: log})
-	rl := c.RateLimit
-	out := logs.String()
-	for _, want := range []string{
-		`msg="config: unknown algorithm; using sliding" key=redis-streaming.ratelimit.policies.zeta.algorithm line=7 algorithm=quantum`,
-		`msg="config: unknown setting ignored" key=redis-streaming.ratelimit.policies.zeta.colour line=9`,
-		`default-name=missing using=alpha`,
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("warnings lack %q:\n%s", want, out)
-		}
-	}
-	if rl.Settings.Policies[0].Algorithm != redstream.AlgorithmSlidingWindow {
-		t.Errorf("unknown algorithm became %v, want sliding", rl.Settings.Policies[0].Algorithm)
-	}
-	if rl.DefaultName != "alpha" {
-		t.Errorf("default = %q, want alpha (the first registered by name)", rl.DefaultName)
+	rl = load(t, "redis-streaming.ratelimit:\n  enabled: true\n  policies:\n    b: {limit: 1}\n    a: {limit: 2}\n", config.Options{Lenient: true, Logger: log}).RateLimit
+	if rl.DefaultName != "a" || !strings.Contains(logs.String(), `using \"a\", the first policy by name`) {
+		t.Errorf("lenient default %q; warnings:\n%s", rl.DefaultName, logs)
 	}
 }
 
@@ -315,27 +402,28 @@ func TestBadValues(t *testing.T) {
 	tests := []struct {
 		name, doc, want string
 	}{
-		{"limit zero", pol + "        limit: 0\n", "config: redis-streaming.ratelimit.policies.api1.limit (line 6): must be > 0"},
+		{"limit zero", pol + "        limit: 0\n", "config: redis-streaming.ratelimit.policies.api1.limit (line 6): limit = 0, want in [1, 1099511627776]"},
 		{"limit text", pol + "        limit: ten\n", `config: redis-streaming.ratelimit.policies.api1.limit (line 6): must be an integer, got "ten"`},
-		{"window negative", pol + "        window-ms: -5\n", "config: redis-streaming.ratelimit.policies.api1.window-ms (line 6): must be > 0"},
-		{"window camel", pol + "        windowMs: 0\n", "config: redis-streaming.ratelimit.policies.api1.window-ms (line 6): must be > 0"},
-		{"capacity", pol + "        algorithm: token-bucket\n        capacity: 0.5\n", "config: redis-streaming.ratelimit.policies.api1.capacity (line 7): must be in [1, 1099511627776]"},
-		{"rate", pol + "        rate-per-second: 2e6\n", "config: redis-streaming.ratelimit.policies.api1.rate-per-second (line 6): must be in (0, 1000000]"},
+		{"window negative", pol + "        window-ms: -5\n", "config: redis-streaming.ratelimit.policies.api1.window-ms (line 6): window = -5000µs, want in (0, 2251799813685248µs]"},
+		{"window camel", pol + "        windowMs: 0\n", "config: redis-streaming.ratelimit.policies.api1.window-ms (line 6): window = 0µs, want in (0, 2251799813685248µs]"},
+		{"window too large", pol + "        window-ms: 9223372036855\n", "config: redis-streaming.ratelimit.policies.api1.window-ms (line 6): is too large: 9223372036855 ms (at most 9223372036854)"},
+		{"capacity", pol + "        algorithm: token-bucket\n        capacity: 0.5\n", "config: redis-streaming.ratelimit.policies.api1.capacity (line 7): capacity = 0.5, want a finite number in [1, 1099511627776]"},
+		{"rate", pol + "        algorithm: token-bucket\n        rate-per-second: 2e6\n", "config: redis-streaming.ratelimit.policies.api1.rate-per-second (line 7): ratePerSecond = 2e+06, want a finite number in (0, 1e6] per second"},
 		{"policy backend", pol + "        backend: mongo\n", `config: redis-streaming.ratelimit.policies.api1.backend (line 6): must be memory or redis, got "mongo"`},
 		{"section backend", head + "    backend: 42\n", `config: redis-streaming.ratelimit.backend (line 4): must be memory or redis, got "42"`},
 		{"enabled", "redis-streaming:\n  ratelimit:\n    enabled: maybe\n", `config: redis-streaming.ratelimit.enabled (line 3): must be true or false, got "maybe"`},
 		{"failure policy", head + "    failure-policy: sometimes\n", `config: redis-streaming.ratelimit.failure-policy (line 4): must be fail-closed, fail-open or fallback, got "sometimes"`},
 		{"key prefix", pol + "        key-prefix: a{b}\n", `config: redis-streaming.ratelimit.policies.api1.key-prefix (line 6): must not contain '{' or '}'`},
-		{"section limit", head + "    limit: -1\n", "config: redis-streaming.ratelimit.limit (line 4): must be > 0"},
+		{"section limit", head + "    limit: -1\n", "config: redis-streaming.ratelimit.limit (line 4): limit = -1, want in [1, 1099511627776]"},
 		{"policies list", head + "    policies: [a, b]\n", "config: redis-streaming.ratelimit.policies (line 4): must be a mapping, got a list"},
 		{"policy scalar", head + "    policies:\n      api1: 5\n", `config: redis-streaming.ratelimit.policies.api1 (line 5): must be a mapping, got "5"`},
 		{"duplicate", pol + "        window-ms: 1\n        windowMs: 2\n", `config: redis-streaming.ratelimit.policies.api1.window-ms (line 7): is set twice ("windowMs" here and "window-ms" at line 6)`},
 		{"empty limits", pol + "        limits: {}\n", "config: redis-streaming.ratelimit.policies.api1.limits (line 6): must list at least one limit"},
-		{"bad sub-limit", pol + "        limits:\n          a: {limit: 0}\n", "config: redis-streaming.ratelimit.policies.api1.limits.a.limit (line 7): must be > 0"},
+		{"bad sub-limit", pol + "        limits:\n          a: {limit: 0}\n", "config: redis-streaming.ratelimit.policies.api1.limits.a.limit (line 7): limit = 0, want in [1, 1099511627776]"},
 		{"shared prefix", head + "    backend: redis\n    policies:\n      a: {key-prefix: p, limit: 1}\n      b: {key-prefix: p, limit: 2}\n",
 			`config: redis-streaming.ratelimit.policies.b (line 7): key-prefix "p" is also used by policy "a" with other limits`},
 		{"sliding counter too large", pol + "        algorithm: sliding-counter\n        window-ms: 2251799813685\n        limit: 1099511627776\n",
-			"config: redis-streaming.ratelimit.policies.api1 (line 5): sliding-counter: invalid configuration"},
+			"config: redis-streaming.ratelimit.policies.api1 (line 5): sliding-counter: limit × window = 1099511627776 × 2251799813685000µs exceeds 2^53"},
 		{"section is a scalar", "redis-streaming:\n  ratelimit: on\n", `config: redis-streaming.ratelimit (line 2): must be a mapping, got "on"`},
 	}
 	for _, tt := range tests {

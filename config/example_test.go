@@ -57,7 +57,7 @@ redis-streaming:
 	_, err := config.Load([]byte(yaml), config.Options{})
 	fmt.Println(err)
 	// Output:
-	// config: redis-streaming.ratelimit.policies.api1.limit (line 7): must be > 0
+	// config: redis-streaming.ratelimit.policies.api1.limit (line 7): limit = 0, want in [1, 1099511627776]
 }
 
 func ExampleLoad_redisWithoutClient() {
@@ -80,7 +80,7 @@ redis-streaming.ratelimit:
 	}
 	fmt.Println(cfg.RateLimit.Registry.Names())
 	// Output:
-	// level=WARN msg="config: backend is redis but no Redis client was given; using memory" key=redis-streaming.ratelimit line=2 policy=default
+	// level=WARN msg="config: backend is redis but no Redis client was given (Options.Redis); policy \"default\" uses memory" key=redis-streaming.ratelimit line=2
 	// [default]
 }
 

@@ -43,10 +43,12 @@ type RateLimit struct {
 	// single default limiter under DefaultName). Empty when the section is not enabled.
 	Registry *redstream.Registry
 	// Default is the default limiter: the policy named default-name (or, without policies,
-	// the single limiter). When the section is not enabled it admits every request (rate
-	// limiting is off), so that code calling it never needs a nil check.
+	// the single limiter). It is never nil: when the section is not enabled it admits
+	// every request (rate limiting is off); when policies exist but default-name is not set
+	// and none is named "default", every call returns [ErrNoDefault] (in lenient mode the
+	// first policy by name is used instead, with a warning).
 	Default redstream.Limiter
-	// DefaultName is the name Default is registered under ("" when not enabled).
+	// DefaultName is the name Default is registered under ("" when it is not a policy).
 	DefaultName string
 }
 
@@ -192,6 +194,7 @@ func (l *loader) loadRateLimit(root yamlx.Node) (*RateLimit, error) {
 		return rl, nil
 	}
 	defaultName := s.DefaultName
+	noDefault := false
 	if len(s.Policies) > 0 && !slices.ContainsFunc(s.Policies, func(p PolicySettings) bool { return p.Name == defaultName }) {
 		names := make([]string, len(s.Policies))
 		for i, p := range s.Policies {
@@ -199,17 +202,23 @@ func (l *loader) loadRateLimit(root yamlx.Node) (*RateLimit, error) {
 		}
 		slices.Sort(names)
 		dn, set, _ := sec.Get("default-name")
-		at := dn
-		what := fmt.Sprintf("default-name %q names no policy", defaultName)
-		if !set {
-			at, _, _ = sec.Get("policies")
-			what = fmt.Sprintf("default-name is not set and no policy is named %q", DefaultName)
+		switch {
+		case set:
+			what := fmt.Sprintf("default-name %q names no policy", defaultName)
+			if err := l.strict(dn, "%s; set it to one of: %s", what, strings.Join(names, ", ")); err != nil {
+				return nil, err
+			}
+			l.warn(dn, fmt.Sprintf("%s; using %q, the first policy by name", what, names[0]))
+			defaultName = names[0]
+		case l.opts.Lenient:
+			pol, _, _ := sec.Get("policies")
+			l.warn(pol, fmt.Sprintf("default-name is not set and no policy is named %q; using %q, the first policy by name", DefaultName, names[0]))
+			defaultName = names[0]
+		default:
+			// The file is valid (limiters are looked up by name); Default says what is
+			// missing when called.
+			noDefault = true
 		}
-		if err := l.strict(at, "%s; set default-name to one of: %s", what, strings.Join(names, ", ")); err != nil {
-			return nil, err
-		}
-		l.warn(at, fmt.Sprintf("%s; using %q, the first policy by name", what, names[0]))
-		defaultName = names[0]
 	}
 	b := builder{opts: l.opts, l: l}
 	limiters := map[string]redstream.Limiter{}
@@ -244,10 +253,34 @@ func (l *loader) loadRateLimit(root yamlx.Node) (*RateLimit, error) {
 	if rl.Registry, err = redstream.NewRegistry(limiters); err != nil {
 		return nil, sec.Errorf("%v", err)
 	}
+	if noDefault {
+		rl.Default = errLimiter{ErrNoDefault}
+		return rl, nil
+	}
 	rl.Default, _ = rl.Registry.Get(defaultName)
 	rl.DefaultName = defaultName
 	rl.Settings.DefaultName = defaultName
 	return rl, nil
+}
+
+// ErrNoDefault is returned by RateLimit.Default when the section has policies, no
+// default-name and no policy named "default": there is no default limiter to decide with.
+// The policies themselves are in RateLimit.Registry. It matches redstream.ErrInvalidConfig.
+var ErrNoDefault = fmt.Errorf("%w: config: no default limiter: redis-streaming.ratelimit.default-name is not set and no policy is named %q", redstream.ErrInvalidConfig, DefaultName)
+
+// errLimiter is a Default that cannot decide: every call returns err.
+type errLimiter struct{ err error }
+
+func (e errLimiter) Allow(context.Context, string) (redstream.Decision, error) {
+	return redstream.Decision{}, e.err
+}
+
+func (e errLimiter) AllowAt(context.Context, string, time.Time) (redstream.Decision, error) {
+	return redstream.Decision{}, e.err
+}
+
+func (e errLimiter) AllowN(context.Context, string, time.Time, int64) (redstream.Decision, error) {
+	return redstream.Decision{}, e.err
 }
 
 // allowAll is Default when rate limiting is off: it admits every valid request.
@@ -415,10 +448,8 @@ func (l *loader) limitFields(n yamlx.Node, y limitYAML, p *PolicySettings) error
 // checkSpec validates the policy's spec (redstream.Spec.Params, the engines' own check) and
 // reports an error at the key it is about.
 func checkSpec(n yamlx.Node, p PolicySettings) error {
-	if !isBucket(p.Algorithm) && (p.WindowMs <= 0 || p.WindowMs > maxWindowMs) {
-		if p.WindowMs > maxWindowMs {
-			return at(n, "window-ms", "is too large: %d ms (at most %d)", p.WindowMs, maxWindowMs)
-		}
+	if !isBucket(p.Algorithm) && p.WindowMs > maxWindowMs {
+		return at(n, "window-ms", "is too large: %d ms (at most %d)", p.WindowMs, maxWindowMs)
 	}
 	_, err := p.Spec().Params()
 	if err == nil {
