@@ -104,6 +104,17 @@ func Load(docs []Node, o LoadOptions) (Loaded, error) {
 				if active, err = stringList(a); err != nil {
 					return Loaded{}, err
 				}
+				// Spring resolves placeholders here too: spring.profiles.active: ${APP_ENV:dev}.
+				r := &resolver{root: d, getenv: getenv, budget: 1<<20 + 64*o.InputSize, state: map[*yaml.Node]int{}}
+				var resolved []string
+				for _, p := range active {
+					v, err := r.expand(p, a.Path, a.Line(), 0)
+					if err != nil {
+						return Loaded{}, err
+					}
+					resolved = append(resolved, splitList(v)...)
+				}
+				active = resolved
 			}
 		}
 		if in, ok, err := d.Lookup("spring.profiles.include"); err != nil {
