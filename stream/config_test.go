@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -36,24 +37,24 @@ redis-stream:
   trim:
     maxlen: 50000
     interval-ms: 10000
-`, stream.Config{EnvIsolation: true, Env: "dev", ConsumerName: "c1", ReadCount: 20, BlockMs: 500, MaxRetry: 5,
-			Autoclaim: stream.AutoclaimConfig{MinIdleMs: 1000, IntervalMs: 200},
-			Trim:      stream.TrimConfig{MaxLen: 50000, IntervalMs: 10000}}},
+`, stream.Config{EnvIsolation: true, Env: "dev", ConsumerName: "c1", ReadCount: 20, BlockTimeout: 500 * time.Millisecond, MaxDeliveries: 5,
+			Autoclaim: stream.AutoclaimConfig{MinIdle: 1000 * time.Millisecond, Interval: 200 * time.Millisecond},
+			Trim:      stream.TrimConfig{MaxLen: 50000, Interval: 10000 * time.Millisecond}}},
 		{"camelCase and extras", `
 redisStream:
   envIsolation: false
   readCount: "7"
-  autoclaim: {minIdleMs: 5}
+  autoclaim: {minIdleMs: 50}
   trim: {maxLen: 9, mode: maxlen}
   deadLetter: {maxLen: -1, maxAgeMs: 86400000}
-`, stream.Config{ReadCount: 7, Autoclaim: stream.AutoclaimConfig{MinIdleMs: 5},
-			Trim: stream.TrimConfig{MaxLen: 9, Mode: stream.TrimMaxLen}, DeadLetter: stream.DeadLetterConfig{MaxLen: -1, MaxAgeMs: 86400000}}},
+`, stream.Config{ReadCount: 7, Autoclaim: stream.AutoclaimConfig{MinIdle: 50 * time.Millisecond},
+			Trim: stream.TrimConfig{MaxLen: 9, Mode: stream.TrimMaxLen}, DeadLetter: stream.DeadLetterConfig{MaxLen: -1, MaxAge: 86400000 * time.Millisecond}}},
 		{"dotted keys", `
 redis-stream.read-count: 3
 redis-stream:
-  autoclaim.interval-ms: 4
+  autoclaim.interval-ms: 40
   trim.mode: "off"
-`, stream.Config{ReadCount: 3, Autoclaim: stream.AutoclaimConfig{IntervalMs: 4}, Trim: stream.TrimConfig{Mode: stream.TrimOff}}},
+`, stream.Config{ReadCount: 3, Autoclaim: stream.AutoclaimConfig{Interval: 40 * time.Millisecond}, Trim: stream.TrimConfig{Mode: stream.TrimOff}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := stream.LoadConfig([]byte(tc.yaml))
@@ -64,7 +65,7 @@ redis-stream:
 				t.Fatal("LoadConfig set a non-YAML field")
 			}
 			if got.EnvIsolation != tc.want.EnvIsolation || got.Env != tc.want.Env || got.ConsumerName != tc.want.ConsumerName ||
-				got.ReadCount != tc.want.ReadCount || got.BlockMs != tc.want.BlockMs || got.MaxRetry != tc.want.MaxRetry ||
+				got.ReadCount != tc.want.ReadCount || got.BlockTimeout != tc.want.BlockTimeout || got.MaxDeliveries != tc.want.MaxDeliveries ||
 				got.Autoclaim != tc.want.Autoclaim || got.Trim != tc.want.Trim || got.DeadLetter != tc.want.DeadLetter {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
@@ -121,27 +122,12 @@ func TestConfigFromNode(t *testing.T) {
 	}
 }
 
-func TestConfigYAMLRoundTrip(t *testing.T) {
-	in := stream.Config{ReadCount: 12, Autoclaim: stream.AutoclaimConfig{MinIdleMs: 3}, Trim: stream.TrimConfig{Mode: stream.TrimMaxLen}}
-	b, err := yaml.Marshal(map[string]stream.Config{"redis-stream": in})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := stream.LoadConfig(b)
-	if err != nil {
-		t.Fatalf("LoadConfig(%s): %v", b, err)
-	}
-	if out.ReadCount != 12 || out.Autoclaim.MinIdleMs != 3 || out.Trim.Mode != stream.TrimMaxLen {
-		t.Errorf("round trip: %+v", out)
-	}
-}
-
 func TestConfigValidate(t *testing.T) {
 	if err := (stream.Config{}).Validate(); err != nil {
 		t.Errorf("zero Config: %v", err)
 	}
 	for _, c := range []stream.Config{
-		{ReadCount: -1}, {MaxRetry: -2}, {Autoclaim: stream.AutoclaimConfig{IntervalMs: -1}},
+		{ReadCount: -1}, {MaxDeliveries: -2}, {Autoclaim: stream.AutoclaimConfig{Interval: -1 * time.Millisecond}},
 		{Trim: stream.TrimConfig{Mode: "x"}}, {EnvIsolation: true, Env: "a}"},
 	} {
 		if err := c.Validate(); !errors.Is(err, redstream.ErrInvalidConfig) {

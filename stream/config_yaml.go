@@ -1,8 +1,10 @@
 package stream
 
 import (
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -74,15 +76,18 @@ func ConfigFromNode(node *yaml.Node, path string) (Config, error) {
 		"env":                  stringField(&c.Env),
 		"consumername":         stringField(&c.ConsumerName),
 		"readcount":            intField(&c.ReadCount),
-		"blockms":              int64Field(&c.BlockMs),
-		"maxretry":             intField(&c.MaxRetry),
-		"autoclaim.minidlems":  int64Field(&c.Autoclaim.MinIdleMs),
-		"autoclaim.intervalms": int64Field(&c.Autoclaim.IntervalMs),
+		"blockms":              msField(&c.BlockTimeout),
+		"maxretry":             intField(&c.MaxDeliveries),
+		"autoclaim.minidlems":  msField(&c.Autoclaim.MinIdle),
+		"autoclaim.intervalms": msField(&c.Autoclaim.Interval),
 		"trim.maxlen":          int64Field(&c.Trim.MaxLen),
-		"trim.intervalms":      int64Field(&c.Trim.IntervalMs),
+		"trim.intervalms":      msField(&c.Trim.Interval),
 		"trim.mode":            func(p string, v *yaml.Node) error { return stringField((*string)(&c.Trim.Mode))(p, v) },
 		"deadletter.maxlen":    int64Field(&c.DeadLetter.MaxLen),
-		"deadletter.maxagems":  int64Field(&c.DeadLetter.MaxAgeMs),
+		"deadletter.maxagems":  msField(&c.DeadLetter.MaxAge),
+		"handlertimeoutms":     msField(&c.HandlerTimeout),
+		"shutdowntimeoutms":    msField(&c.ShutdownTimeout),
+		"consumertimeoutms":    msField(&c.ConsumerTimeout),
 	}
 	groups := map[string]bool{"autoclaim": true, "trim": true, "deadletter": true}
 	if err := walkConfig(node, path, "", fields, groups); err != nil {
@@ -163,6 +168,22 @@ func int64Field(dst *int64) func(string, *yaml.Node) error {
 			return cfgErr(p, "want an integer, got %q (line %d)", s, v.Line)
 		}
 		*dst = n
+		return nil
+	}
+}
+
+// msField reads a number of milliseconds into a time.Duration, refusing values that
+// overflow it.
+func msField(dst *time.Duration) func(string, *yaml.Node) error {
+	return func(p string, v *yaml.Node) error {
+		var n int64
+		if err := int64Field(&n)(p, v); err != nil {
+			return err
+		}
+		if n > int64(math.MaxInt64/time.Millisecond) || n < int64(math.MinInt64/time.Millisecond) {
+			return cfgErr(p, "%d ms is out of range (line %d)", n, v.Line)
+		}
+		*dst = time.Duration(n) * time.Millisecond
 		return nil
 	}
 }
