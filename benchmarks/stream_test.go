@@ -163,7 +163,7 @@ func BenchmarkStreamConsume(b *testing.B) {
 			fillRedstream(b, client, topic, b.N)
 			var handled atomic.Int64
 			all := make(chan struct{})
-			c, err := stream.NewConsumer(client, stream.Config{ReadCount: readCount, BlockMs: 100})
+			c, err := stream.NewConsumer(client, stream.Config{ReadCount: readCount, BlockTimeout: 100 * time.Millisecond})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -327,7 +327,7 @@ func BenchmarkStreamLatency(b *testing.B) {
 		var mu sync.Mutex
 		lat := make([]time.Duration, 0, b.N)
 		all := make(chan struct{})
-		c, _ := stream.NewConsumer(client, stream.Config{ReadCount: 100, BlockMs: 1000})
+		c, _ := stream.NewConsumer(client, stream.Config{ReadCount: 100, BlockTimeout: 1000 * time.Millisecond})
 		_ = stream.Register(c, stream.Handler[benchEvent]{Topic: topic, Group: "g",
 			Handle: func(ctx context.Context, m *stream.Message[benchEvent]) error {
 				d := time.Duration(time.Now().UnixNano() - m.Body.SentNs)

@@ -66,7 +66,7 @@ redis-cache:
 		panic(err)
 	}
 	fmt.Println("limiters:", cfg.RateLimit.Registry.Names())
-	fmt.Println("stream: read-count", cfg.Stream.ReadCount, "block-ms", cfg.Stream.BlockMs)
+	fmt.Println("stream: read-count", cfg.Stream.ReadCount, "block-ms", cfg.Stream.BlockTimeout.Milliseconds())
 	fmt.Println("cache: prefix", cfg.Cache.KeyPrefix, "ttl", cfg.Cache.DefaultTTL)
 
 	ctx := context.Background()

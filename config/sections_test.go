@@ -33,9 +33,9 @@ func TestAllSections(t *testing.T) {
 	}
 
 	wantStream := stream.Config{
-		EnvIsolation: true, Env: "test", ReadCount: 20, BlockMs: 100, MaxRetry: 5,
-		Autoclaim: stream.AutoclaimConfig{MinIdleMs: 30000, IntervalMs: 15000},
-		Trim:      stream.TrimConfig{MaxLen: 50000, IntervalMs: 60000},
+		EnvIsolation: true, Env: "test", ReadCount: 20, BlockTimeout: 100 * time.Millisecond, MaxDeliveries: 5,
+		Autoclaim: stream.AutoclaimConfig{MinIdle: 30000 * time.Millisecond, Interval: 15000 * time.Millisecond},
+		Trim:      stream.TrimConfig{MaxLen: 50000, Interval: 60000 * time.Millisecond},
 	}.WithDefaults() // keys the file leaves out are at their defaults
 	if !reflect.DeepEqual(cfg.Stream, wantStream) {
 		t.Errorf("Stream = %+v, want %+v", cfg.Stream, wantStream)
@@ -82,16 +82,16 @@ func TestSectionNamesRelaxed(t *testing.T) {
 		readCount int
 		prefix    string
 		sliding   bool
-		blockMs   int64 // stream.DefaultBlockMs when absent
+		blockMs   time.Duration // stream.DefaultBlockTimeout when absent
 	}{
-		{"kebab", "redis-stream:\n  read-count: 5\nredis-cache:\n  key-prefix: \"p:\"\n", 5, "p:", false, stream.DefaultBlockMs},
-		{"camel", "redisStream:\n  readCount: 6\nredisCache:\n  keyPrefix: \"q:\"\n  slidingExpireEnabled: true\n", 6, "q:", true, stream.DefaultBlockMs},
-		{"snake", "redis_stream:\n  read_count: 7\nredis_cache:\n  key_prefix: \"r:\"\n", 7, "r:", false, stream.DefaultBlockMs},
-		{"upper", "REDIS-STREAM:\n  READ-COUNT: 8\nREDIS_CACHE:\n  KEY_PREFIX: \"s:\"\n", 8, "s:", false, stream.DefaultBlockMs},
-		{"dotted", "redis-stream.read-count: 9\nredis-cache.key-prefix: \"t:\"\nredis-cache.sliding-expire-enabled: true\n", 9, "t:", true, stream.DefaultBlockMs},
-		{"dotted and nested", "redisStream.readCount: 10\nredis-stream:\n  block-ms: 60\nredis-cache:\n  key-prefix: \"u:\"\n", 10, "u:", false, 60},
-		{"two spellings merge", "redis-stream:\n  read-count: 12\nredisStream:\n  blockMs: 50\nredis-cache:\n  key-prefix: \"w:\"\n", 12, "w:", false, 50},
-		{"anchors", "base: &b\n  read-count: 11\nredis-stream:\n  <<: *b\nredis-cache:\n  key-prefix: \"v:\"\n", 11, "v:", false, stream.DefaultBlockMs},
+		{"kebab", "redis-stream:\n  read-count: 5\nredis-cache:\n  key-prefix: \"p:\"\n", 5, "p:", false, stream.DefaultBlockTimeout},
+		{"camel", "redisStream:\n  readCount: 6\nredisCache:\n  keyPrefix: \"q:\"\n  slidingExpireEnabled: true\n", 6, "q:", true, stream.DefaultBlockTimeout},
+		{"snake", "redis_stream:\n  read_count: 7\nredis_cache:\n  key_prefix: \"r:\"\n", 7, "r:", false, stream.DefaultBlockTimeout},
+		{"upper", "REDIS-STREAM:\n  READ-COUNT: 8\nREDIS_CACHE:\n  KEY_PREFIX: \"s:\"\n", 8, "s:", false, stream.DefaultBlockTimeout},
+		{"dotted", "redis-stream.read-count: 9\nredis-cache.key-prefix: \"t:\"\nredis-cache.sliding-expire-enabled: true\n", 9, "t:", true, stream.DefaultBlockTimeout},
+		{"dotted and nested", "redisStream.readCount: 10\nredis-stream:\n  block-ms: 60\nredis-cache:\n  key-prefix: \"u:\"\n", 10, "u:", false, 60 * time.Millisecond},
+		{"two spellings merge", "redis-stream:\n  read-count: 12\nredisStream:\n  blockMs: 50\nredis-cache:\n  key-prefix: \"w:\"\n", 12, "w:", false, 50 * time.Millisecond},
+		{"anchors", "base: &b\n  read-count: 11\nredis-stream:\n  <<: *b\nredis-cache:\n  key-prefix: \"v:\"\n", 11, "v:", false, stream.DefaultBlockTimeout},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,8 +102,8 @@ func TestSectionNamesRelaxed(t *testing.T) {
 			if cfg.Cache.KeyPrefix != tt.prefix || cfg.Cache.SlidingExpiration != tt.sliding {
 				t.Errorf("Cache.KeyPrefix, SlidingExpiration = %q, %v; want %q, %v", cfg.Cache.KeyPrefix, cfg.Cache.SlidingExpiration, tt.prefix, tt.sliding)
 			}
-			if cfg.Stream.BlockMs != tt.blockMs {
-				t.Errorf("Stream.BlockMs = %d, want %d", cfg.Stream.BlockMs, tt.blockMs)
+			if cfg.Stream.BlockTimeout != tt.blockMs {
+				t.Errorf("Stream.BlockTimeout = %v, want %v", cfg.Stream.BlockTimeout, tt.blockMs)
 			}
 			if cfg.Cache.DefaultTTL != cache.DefaultEntryTTL {
 				t.Errorf("Cache.DefaultTTL = %v, want the default %v", cfg.Cache.DefaultTTL, cache.DefaultEntryTTL)

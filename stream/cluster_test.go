@@ -20,7 +20,7 @@ func TestCluster(t *testing.T) {
 	for _, topic := range []string{newTopic(t), "{tenant-" + newTopic(t) + "}orders", "env-topic"} {
 		t.Run(topic, func(t *testing.T) {
 			cfg := fastConfig()
-			cfg.MaxRetry = 2
+			cfg.MaxDeliveries = 2
 			cfg.Trim.MaxLen = 1
 			if topic == "env-topic" {
 				cfg.EnvIsolation, cfg.Env = true, newTopic(t)

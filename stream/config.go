@@ -2,25 +2,41 @@ package stream
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/metrics"
 )
 
-// Defaults of Config, the seed's values. A zero field of Config means its default.
+// Defaults of Config, the seed's values where the seed has one. A zero field of Config means
+// its default.
 const (
-	DefaultReadCount        = 10     // entries per XREADGROUP
-	DefaultBlockMs          = 2000   // XREADGROUP BLOCK, milliseconds
-	DefaultMaxRetry         = 3      // deliveries per entry, the first one included
-	DefaultMinIdleMs        = 60000  // idle time before a pending entry is re-claimed, ms
-	DefaultClaimIntervalMs  = 30000  // period of the pending-entry scan, ms
-	DefaultTrimMaxLen       = 100000 // entries kept by trimming
-	DefaultTrimIntervalMs   = 60000  // period of trimming, ms
-	DefaultDeadLetterMaxLen = 100000 // entries kept in a dead-letter stream
-	DefaultConcurrency      = 1      // handler goroutines per handler
-	ConfigSection           = "redis-stream"
+	DefaultReadCount        = 10                    // entries per XREADGROUP
+	DefaultBlockTimeout     = 2 * time.Second       // XREADGROUP BLOCK
+	DefaultMaxDeliveries    = 3                     // deliveries per entry, the first one included
+	DefaultMinIdle          = 60 * time.Second      // idle time before another consumer takes a pending entry over
+	DefaultClaimInterval    = 5 * time.Second       // longest period of the pending-entry scan
+	DefaultTrimMaxLen       = 100000                // entries kept by trimming
+	DefaultTrimInterval     = 60 * time.Second      // period of trimming
+	DefaultDeadLetterMaxLen = 100000                // entries kept in a dead-letter stream
+	DefaultConcurrency      = 1                     // handler goroutines per handler
+	DefaultShutdownTimeout  = 5 * time.Second       // how long Close and Run drain in-flight handlers
+	DefaultConsumerTimeout  = 10 * time.Minute      // idle time after which an empty consumer is removed from its group
+	ConfigSection           = "redis-stream"        // the YAML section
+	MaxReadCount            = 10000                 // largest ReadCount Validate accepts
+	MaxConcurrency          = 10000                 // largest Handler.Concurrency Register accepts
+	MaxMaxDeliveries        = 1000000               // largest MaxDeliveries accepted
+	MaxDuration             = 30 * 24 * time.Hour   // largest duration setting accepted (block timeout: MaxBlockTimeout)
+	MaxBlockTimeout         = time.Hour             // largest BlockTimeout accepted
+	MinMinIdle              = 10 * time.Millisecond // smallest non-zero Autoclaim.MinIdle accepted
+	MinInterval             = 10 * time.Millisecond // smallest non-zero scan or trim interval accepted
+	MinConsumerTimeout      = time.Second           // smallest positive ConsumerTimeout accepted
+	minDurationSetting      = time.Millisecond      // smallest non-zero duration of any other setting
+	minLeasePeriod          = 5 * time.Millisecond  // floor of the lease refresh period
+	maxLeasePeriod          = 10 * time.Second      // ceiling of the lease refresh period
 )
 
 // TrimMode selects how the consumer trims its topics' streams.
@@ -42,9 +58,11 @@ const (
 )
 
 // Config configures producers, consumers, trimming and dead letters. The zero value is the
-// default configuration (the seed's defaults); every numeric field's zero means its Default*
-// constant. Its YAML form is the seed's `redis-stream` section, read by [LoadConfig] and
-// [ConfigFromNode].
+// default configuration; every field's zero means its Default* constant. Durations are
+// time.Duration; their YAML keys keep the seed's milliseconds (`block-ms: 2000`), as the
+// `unit:"ms"` tags say. Sub-millisecond parts of a duration are ignored (Redis counts
+// milliseconds). Every field carries a `yaml` tag (`yaml:"-"` for the Go-only hooks), so a
+// generic binder can read the seed's `redis-stream` section into it.
 type Config struct {
 	// EnvIsolation appends "_" + Env to every stream name (when Env is non-empty), so that
 	// several environments can share one Redis. Producers and consumers must agree.
@@ -55,14 +73,31 @@ type Config struct {
 	// name unique to the Consumer value; a fixed name shared by several processes makes them
 	// one consumer and breaks load balancing, so set it only for a single instance.
 	ConsumerName string `yaml:"consumer-name"`
-	// ReadCount is the most entries one XREADGROUP returns. Default 10.
+	// ReadCount is the most entries one XREADGROUP returns, 1 to MaxReadCount. Default 10.
+	// It also bounds the read-ahead: a handler holds at most Concurrency + ReadCount entries
+	// (running or queued), and reads only as many as that leaves room for.
 	ReadCount int `yaml:"read-count"`
-	// BlockMs is how long one XREADGROUP waits for new entries, in milliseconds. Default
-	// 2000. It also bounds how long Consumer.Close waits for a read in progress.
-	BlockMs int64 `yaml:"block-ms"`
-	// MaxRetry is the most deliveries of one entry, the first one included, after which a
-	// failing entry is dead-lettered. Default 3. A handler may override it.
-	MaxRetry int `yaml:"max-retry"`
+	// BlockTimeout is how long one XREADGROUP waits for new entries (1 ms to
+	// MaxBlockTimeout). Default 2 s. Close and Pause interrupt a read in progress.
+	BlockTimeout time.Duration `yaml:"block-ms" unit:"ms"`
+	// MaxDeliveries is the most deliveries of one entry, the first one included, after which
+	// a failing entry is dead-lettered (YAML max-retry, the seed's name). Default 3. A
+	// handler's MaxDeliveries, or the MaxDeliveries of its RetryPolicy, overrides it: see
+	// Handler.MaxDeliveries for the rule when they disagree.
+	MaxDeliveries int `yaml:"max-retry"`
+	// HandlerTimeout is the default Handler.Timeout: the longest one Handle call may run
+	// before its context is cancelled and the delivery counts as failed. Default 0: no
+	// timeout.
+	HandlerTimeout time.Duration `yaml:"handler-timeout-ms" unit:"ms"`
+	// ShutdownTimeout is how long Close and Run let in-flight handlers finish before
+	// cancelling their context (Close also stops at its own context's end). Default 5 s.
+	ShutdownTimeout time.Duration `yaml:"shutdown-timeout-ms" unit:"ms"`
+	// ConsumerTimeout is how long a consumer of one of this Consumer's groups may stay idle,
+	// with an empty pending list, before this Consumer deletes it from the group (a name
+	// left by a process that crashed). A consumer that owns pending entries is never
+	// deleted. Default 10 minutes; at least MinConsumerTimeout and more than twice
+	// BlockTimeout; negative disables the removal.
+	ConsumerTimeout time.Duration `yaml:"consumer-timeout-ms" unit:"ms"`
 	// Autoclaim configures the re-claiming of pending entries (retries, crash recovery).
 	Autoclaim AutoclaimConfig `yaml:"autoclaim"`
 	// Trim configures the periodic trimming of the consumed topics' streams.
@@ -70,6 +105,12 @@ type Config struct {
 	// DeadLetter bounds the dead-letter streams.
 	DeadLetter DeadLetterConfig `yaml:"dead-letter"`
 
+	// Logger receives the consumer's log records. Nil means slog.Default(). Levels: Warn
+	// when background work starts failing (reads, acknowledgements, scans, leases,
+	// dead-letter writes, housekeeping) and Info when it recovers, once per change of state,
+	// never per attempt; Warn for configuration conflicts; Info for start, stop and
+	// consumers removed from a group; Debug for retries scheduled.
+	Logger *slog.Logger `yaml:"-"`
 	// Metrics is the set the package's metrics are registered in. Nil means
 	// metrics.Stream (registered with VictoriaMetrics' default registry).
 	Metrics *metrics.Set `yaml:"-"`
@@ -87,12 +128,15 @@ type Config struct {
 
 // AutoclaimConfig configures the pending-entry scan.
 type AutoclaimConfig struct {
-	// MinIdleMs is how long a pending entry must have been idle (since its last delivery)
-	// before it is delivered again, in milliseconds: the backoff of the default retry
-	// policy. Default 60000. Too small competes with slow handlers; too large recovers slowly.
-	MinIdleMs int64 `yaml:"min-idle-ms"`
-	// IntervalMs is the period of the scan, in milliseconds. Default 30000.
-	IntervalMs int64 `yaml:"interval-ms"`
+	// MinIdle is how long a pending entry must have been idle before a consumer other than
+	// its owner takes it over (crash recovery), and the backoff of the default retry policy.
+	// Entries a live consumer holds are never idle that long: it refreshes them every
+	// MinIdle/3 (bounded to 5 ms..10 s). Default 60 s; at least MinMinIdle.
+	MinIdle time.Duration `yaml:"min-idle-ms" unit:"ms"`
+	// Interval is the longest period of the pending-entry scan; a consumer scans earlier
+	// when one of its own failed entries reaches the end of its backoff. Default 5 s; at
+	// least MinInterval.
+	Interval time.Duration `yaml:"interval-ms" unit:"ms"`
 }
 
 // TrimConfig configures trimming.
@@ -100,8 +144,8 @@ type TrimConfig struct {
 	// MaxLen is the number of entries trimming keeps (a soft bound: streams grow between two
 	// trims, and TrimSafe keeps unacknowledged entries beyond it). Default 100000.
 	MaxLen int64 `yaml:"maxlen"`
-	// IntervalMs is the period of trimming, in milliseconds. Default 60000.
-	IntervalMs int64 `yaml:"interval-ms"`
+	// Interval is the period of trimming. Default 60 s; at least MinInterval.
+	Interval time.Duration `yaml:"interval-ms" unit:"ms"`
 	// Mode is TrimSafe (the default, also ""), TrimMaxLen or TrimOff.
 	Mode TrimMode `yaml:"mode"`
 }
@@ -113,40 +157,49 @@ type DeadLetterConfig struct {
 	// MaxLen is the most entries kept per dead-letter stream; the oldest go first. Default
 	// 100000; a negative value means unbounded.
 	MaxLen int64 `yaml:"maxlen"`
-	// MaxAgeMs drops dead letters older than this many milliseconds. Default 0: no age bound.
-	MaxAgeMs int64 `yaml:"max-age-ms"`
+	// MaxAge drops dead letters older than this. Default 0: no age bound.
+	MaxAge time.Duration `yaml:"max-age-ms" unit:"ms"`
 }
 
 // WithDefaults returns c with every zero field replaced by its default (the seed's values, the
-// safe trim mode and the metrics.Stream set). Constructors apply it; call it to see the
-// values a Config will run with.
+// safe trim mode, slog.Default() and the metrics.Stream set). Constructors apply it; call it
+// to see the values a Config will run with.
 func (c Config) WithDefaults() Config {
 	if c.ReadCount == 0 {
 		c.ReadCount = DefaultReadCount
 	}
-	if c.BlockMs == 0 {
-		c.BlockMs = DefaultBlockMs
+	if c.BlockTimeout == 0 {
+		c.BlockTimeout = DefaultBlockTimeout
 	}
-	if c.MaxRetry == 0 {
-		c.MaxRetry = DefaultMaxRetry
+	if c.MaxDeliveries == 0 {
+		c.MaxDeliveries = DefaultMaxDeliveries
 	}
-	if c.Autoclaim.MinIdleMs == 0 {
-		c.Autoclaim.MinIdleMs = DefaultMinIdleMs
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	if c.Autoclaim.IntervalMs == 0 {
-		c.Autoclaim.IntervalMs = DefaultClaimIntervalMs
+	if c.ConsumerTimeout == 0 {
+		c.ConsumerTimeout = DefaultConsumerTimeout
+	}
+	if c.Autoclaim.MinIdle == 0 {
+		c.Autoclaim.MinIdle = DefaultMinIdle
+	}
+	if c.Autoclaim.Interval == 0 {
+		c.Autoclaim.Interval = DefaultClaimInterval
 	}
 	if c.Trim.MaxLen == 0 {
 		c.Trim.MaxLen = DefaultTrimMaxLen
 	}
-	if c.Trim.IntervalMs == 0 {
-		c.Trim.IntervalMs = DefaultTrimIntervalMs
+	if c.Trim.Interval == 0 {
+		c.Trim.Interval = DefaultTrimInterval
 	}
 	if c.Trim.Mode == "" {
 		c.Trim.Mode = TrimSafe
 	}
 	if c.DeadLetter.MaxLen == 0 {
 		c.DeadLetter.MaxLen = DefaultDeadLetterMaxLen
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
 	}
 	if c.Metrics == nil {
 		c.Metrics = metrics.Stream
@@ -155,7 +208,11 @@ func (c Config) WithDefaults() Config {
 }
 
 // Validate reports the first invalid field of c, naming its key path in the YAML section
-// (for example "redis-stream.read-count"). The error wraps redstream.ErrInvalidConfig.
+// (for example "redis-stream.read-count"). It rejects every value that would overflow,
+// panic or make no sense: negative counts and durations, counts above their Max*
+// constants, non-zero durations under a millisecond (or under their Min* constant),
+// durations above MaxDuration, a ConsumerTimeout shorter than twice BlockTimeout, an unknown
+// trim mode. The error wraps redstream.ErrInvalidConfig.
 func (c Config) Validate() error {
 	return c.validate(ConfigSection)
 }
@@ -164,23 +221,61 @@ func (c Config) validate(prefix string) error {
 	bad := func(key string, v any, want string) error {
 		return cfgErr(prefix+"."+key, "got %v, want %s", v, want)
 	}
-	switch {
-	case c.ReadCount < 0:
-		return bad("read-count", c.ReadCount, "a positive count (0 for the default 10)")
-	case c.BlockMs < 0:
-		return bad("block-ms", c.BlockMs, "a positive number of milliseconds (0 for the default 2000)")
-	case c.MaxRetry < 0:
-		return bad("max-retry", c.MaxRetry, "a positive count (0 for the default 3)")
-	case c.Autoclaim.MinIdleMs < 0:
-		return bad("autoclaim.min-idle-ms", c.Autoclaim.MinIdleMs, "a positive number of milliseconds")
-	case c.Autoclaim.IntervalMs < 0:
-		return bad("autoclaim.interval-ms", c.Autoclaim.IntervalMs, "a positive number of milliseconds")
-	case c.Trim.MaxLen < 0:
+	count := func(key string, v, hi int64, def int) error {
+		switch {
+		case v < 0:
+			return bad(key, v, fmt.Sprintf("a positive count (0 for the default %d)", def))
+		case v > hi:
+			return bad(key, v, fmt.Sprintf("at most %d", hi))
+		}
+		return nil
+	}
+	dur := func(key string, d, lo, hi time.Duration) error {
+		switch {
+		case d < 0:
+			return bad(key, fmtMs(d), "a positive number of milliseconds")
+		case d != 0 && (d < lo || d > hi):
+			return bad(key, fmtMs(d), fmt.Sprintf("0 (the default) or %s to %s milliseconds", fmtMs(lo), fmtMs(hi)))
+		}
+		return nil
+	}
+	if err := count("read-count", int64(c.ReadCount), MaxReadCount, DefaultReadCount); err != nil {
+		return err
+	}
+	if err := count("max-retry", int64(c.MaxDeliveries), MaxMaxDeliveries, DefaultMaxDeliveries); err != nil {
+		return err
+	}
+	if c.Trim.MaxLen < 0 {
 		return bad("trim.maxlen", c.Trim.MaxLen, "a positive count (0 for the default 100000)")
-	case c.Trim.IntervalMs < 0:
-		return bad("trim.interval-ms", c.Trim.IntervalMs, "a positive number of milliseconds")
-	case c.DeadLetter.MaxAgeMs < 0:
-		return bad("dead-letter.max-age-ms", c.DeadLetter.MaxAgeMs, "a non-negative number of milliseconds")
+	}
+	if c.DeadLetter.MaxAge < 0 {
+		return bad("dead-letter.max-age-ms", fmtMs(c.DeadLetter.MaxAge), "a non-negative number of milliseconds")
+	}
+	for _, d := range []struct {
+		key    string
+		v      time.Duration
+		lo, hi time.Duration
+	}{
+		{"block-ms", c.BlockTimeout, minDurationSetting, MaxBlockTimeout},
+		{"handler-timeout-ms", c.HandlerTimeout, minDurationSetting, MaxDuration},
+		{"shutdown-timeout-ms", c.ShutdownTimeout, minDurationSetting, MaxBlockTimeout},
+		{"autoclaim.min-idle-ms", c.Autoclaim.MinIdle, MinMinIdle, MaxDuration},
+		{"autoclaim.interval-ms", c.Autoclaim.Interval, MinInterval, MaxDuration},
+		{"trim.interval-ms", c.Trim.Interval, MinInterval, MaxDuration},
+		{"dead-letter.max-age-ms", c.DeadLetter.MaxAge, minDurationSetting, 100 * 365 * 24 * time.Hour},
+	} {
+		if err := dur(d.key, d.v, d.lo, d.hi); err != nil {
+			return err
+		}
+	}
+	if c.ConsumerTimeout > 0 {
+		block := c.BlockTimeout
+		if block == 0 {
+			block = DefaultBlockTimeout
+		}
+		if err := dur("consumer-timeout-ms", c.ConsumerTimeout, max(MinConsumerTimeout, 2*block+time.Millisecond), MaxDuration); err != nil {
+			return err
+		}
 	}
 	switch c.Trim.Mode {
 	case "", TrimSafe, TrimMaxLen, TrimOff:
@@ -191,6 +286,15 @@ func (c Config) validate(prefix string) error {
 		return bad("env", strconv.Quote(c.Env), "no '}'")
 	}
 	return nil
+}
+
+// fmtMs formats d as a number of milliseconds, as the YAML keys write it ("1500"); a
+// duration with a sub-millisecond part is written as time.Duration does ("1.5ms").
+func fmtMs(d time.Duration) string {
+	if d%time.Millisecond != 0 {
+		return d.String()
+	}
+	return strconv.FormatInt(d.Milliseconds(), 10)
 }
 
 // ConfigError is a configuration error naming its key path. It matches

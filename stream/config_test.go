@@ -3,6 +3,7 @@ package stream_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/stream"
@@ -13,7 +14,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("zero Config: %v", err)
 	}
 	for _, c := range []stream.Config{
-		{ReadCount: -1}, {MaxRetry: -2}, {Autoclaim: stream.AutoclaimConfig{IntervalMs: -1}},
+		{ReadCount: -1}, {MaxDeliveries: -2}, {Autoclaim: stream.AutoclaimConfig{Interval: -1 * time.Millisecond}},
 		{Trim: stream.TrimConfig{Mode: "x"}}, {EnvIsolation: true, Env: "a}"},
 	} {
 		if err := c.Validate(); !errors.Is(err, redstream.ErrInvalidConfig) {

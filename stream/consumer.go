@@ -155,7 +155,7 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 	}
 	policy := h.RetryPolicy
 	if policy == nil {
-		policy = FixedRetryPolicy{Max: c.cfg.MaxRetry, Backoff: time.Duration(c.cfg.Autoclaim.MinIdleMs) * time.Millisecond}
+		policy = FixedRetryPolicy{Max: c.cfg.MaxDeliveries, Backoff: c.cfg.Autoclaim.MinIdle}
 	}
 	maxd := policy.MaxDeliveries()
 	if h.MaxDeliveries > 0 {
@@ -301,7 +301,7 @@ func (c *Consumer) trimLoop() {
 	for _, h := range c.handlers {
 		streams[h.stream] = h.topic
 	}
-	tick := time.NewTicker(time.Duration(c.cfg.Trim.IntervalMs) * time.Millisecond)
+	tick := time.NewTicker(c.cfg.Trim.Interval)
 	defer tick.Stop()
 	for {
 		select {
@@ -404,7 +404,7 @@ func (h *handlerRT) reader() {
 			return
 		default:
 		}
-		cmd := cl.B().Xreadgroup().Group(h.group, c.name).Count(int64(c.cfg.ReadCount)).Block(c.cfg.BlockMs).
+		cmd := cl.B().Xreadgroup().Group(h.group, c.name).Count(int64(c.cfg.ReadCount)).Block(c.cfg.BlockTimeout.Milliseconds()).
 			Streams().Key(h.stream).Id(">").Build()
 		entries, err := parseXRead(cl.Do(c.hardCtx, cmd))
 		if err != nil && !rueidis.IsRedisNil(err) {
@@ -508,7 +508,7 @@ func (h *handlerRT) deadLetter(id, errText string, minIdle int64, owner string) 
 	defer cancel()
 	res, err := moveToDeadLetter(ctx, c.client, deadLetterMove{
 		Stream: h.stream, DLQ: h.dlq, Group: h.group, ID: id, Reason: errText,
-		MaxLen: c.cfg.DeadLetter.MaxLen, MaxAgeMs: c.cfg.DeadLetter.MaxAgeMs,
+		MaxLen: c.cfg.DeadLetter.MaxLen, MaxAgeMs: c.cfg.DeadLetter.MaxAge.Milliseconds(),
 		MinIdleMs: minIdle, Owner: owner,
 	})
 	if err != nil {
@@ -652,7 +652,7 @@ const fieldReplayGroup = "replay_group"
 func (h *handlerRT) scanner() {
 	defer h.producers.Done()
 	c := h.c
-	tick := time.NewTicker(time.Duration(c.cfg.Autoclaim.IntervalMs) * time.Millisecond)
+	tick := time.NewTicker(c.cfg.Autoclaim.Interval)
 	defer tick.Stop()
 	for {
 		if err := h.scanOnce(c.hardCtx); err != nil && c.hardCtx.Err() == nil {

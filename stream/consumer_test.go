@@ -73,8 +73,8 @@ func TestConsumeOutcomes(t *testing.T) {
 	if got := rec.calls[3]; got != 2 {
 		t.Errorf("fail-once order: %d calls, want 2", got)
 	}
-	if got := rec.calls[4]; got != stream.DefaultMaxRetry {
-		t.Errorf("fail-always order: %d calls, want %d", got, stream.DefaultMaxRetry)
+	if got := rec.calls[4]; got != stream.DefaultMaxDeliveries {
+		t.Errorf("fail-always order: %d calls, want %d", got, stream.DefaultMaxDeliveries)
 	}
 	if got := rec.calls[5]; got != 1 {
 		t.Errorf("permanent failure: %d calls, want 1", got)
@@ -119,9 +119,9 @@ func TestConsumeOutcomes(t *testing.T) {
 		{stream.MetricFiltered, 1},
 		{stream.MetricPoison, 1},
 		{stream.MetricDeadLettered, 4},
-		{stream.MetricRetried, 1 + 2*(stream.DefaultMaxRetry-1)}, // fail-once, fail-always, panic
-		{stream.MetricRedelivered, 1 + 2*(stream.DefaultMaxRetry-1)},
-		{stream.MetricHandlerErrors, 1 + 2*stream.DefaultMaxRetry + 1},
+		{stream.MetricRetried, 1 + 2*(stream.DefaultMaxDeliveries-1)}, // fail-once, fail-always, panic
+		{stream.MetricRedelivered, 1 + 2*(stream.DefaultMaxDeliveries-1)},
+		{stream.MetricHandlerErrors, 1 + 2*stream.DefaultMaxDeliveries + 1},
 		{stream.MetricAcked, 3 + 4}, // ok, skip, fail-once; 4 dead letters
 	} {
 		if line := fmt.Sprintf("%s%s %d\n", tc.name, labels, tc.want); !strings.Contains(buf.String(), line) {
@@ -141,7 +141,7 @@ func TestConsumeOutcomes(t *testing.T) {
 func TestDeferredAck(t *testing.T) {
 	client := redistest.Client(t)
 	cfg := fastConfig()
-	cfg.Autoclaim.MinIdleMs = 60_000 // no redelivery during the test
+	cfg.Autoclaim.MinIdle = 60_000 * time.Millisecond // no redelivery during the test
 	topic := newTopic(t)
 	deferred := make(chan *stream.Message[order], 4)
 	c := newConsumer(t, client, cfg)
@@ -190,7 +190,7 @@ func TestMaxDeliveriesOverride(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client := redistest.Client(t)
 			cfg := fastConfig()
-			cfg.MaxRetry = tc.global
+			cfg.MaxDeliveries = tc.global
 			topic := newTopic(t)
 			rec := newRecorder()
 			c := newConsumer(t, client, cfg)

@@ -110,7 +110,7 @@ func TestCrash(t *testing.T) {
 	if m.ID != id || m.DeliveryCount != 2 || m.Body.ID != 1 {
 		t.Errorf("took over %s (delivery %d, body %+v), want %s as delivery 2", m.ID, m.DeliveryCount, m.Body, id)
 	}
-	if since := time.Since(killedAt); since < time.Duration(cfg.Autoclaim.MinIdleMs)*time.Millisecond {
+	if since := time.Since(killedAt); since < cfg.Autoclaim.MinIdle {
 		t.Errorf("taken over %v after the crash, before min-idle", since)
 	}
 	eventually(t, 5*time.Second, "the ack", func() bool { return pending(t, client, topic, "g") == 0 })

@@ -21,7 +21,7 @@ func TestDeadLetterReplay(t *testing.T) {
 	client := redistest.Client(t)
 	ctx := context.Background()
 	cfg := fastConfig()
-	cfg.MaxRetry = 2
+	cfg.MaxDeliveries = 2
 	topic := newTopic(t)
 	var healthy atomic.Bool
 	var mu sync.Mutex
@@ -201,7 +201,7 @@ func TestDeadLetterMaxAge(t *testing.T) {
 	client := redistest.Client(t)
 	ctx := context.Background()
 	cfg := fastConfig()
-	cfg.DeadLetter.MaxAgeMs = 50
+	cfg.DeadLetter.MaxAge = 50 * time.Millisecond
 	topic := newTopic(t)
 	var calls atomic.Int64
 	c := newConsumer(t, client, cfg)

@@ -36,7 +36,7 @@ func Example() {
 	ctx := context.Background()
 
 	// Consume: one typed handler per topic and group.
-	consumer, err := stream.NewConsumer(client, stream.Config{BlockMs: 100})
+	consumer, err := stream.NewConsumer(client, stream.Config{BlockTimeout: 100 * time.Millisecond})
 	if err != nil {
 		panic(err)
 	}
@@ -78,9 +78,9 @@ func ExampleDeadLetters_Replay() {
 	ctx := context.Background()
 
 	cfg := stream.Config{
-		BlockMs:   50,
-		MaxRetry:  2,                                                      // two deliveries, then a dead letter
-		Autoclaim: stream.AutoclaimConfig{MinIdleMs: 100, IntervalMs: 50}, // retry after 100 ms
+		BlockTimeout:  50 * time.Millisecond,
+		MaxDeliveries: 2,                                                                                        // two deliveries, then a dead letter
+		Autoclaim:     stream.AutoclaimConfig{MinIdle: 100 * time.Millisecond, Interval: 50 * time.Millisecond}, // retry after 100 ms
 	}
 	healthy := make(chan bool, 1)
 	healthy <- false

@@ -25,10 +25,10 @@ func newTopic(t testing.TB) string {
 // fastConfig is the default configuration with timings shrunk for tests.
 func fastConfig() stream.Config {
 	return stream.Config{
-		BlockMs:   50,
-		Autoclaim: stream.AutoclaimConfig{MinIdleMs: 150, IntervalMs: 50},
-		Trim:      stream.TrimConfig{IntervalMs: 3600_000},
-		Metrics:   vm.NewSet(),
+		BlockTimeout: 50 * time.Millisecond,
+		Autoclaim:    stream.AutoclaimConfig{MinIdle: 150 * time.Millisecond, Interval: 50 * time.Millisecond},
+		Trim:         stream.TrimConfig{Interval: 3600_000 * time.Millisecond},
+		Metrics:      vm.NewSet(),
 	}
 }
 

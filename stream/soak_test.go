@@ -28,7 +28,7 @@ func TestSoak(t *testing.T) {
 	ctx := context.Background()
 	cfg := fastConfig()
 	cfg.ReadCount = 50
-	cfg.MaxRetry = 3
+	cfg.MaxDeliveries = 3
 	topic := newTopic(t)
 
 	var mu sync.Mutex

@@ -230,7 +230,7 @@ func TestMaxLenTrimReportsPending(t *testing.T) {
 	ctx := context.Background()
 	topic := newTopic(t)
 	cfg := fastConfig()
-	cfg.Trim = stream.TrimConfig{MaxLen: 2, IntervalMs: 3600_000, Mode: stream.TrimMaxLen}
+	cfg.Trim = stream.TrimConfig{MaxLen: 2, Interval: 3600_000 * time.Millisecond, Mode: stream.TrimMaxLen}
 	var mu sync.Mutex
 	var reported []string
 	cfg.OnTrimmedWhilePending = func(tp, group string, ids []string) {

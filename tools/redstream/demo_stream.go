@@ -44,9 +44,9 @@ func demoStream(ctx context.Context, out io.Writer) error {
 	defer client.Close()
 
 	cfg := stream.Config{
-		BlockMs:   50,
-		MaxRetry:  3,                                                      // the seed's default: 3 deliveries
-		Autoclaim: stream.AutoclaimConfig{MinIdleMs: 200, IntervalMs: 50}, // retry after 200 ms (seed: 60 s)
+		BlockTimeout:  50 * time.Millisecond,
+		MaxDeliveries: 3,                                                                                        // the seed's default: 3 deliveries
+		Autoclaim:     stream.AutoclaimConfig{MinIdle: 200 * time.Millisecond, Interval: 50 * time.Millisecond}, // retry after 200 ms (seed: 60 s)
 	}
 	var mu sync.Mutex
 	repaired := false

@@ -24,7 +24,7 @@ func TestDLQCommand(t *testing.T) {
 	}
 	defer client.Close()
 	ctx := context.Background()
-	cfg := stream.Config{BlockMs: 50, EnvIsolation: true, Env: "prod"}
+	cfg := stream.Config{BlockTimeout: 50 * time.Millisecond, EnvIsolation: true, Env: "prod"}
 	c, _ := stream.NewConsumer(client, cfg)
 	if err := stream.Register(c, stream.Handler[demoOrder]{Topic: "orders", Group: "g", NoRetry: true,
 		Handle: func(context.Context, *stream.Message[demoOrder]) error { return errors.New("broken") }}); err != nil {
