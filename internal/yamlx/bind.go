@@ -203,6 +203,18 @@ func suggest(key string, fs []field) string {
 			best, bestD = f.key, d
 		}
 	}
+	if best == "" && len(k) >= 4 {
+		// A unit left out or added: default-ttl for default-ttl-seconds.
+		for _, f := range fs {
+			if nk := Normalize(f.key); strings.HasPrefix(nk, k) || strings.HasPrefix(k, nk) {
+				if best != "" {
+					best = ""
+					break
+				}
+				best = f.key
+			}
+		}
+	}
 	if best != "" {
 		return fmt.Sprintf(" (did you mean %s?)", best)
 	}
