@@ -40,12 +40,17 @@ type Error struct {
 	Msg string
 }
 
-// Error returns "config: <path> (line <n>): <msg>".
+// Error returns "config: <path> (line <n>): <msg>". A path longer than 160 bytes is
+// shortened in the middle.
 func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("config: %s (line %d): %s", e.Path, e.Line, e.Msg)
+	path := e.Path
+	if len(path) > 160 {
+		path = path[:80] + "..." + path[len(path)-60:]
 	}
-	return fmt.Sprintf("config: %s: %s", e.Path, e.Msg)
+	if e.Line > 0 {
+		return fmt.Sprintf("config: %s (line %d): %s", path, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("config: %s: %s", path, e.Msg)
 }
 
 // Normalize returns the relaxed form of a key: lowercase, without '-' and '_'. Two keys name
@@ -165,12 +170,53 @@ type expander struct {
 	budget int
 	used   int
 	alias  *yaml.Node // the outermost alias or merge key being expanded, nil if none
+	apath  string     // its path
 	index  map[*yaml.Node]*mapIndex
 }
 
 type mapIndex struct {
+	m       *yaml.Node // set for a small mapping without index maps: lookups scan it
 	exact   map[string]int
 	relaxed map[string]int // relaxed key -> index, for keys whose value is a mapping
+}
+
+// findExact returns the index of the first key equal to k.
+func (ix *mapIndex) findExact(k string) (int, bool) {
+	if ix.m != nil {
+		for i := 0; i+1 < len(ix.m.Content); i += 2 {
+			if ix.m.Content[i].Value == k {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	i, ok := ix.exact[k]
+	return i, ok
+}
+
+// findRelaxed returns the index of the first key relaxed-equal to k whose value is a
+// mapping.
+func (ix *mapIndex) findRelaxed(k string) (int, bool) {
+	if ix.m != nil {
+		n := Normalize(k)
+		for i := 0; i+1 < len(ix.m.Content); i += 2 {
+			if ix.m.Content[i+1].Kind == yaml.MappingNode && Normalize(ix.m.Content[i].Value) == n {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	i, ok := ix.relaxed[Normalize(k)]
+	return i, ok
+}
+
+// setRelaxed records that the value at i became a mapping.
+func (ix *mapIndex) setRelaxed(k string, i int) {
+	if ix.m == nil {
+		if _, dup := ix.relaxed[Normalize(k)]; !dup {
+			ix.relaxed[Normalize(k)] = i
+		}
+	}
 }
 
 // spend counts n nodes against the budget.
@@ -182,7 +228,7 @@ func (ex *expander) spend(n *yaml.Node, path string) error {
 	at := n
 	what := "the document"
 	if ex.alias != nil {
-		at = ex.alias
+		at, path = ex.alias, ex.apath
 		if ex.alias.Kind == yaml.AliasNode {
 			what = "alias *" + ex.alias.Value
 		} else {
@@ -197,19 +243,25 @@ func (ex *expander) spend(n *yaml.Node, path string) error {
 
 // enter marks an alias (or merge key) being expanded; the returned function restores the
 // previous state.
-func (ex *expander) enter(n *yaml.Node) func() {
+func (ex *expander) enter(n *yaml.Node, path string) func() {
 	if ex.alias != nil || n == nil {
 		return func() {}
 	}
-	ex.alias = n
+	ex.alias, ex.apath = n, path
 	return func() { ex.alias = nil }
 }
+
+// indexFrom is the size from which a mapping gets an index; smaller ones are scanned.
+const indexFrom = 16
 
 func (ex *expander) idx(m *yaml.Node) *mapIndex {
 	if ex.index == nil {
 		ex.index = map[*yaml.Node]*mapIndex{}
 	}
 	ix := ex.index[m]
+	if ix == nil && len(m.Content) < 2*indexFrom {
+		return &mapIndex{m: m}
+	}
 	if ix == nil {
 		ix = &mapIndex{exact: map[string]int{}, relaxed: map[string]int{}}
 		for i := 0; i+1 < len(m.Content); i += 2 {
@@ -221,6 +273,9 @@ func (ex *expander) idx(m *yaml.Node) *mapIndex {
 }
 
 func (ix *mapIndex) add(m *yaml.Node, i int) {
+	if ix.m != nil {
+		return
+	}
 	k := m.Content[i].Value
 	if _, dup := ix.exact[k]; !dup {
 		ix.exact[k] = i
@@ -268,7 +323,7 @@ func (ex *expander) expand(m *yaml.Node, path string, depth int) (*yaml.Node, er
 		}
 		var leave func()
 		if raw.Kind == yaml.AliasNode {
-			leave = ex.enter(raw)
+			leave = ex.enter(raw, join(path, k.Value))
 		}
 		err = ex.insert(out, k, segs, v, path, depth)
 		if leave != nil {
@@ -280,7 +335,7 @@ func (ex *expander) expand(m *yaml.Node, path string, depth int) (*yaml.Node, er
 	}
 	// Merge keys: explicit keys win; earlier merged mappings win over later ones.
 	for _, mg := range merges {
-		leave := ex.enter(mg.key)
+		leave := ex.enter(mg.key, join(path, "<<"))
 		err := ex.merge(out, mg.val, path, depth)
 		leave()
 		if err != nil {
@@ -313,7 +368,7 @@ func (ex *expander) merge(out, mv *yaml.Node, path string, depth int) error {
 		}
 		ix := ex.idx(out)
 		for j := 0; j+1 < len(exm.Content); j += 2 {
-			if _, set := ix.exact[exm.Content[j].Value]; !set {
+			if _, set := ix.findExact(exm.Content[j].Value); !set {
 				ex.appendEntry(out, exm.Content[j], exm.Content[j+1])
 			}
 		}
@@ -323,6 +378,9 @@ func (ex *expander) merge(out, mv *yaml.Node, path string, depth int) error {
 
 // insert stores v under the key path segs in mapping out, creating nested mappings.
 func (ex *expander) insert(out, k *yaml.Node, segs []string, v *yaml.Node, path string, depth int) error {
+	if depth+len(segs) > maxDepth {
+		return &Error{Path: join(path, k.Value), Line: k.Line, Msg: "nesting too deep"}
+	}
 	for i, seg := range segs {
 		p := join(path, seg)
 		if err := ex.spend(k, p); err != nil {
@@ -331,9 +389,9 @@ func (ex *expander) insert(out, k *yaml.Node, segs []string, v *yaml.Node, path 
 		last := i == len(segs)-1
 		ix := ex.idx(out)
 		if !last {
-			j, ok := ix.exact[seg]
+			j, ok := ix.findExact(seg)
 			if !ok {
-				j, ok = ix.relaxed[Normalize(seg)]
+				j, ok = ix.findRelaxed(seg)
 			}
 			if !ok {
 				key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg, Line: k.Line, Column: k.Column}
@@ -346,7 +404,7 @@ func (ex *expander) insert(out, k *yaml.Node, segs []string, v *yaml.Node, path 
 			if child.Kind == yaml.ScalarNode && child.Tag == "!!null" {
 				child = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: child.Line, Column: child.Column}
 				out.Content[j+1] = child
-				ix.relaxed[Normalize(seg)] = j
+				ix.setRelaxed(seg, j)
 			}
 			if child.Kind != yaml.MappingNode {
 				return &Error{Path: p, Line: k.Line, Msg: fmt.Sprintf("is also set at line %d as a value, not a mapping", out.Content[j].Line)}
@@ -368,9 +426,9 @@ func (ex *expander) insert(out, k *yaml.Node, segs []string, v *yaml.Node, path 
 			return err
 		}
 		key := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: seg, Line: k.Line, Column: k.Column}
-		j, ok := ix.exact[seg]
+		j, ok := ix.findExact(seg)
 		if !ok && val.Kind == yaml.MappingNode {
-			j, ok = ix.relaxed[Normalize(seg)]
+			j, ok = ix.findRelaxed(seg)
 		}
 		if !ok {
 			ex.appendEntry(out, key, val)
@@ -382,7 +440,7 @@ func (ex *expander) insert(out, k *yaml.Node, segs []string, v *yaml.Node, path 
 		}
 		if prev.Kind == yaml.ScalarNode && prev.Tag == "!!null" && val.Kind == yaml.MappingNode {
 			out.Content[j+1] = val
-			ix.relaxed[Normalize(seg)] = j
+			ix.setRelaxed(seg, j)
 			return nil
 		}
 		return &Error{Path: p, Line: k.Line, Msg: fmt.Sprintf("is set twice (also at line %d)", out.Content[j].Line)}
@@ -399,9 +457,9 @@ func (ex *expander) mergeInto(dst, src *yaml.Node, path string) error {
 			return err
 		}
 		ix := ex.idx(dst)
-		j, ok := ix.exact[k.Value]
+		j, ok := ix.findExact(k.Value)
 		if !ok && v.Kind == yaml.MappingNode {
-			j, ok = ix.relaxed[Normalize(k.Value)]
+			j, ok = ix.findRelaxed(k.Value)
 		}
 		if !ok {
 			ex.appendEntry(dst, k, v)
@@ -434,11 +492,11 @@ func (ex *expander) sequence(n *yaml.Node, path string, depth int) (*yaml.Node, 
 			return nil, &Error{Path: orDoc(path), Line: raw.Line, Msg: "alias chain too long"}
 		}
 		var leave func()
+		p := path + "[" + strconv.Itoa(i) + "]"
 		if raw.Kind == yaml.AliasNode {
-			leave = ex.enter(raw)
+			leave = ex.enter(raw, p)
 		}
 		var err error
-		p := path + "[" + strconv.Itoa(i) + "]"
 		switch e.Kind {
 		case yaml.MappingNode:
 			e, err = ex.expand(e, p, depth+1)
