@@ -476,12 +476,13 @@ func checkSpec(n yamlx.Node, p PolicySettings) error {
 // maxWindowMs is the largest window-ms that converts to a time.Duration.
 const maxWindowMs = int64(1<<63-1) / int64(time.Millisecond)
 
-// at returns an error at the key of mapping n (at n when the key is absent: a default).
+// at returns an error at the (dotted) key of mapping n, or at n naming the key when the
+// file does not set it.
 func at(n yamlx.Node, key, format string, args ...any) error {
-	if v, _, _ := n.Get(key); v.Exists() {
+	if v, _, _ := n.Lookup(key); v.Exists() {
 		return v.Errorf(format, args...)
 	}
-	return n.Errorf("%s (the default) %s", key, fmt.Sprintf(format, args...))
+	return n.Errorf("%s: %s", key, fmt.Sprintf(format, args...))
 }
 
 func backend(n yamlx.Node, s, def string) (string, error) {
