@@ -5,6 +5,7 @@
 //
 //	redstream demo                 run every demo on the embedded default
 //	redstream demo NAME...         run the named demos
+//	redstream config check FILE    print the effective configuration of FILE, or its errors
 //	redstream help                 list the commands
 package main
 

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/config"
+	"github.com/redstream-go/redstream/internal/yamlx"
+)
+
+func init() {
+	registerCommand(command{
+		name:    "config",
+		summary: "config check FILE [--profile P]: the effective configuration of a file, or its errors",
+		run:     runConfig,
+	})
+}
+
+const configUsage = `usage: redstream config check FILE [--profile P[,Q]] [--lenient]
+
+  Reads FILE (application.yml, or application.properties) as the application would and
+  prints the configuration that runs: every limiter with its algorithm and parameters,
+  the stream and cache settings with defaults filled in, the Redis connection. An error
+  is printed with its key and line, and the exit status is 1. ${NAME} placeholders read
+  the environment.
+
+flags:
+`
+
+// runConfig is `redstream config check`.
+func runConfig(_ context.Context, args []string, out io.Writer) error {
+	if len(args) == 0 || args[0] != "check" {
+		fmt.Fprint(out, configUsage)
+		return errors.New("config: want the subcommand check")
+	}
+	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
+	fs.SetOutput(out)
+	profile := fs.String("profile", "", "active profiles, comma-separated (default: SPRING_PROFILES_ACTIVE, else the file's spring.profiles.active)")
+	lenient := fs.Bool("lenient", false, "read as Options.Lenient does: tolerated mistakes are warnings")
+	fs.Usage = func() { fmt.Fprint(out, configUsage); fs.PrintDefaults() }
+	// Flags may come before or after FILE.
+	var files []string
+	rest := args[1:]
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(files) != 1 {
+		fs.Usage()
+		return errors.New("config check: want exactly one FILE")
+	}
+	file := files[0]
+	warnings := &warningHandler{}
+	opts := config.Options{Lenient: *lenient, Logger: slog.New(warnings)}
+	if *profile != "" {
+		opts.Profiles = strings.Split(*profile, ",")
+	}
+	cfg, err := config.FromConfig(file, opts)
+	for _, w := range warnings.lines {
+		fmt.Fprintln(out, "warning:", w)
+	}
+	if err != nil {
+		fmt.Fprintf(out, "%s: %v\n", file, err)
+		return fmt.Errorf("%s is not valid", file)
+	}
+	printConfig(out, file, cfg, warnings.noClient)
+	return nil
+}
+
+// warningHandler collects the loader's warnings as lines "msg (key, line N)".
+type warningHandler struct {
+	lines    []string
+	noClient bool
+}
+
+func (h *warningHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *warningHandler) WithAttrs([]slog.Attr) slog.Handler        { return h }
+func (h *warningHandler) WithGroup(string) slog.Handler             { return h }
+
+func (h *warningHandler) Handle(_ context.Context, r slog.Record) error {
+	msg := strings.TrimPrefix(r.Message, "config: ")
+	if strings.Contains(msg, "no Redis client was given") {
+		h.noClient = true // config check never connects; said once below
+		return nil
+	}
+	var key, line string
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "key":
+			key = a.Value.String()
+		case "line":
+			line = a.Value.String()
+		}
+		return true
+	})
+	h.lines = append(h.lines, fmt.Sprintf("%s (%s, line %s)", msg, key, line))
+	return nil
+}
+
+func printConfig(out io.Writer, file string, cfg *config.Config, noClient bool) {
+	fmt.Fprintf(out, "%s: valid\nprofiles: %s\n", file, strings.Join(cfg.Profiles, ", "))
+
+	rl := cfg.RateLimit
+	s := rl.Settings
+	fmt.Fprintf(out, "\n%s:\n", config.RateLimitPath)
+	if !s.Enabled {
+		fmt.Fprintln(out, "  enabled: false (no limiter is built; Default admits every request)")
+	} else {
+		def := rl.DefaultName
+		if def == "" {
+			def = "(none: Default returns ErrNoDefault)"
+		}
+		fmt.Fprintf(out, "  enabled: true\n  backend: %s\n  key-prefix: %s\n  failure-policy: %s\n  default: %s\n  limiters:\n",
+			s.Backend, s.KeyPrefix, s.FailurePolicy, def)
+		if len(s.Policies) == 0 {
+			single := config.PolicySettings{Name: rl.DefaultName, Algorithm: config.DefaultAlgorithm, Backend: s.Backend,
+				WindowMs: s.WindowMs, Limit: s.Limit, KeyPrefix: s.KeyPrefix, FailurePolicy: s.FailurePolicy}
+			printPolicy(out, single)
+		}
+		for _, p := range s.Policies {
+			printPolicy(out, p)
+		}
+		if noClient && usesRedis(s) {
+			fmt.Fprintln(out, "  (backend redis: checked, not connected; the application passes its client in Options.Redis)")
+		}
+	}
+
+	fmt.Fprintf(out, "\n%s:\n", config.StreamPath)
+	printSettings(out, yamlx.Settings(cfg.Stream))
+	fmt.Fprintf(out, "\n%s:\n", config.CachePath)
+	printSettings(out, yamlx.Settings(cfg.Cache))
+
+	r := cfg.Redis
+	if !r.Set {
+		fmt.Fprintf(out, "\n%s: not set (rueidis default: localhost:6379)\n", config.RedisPath)
+		return
+	}
+	fmt.Fprintf(out, "\n%s:\n", r.Path)
+	opt, err := r.ClientOption()
+	if err != nil {
+		fmt.Fprintf(out, "  error: %v\n", err)
+		return
+	}
+	mode := "single server"
+	switch {
+	case len(r.ClusterNodes) > 0:
+		mode = "cluster"
+	case r.SentinelMaster != "":
+		mode = "sentinel, master " + r.SentinelMaster
+	}
+	fmt.Fprintf(out, "  mode: %s\n  addresses: %s\n", mode, strings.Join(opt.InitAddress, ", "))
+	fmt.Fprintf(out, "  username: %s\n  password: %s\n  database: %d\n  tls: %v\n  timeout: %v\n  connect-timeout: %v\n  client-name: %s\n",
+		orNone(opt.Username), mask(opt.Password), opt.SelectDB, opt.TLSConfig != nil, orDefault(opt.ConnWriteTimeout.String(), opt.ConnWriteTimeout == 0),
+		orDefault(opt.Dialer.Timeout.String(), opt.Dialer.Timeout == 0), orNone(opt.ClientName))
+}
+
+func usesRedis(s config.RateLimitSettings) bool {
+	if len(s.Policies) == 0 {
+		return s.Backend == config.BackendRedis
+	}
+	for _, p := range s.Policies {
+		if p.Backend == config.BackendRedis {
+			return true
+		}
+	}
+	return false
+}
+
+func printPolicy(out io.Writer, p config.PolicySettings) {
+	where := "backend " + p.Backend
+	if p.Backend == config.BackendRedis {
+		where += fmt.Sprintf(", key-prefix %s, failure-policy %s", p.KeyPrefix, p.FailurePolicy)
+	}
+	if len(p.Limits) == 0 {
+		fmt.Fprintf(out, "    %s: %s; %s\n", p.Name, spec(p), where)
+		return
+	}
+	fmt.Fprintf(out, "    %s: all of (all-or-nothing); %s\n", p.Name, where)
+	for _, l := range p.Limits {
+		fmt.Fprintf(out, "      %s: %s\n", l.Name, spec(l))
+	}
+}
+
+func spec(p config.PolicySettings) string {
+	switch p.Algorithm {
+	case redstream.AlgorithmTokenBucket, redstream.AlgorithmLeakyBucket:
+		return fmt.Sprintf("%s, capacity %g, rate-per-second %g", p.Algorithm, p.Capacity, p.RatePerSecond)
+	}
+	return fmt.Sprintf("%s, window-ms %d, limit %d", p.Algorithm, p.WindowMs, p.Limit)
+}
+
+func printSettings(out io.Writer, settings []yamlx.Setting) {
+	for _, s := range settings {
+		fmt.Fprintf(out, "  %s: %s\n", s.Key, s.Value)
+	}
+}
+
+func mask(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return "(set, hidden)"
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func orDefault(s string, isDefault bool) string {
+	if isDefault {
+		return "(rueidis default)"
+	}
+	return s
+}
