@@ -86,8 +86,8 @@ type warningHandler struct {
 }
 
 func (h *warningHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *warningHandler) WithAttrs([]slog.Attr) slog.Handler        { return h }
-func (h *warningHandler) WithGroup(string) slog.Handler             { return h }
+func (h *warningHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *warningHandler) WithGroup(string) slog.Handler            { return h }
 
 func (h *warningHandler) Handle(_ context.Context, r slog.Record) error {
 	msg := strings.TrimPrefix(r.Message, "config: ")
