@@ -136,21 +136,39 @@ func kebab(s string) string {
 	return b.String()
 }
 
-func (b *binder) structure(n Node, v reflect.Value) error {
+// defaults sets the zero fields of struct v that have a default tag, recursively.
+func (b *binder) defaults(v reflect.Value, path string) error {
 	fs, err := fields(v.Type())
 	if err != nil {
 		return err
 	}
 	for _, f := range fs {
-		def, ok := f.tag.Lookup("default")
 		fv := v.FieldByIndex(f.index)
+		if fv.Kind() == reflect.Struct && fv.Type() != nodeType {
+			if err := b.defaults(fv, join(path, f.key)); err != nil {
+				return err
+			}
+			continue
+		}
+		def, ok := f.tag.Lookup("default")
 		if !ok || !fv.IsZero() {
 			continue
 		}
-		dn := Node{Path: join(n.Path, f.key), Value: &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: def}}
+		dn := Node{Path: join(path, f.key), Value: &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: def}}
 		if err := b.value(dn, fv, f.tag); err != nil {
 			return fmt.Errorf("yamlx: default of %s: %w", f.key, err)
 		}
+	}
+	return nil
+}
+
+func (b *binder) structure(n Node, v reflect.Value) error {
+	fs, err := fields(v.Type())
+	if err != nil {
+		return err
+	}
+	if err := b.defaults(v, n.Path); err != nil {
+		return err
 	}
 	if n.IsNull() {
 		return nil
@@ -426,7 +444,7 @@ func parseISO(s string) (time.Duration, error) {
 	s = strings.ToUpper(s[1:])
 	bad := fmt.Errorf("must be a duration such as 500ms, 2s or PT2S, got %q", orig)
 	var total time.Duration
-	inTime := false
+	inTime, parts := false, 0
 	for s != "" {
 		if s[0] == 'T' {
 			if inTime {
@@ -471,6 +489,10 @@ func parseISO(s string) (time.Duration, error) {
 			return 0, fmt.Errorf("is out of range: %s", orig)
 		}
 		total = next
+		parts++
+	}
+	if parts == 0 {
+		return 0, bad
 	}
 	if neg {
 		total = -total
