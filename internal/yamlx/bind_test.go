@@ -32,8 +32,8 @@ type sample struct {
 	Inner    inner         `yaml:"inner"`
 	Raw      yamlx.Node    `yaml:"raw"`
 	Untagged int
-	Skipped  func()        `yaml:"-"`
-	hidden   int           //nolint:unused // unexported fields are not bound
+	Skipped  func() `yaml:"-"`
+	hidden   int    //nolint:unused // unexported fields are not bound
 }
 
 func bind(t *testing.T, doc string, o yamlx.BindOptions) (sample, error) {
