@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/config"
@@ -72,6 +73,14 @@ func checkLoad(t *testing.T, cfg *config.Config, err error) {
 
 func loadBoth(t *testing.T, data []byte, properties bool) {
 	t.Helper()
+	start := time.Now()
+	defer func() {
+		// Linear in the input: a few KB load in milliseconds. The margin absorbs a loaded
+		// machine; a slow input is kept by the fuzzer as a failure.
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("loading %d bytes took %v", len(data), d)
+		}
+	}()
 	for _, lenient := range []bool{false, true} {
 		var (
 			cfg *config.Config

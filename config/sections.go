@@ -50,7 +50,17 @@ func (l *loader) loadStream(root yamlx.Node) (stream.Config, error) {
 		}
 		return stream.Config{}, &loadError{err: sec.Errorf("%s", strings.TrimPrefix(err.Error(), "stream: ")), cause: err}
 	}
-	return c.WithDefaults(), nil
+	// stream's Validate skips zero (default) fields; the defaults must also fit the values
+	// the file set (a consumer timeout longer than twice the block timeout).
+	d := c.WithDefaults()
+	if err := d.Validate(); err != nil {
+		var ce *stream.ConfigError
+		if errors.As(err, &ce) && ce.Path != "" {
+			return stream.Config{}, atPath(sec, ce.Path, ce.Msg+" (the default does not fit the other settings: set it)", err)
+		}
+		return stream.Config{}, &loadError{err: sec.Errorf("%s", strings.TrimPrefix(err.Error(), "stream: ")), cause: err}
+	}
+	return d, nil
 }
 
 // loadCache binds redis-cache onto cache.DefaultConfig and validates it with cache's own
