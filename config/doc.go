@@ -1,7 +1,13 @@
-// Package config builds redstream from YAML files written for the Java starters: the same
-// keys, the same defaults, the same fallbacks, so existing configuration files carry over.
-// One file configures every component:
+// Package config builds redstream from the configuration files of the Java starters, read
+// as Spring Boot reads them: the same keys, the same defaults, profiles, placeholders and
+// .properties files, so existing application.yml and application.properties files carry
+// over. One file configures every component:
 //
+//	spring:
+//	  profiles.active: ${APP_ENV:dev}
+//	  data.redis:           # the Java application's connection (Config.Redis)
+//	    host: ${REDIS_HOST:localhost}
+//	    port: 6379
 //	redis-streaming:
 //	  ratelimit:            # rate limiters, a registry, the default limiter
 //	    enabled: true
@@ -16,35 +22,44 @@
 //	redis-cache:            # the cache-aside template (package cache)
 //	  key-prefix: "cache:"
 //	  default-ttl-seconds: 3600
+//	---
+//	spring.config.activate.on-profile: prod
+//	redis-stream.read-count: 50
 //
-// [Load] and [FromConfig] return a [Config]:
+// [Load], [LoadProperties] and [FromConfig] return a [Config]:
 //
 //   - redis-streaming.ratelimit builds limiters, a [redstream.Registry] and the default
-//     limiter ([RateLimit]);
-//   - redis-stream is read by package stream's own loader (stream.ConfigFromNode) into
-//     Config.Stream, a stream.Config; without the section it is the zero stream.Config,
-//     which package stream treats as its defaults;
-//   - redis-cache is read by package cache's own loader (cache.Config.UnmarshalYAML) into
-//     Config.Cache; without the section it is cache.DefaultConfig().
+//     limiter ([RateLimit]); none of them is ever nil;
+//   - redis-stream is bound to a stream.Config through its struct tags, checked by
+//     stream.Config.Validate, defaults filled in;
+//   - redis-cache is bound onto cache.DefaultConfig() the same way, checked by
+//     cache.Config.Validate;
+//   - spring.data.redis (or Spring Boot 2's spring.redis) gives [RedisSettings], and
+//     [RedisSettings.ClientOption] the rueidis.ClientOption to connect as the Java
+//     application does.
 //
 // With Options.Redis set, [Config.NewCache], [Config.NewProducer] and [Config.NewConsumer]
 // build the cache and the stream producer and consumer from the parsed sections on that
 // client. The client stays the caller's: nothing built here closes it; the caller closes
 // the cache and the consumer.
 //
-// Keys bind as Spring Boot's relaxed binding does: "window-ms", "windowMs" and "window_ms"
-// are one setting, and so are the section names "redis-stream", "redisStream" and
-// "redis_stream". A dotted key ("redis-streaming.ratelimit.enabled: true",
-// "redis-stream.read-count: 5") equals the nested form. Unknown keys under
-// redis-streaming.ratelimit are ignored with a warning (Spring ignores them silently); under
-// redis-stream and redis-cache they are errors, as those packages' loaders decide. Bad
-// values in any section are errors that name the setting and its line:
+// Spring Boot's rules apply: relaxed keys ("window-ms", "windowMs", "window_ms"; nested or
+// dotted), durations as numbers in the key's unit or as "2s" / "PT2S", documents activated
+// by spring.config.activate.on-profile for the active profiles (Options.Profiles, else
+// SPRING_PROFILES_ACTIVE, else spring.profiles.active, else "default"), later documents
+// overriding earlier ones, and ${NAME} / ${NAME:default} placeholders resolved from the
+// environment and from other keys of the file.
 //
-//	config: redis-streaming.ratelimit.policies.api1.limit (line 12): must be > 0
-//	config: redis-stream.max-retry (line 4): got -1, want a positive count (0 for the default 3)
+// Reading is strict: an unknown key, an unknown algorithm, a value of the wrong type or out
+// of range, a default-name naming no policy, policies without enabled: true are errors that
+// name the setting and its line, and match redstream.ErrInvalidConfig:
+//
+//	config: redis-streaming.ratelimit.policies.api1.limit (line 12): limit = 0, want in [1, 1099511627776]
+//	config: redis-streaming.ratelimit.policies.api1.limt (line 12): unknown key (did you mean limit?)
 //	config: redis-cache.jitter-ratio (line 9): must be in [0, 1), got 1.5
 //
-// Errors of redis-stream and redis-cache also match redstream.ErrInvalidConfig under
-// errors.Is. Each section is parsed by its own reader from the document's node (package
-// internal/yamlx), so sections of other packages plug in the same way.
+// Options.Lenient restores the Java starter's warn-and-default behaviour for migrations;
+// each warning says what is used instead. Loading is linear in the input's size whatever
+// it holds (alias bombs, placeholder bombs and deep nesting are errors), and every section
+// is fuzzed.
 package config
