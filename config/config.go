@@ -151,6 +151,9 @@ func load(docs []yamlx.Node, size int, opts Options) (*Config, error) {
 		return nil, invalid(err)
 	}
 	root := ld.Root
+	if err := l.checkRoot(root); err != nil {
+		return nil, invalid(err)
+	}
 	// The sections that only parse go first, so that an error there builds no limiter.
 	st, err := l.loadStream(root)
 	if err != nil {
@@ -169,6 +172,29 @@ func load(docs []yamlx.Node, size int, opts Options) (*Config, error) {
 		return nil, invalid(err)
 	}
 	return &Config{Profiles: ld.Profiles, RateLimit: rl, Stream: st, Cache: ca, Redis: rs, redis: opts.Redis}, nil
+}
+
+// checkRoot rejects unknown keys under redis-streaming (this library's prefix; it holds
+// ratelimit only) and warns about top-level keys one or two letters away from a section
+// name: the section would otherwise be ignored without a word.
+func (l *loader) checkRoot(root yamlx.Node) error {
+	sec, err := section(root, "redis-streaming")
+	if err != nil {
+		return err
+	}
+	var prefix struct {
+		RateLimit yamlx.Node `yaml:"ratelimit"`
+	}
+	if err := yamlx.Bind(sec, &prefix, l.bindOptions()); err != nil {
+		return err
+	}
+	entries, _ := root.Entries()
+	for _, e := range entries {
+		if near := yamlx.Near(e.Name(), "redis-streaming", StreamPath, CachePath); near != "" {
+			l.warn(e, fmt.Sprintf("top-level key %q is not read; did you mean %s?", e.Name(), near))
+		}
+	}
+	return nil
 }
 
 // loadError is an error of a file: its message is the *yamlx.Error's, and it matches

@@ -529,3 +529,24 @@ func TestFailurePolicies(t *testing.T) {
 		t.Errorf("fallback decisions = %v, want the memory limiter's [true true false]", local)
 	}
 }
+
+// TestSectionNameTypos: a misspelled section is not silently ignored: under this library's
+// prefix it is an error, at the top level a warning (the key may be the application's).
+func TestSectionNameTypos(t *testing.T) {
+	_, err := config.Load([]byte("redis-streaming:\n  ratelimt:\n    enabled: true\n"), quiet)
+	if err == nil || err.Error() != "config: redis-streaming.ratelimt (line 2): unknown key (did you mean ratelimit?)" {
+		t.Errorf("misspelled ratelimit: %v", err)
+	}
+	for _, doc := range []string{"redis-cahce:\n  key-prefix: x\n", "redisStram.read-count: 5\n", "redis-streamin.ratelimit.enabled: true\n"} {
+		log, logs := logger()
+		load(t, doc, config.Options{Logger: log})
+		if !strings.Contains(logs.String(), "is not read; did you mean") {
+			t.Errorf("%q: no warning:\n%s", doc, logs)
+		}
+	}
+	log, logs := logger()
+	load(t, "redis-stream.read-count: 5\nredis-cache.name: x\nredisStreaming.ratelimit.enabled: true\nspring.application.name: a\nmy-app: {x: 1}\n", config.Options{Logger: log})
+	if logs.String() != "" {
+		t.Errorf("warnings for correct names:\n%s", logs)
+	}
+}

@@ -240,6 +240,23 @@ func suggest(key string, fs []field) string {
 	return " (known keys: " + strings.Join(keys, ", ") + ")"
 }
 
+// Near returns the key of known closest to key (relaxed, within an edit distance of 2), or
+// "" when none is that close. Equal keys are not near: they are the same key.
+func Near(key string, known ...string) string {
+	k := Normalize(key)
+	best, bestD := "", 3
+	for _, c := range known {
+		d := distance(k, Normalize(c), bestD)
+		if d == 0 {
+			return ""
+		}
+		if d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
 // distance is the Levenshtein distance of a and b, or limit when it is at least limit.
 func distance(a, b string, limit int) int {
 	if len(a) > 64 || len(b) > 64 {
