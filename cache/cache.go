@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"reflect"
 	"strconv"
@@ -59,6 +60,10 @@ type Cache struct {
 	// renewBelow is the remaining PTTL (ms) under which a sliding read that reached Redis
 	// renews the key when client-side caching is on.
 	renewBelow int64
+	log        *slog.Logger
+	// bgFailing is set while writes the callers do not wait for (write-back of a load,
+	// lock release, sliding renewal) fail; it logs once per change of state.
+	bgFailing atomic.Bool
 }
 
 // New returns a Cache on client with cfg (see DefaultConfig). The client stays the
@@ -80,6 +85,10 @@ func New(client rueidis.Client, cfg Config) (*Cache, error) {
 		c.codec = JSON
 	}
 	c.renewBelow = cfg.DefaultTTL.Milliseconds() / 2
+	c.log = cfg.Logger
+	if c.log == nil {
+		c.log = slog.Default()
+	}
 	if cfg.ClientSideCache.Enabled {
 		c.own = newOwnWrites(cfg.ClientSideCache.TTL)
 		c.watchSlots = make(chan struct{}, maxWatchers)
@@ -364,10 +373,26 @@ func (c *Cache) wrote(dk, value string, deleted bool) {
 	}
 }
 
+// background records the outcome of a write no caller waits for (op names it): a failure
+// costs a reload or a lock held until its TTL, not a caller's error, so it is logged at
+// Warn when such writes start failing and at Info when they work again, once per change.
+func (c *Cache) background(op string, err error) {
+	if err != nil && !rueidis.IsRedisNil(err) {
+		if c.bgFailing.CompareAndSwap(false, true) {
+			c.log.Warn("cache: background writes to Redis are failing; loaded values are returned but not cached",
+				"cache", c.cfg.Name, "op", op, "err", err)
+		}
+		return
+	}
+	if c.bgFailing.CompareAndSwap(true, false) {
+		c.log.Info("cache: background writes to Redis work again", "cache", c.cfg.Name, "op", op)
+	}
+}
+
 // renew sets DefaultTTL (jittered) on a real value: the sliding renewal of a read that
 // reached Redis through the client-side cache. It is best effort: the read already
-// succeeded, so a failed renewal is not reported.
+// succeeded, so a failed renewal is only logged (background).
 func (c *Cache) renew(ctx context.Context, dk string) {
-	_ = expireScript.Exec(ctx, c.client, []string{dk},
-		[]string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), lockPrefix, nullMarker}).Error()
+	c.background("renew", expireScript.Exec(ctx, c.client, []string{dk},
+		[]string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), lockPrefix, nullMarker}).Error())
 }

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/redstream-go/redstream"
@@ -73,6 +74,11 @@ type Config struct {
 	ClientSideCache ClientSideCacheConfig `yaml:"client-side-cache"`
 	// Codec encodes values; nil means JSON. It is not read from YAML.
 	Codec Codec `yaml:"-"`
+	// Logger receives the cache's log records; nil means slog.Default(). Levels: Warn when
+	// writes no caller waits for (the write-back of a loaded value, a lock release, a
+	// sliding renewal) start failing, Info when they work again: once per change of state,
+	// never per call. Errors callers see are returned, not logged. It is not read from YAML.
+	Logger *slog.Logger `yaml:"-"`
 }
 
 // BreakdownConfig configures the stampede protection of GetOrLoad: at most one load per key

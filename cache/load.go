@@ -220,7 +220,9 @@ func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl tim
 	done := false
 	defer func() {
 		if !done {
-			if n, err := unlockScript.Exec(wctx, c.client, []string{dk}, []string{placeholder}).AsInt64(); err != nil || n == 1 {
+			n, err := unlockScript.Exec(wctx, c.client, []string{dk}, []string{placeholder}).AsInt64()
+			c.background("unlock", err)
+			if err != nil || n == 1 {
 				c.wrote(dk, "", true)
 			}
 		}
@@ -237,7 +239,9 @@ func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl tim
 	}
 	// 0 means the key no longer holds our placeholder (expired, deleted or set): the
 	// result goes to the callers but is not cached. A failed write only costs a reload.
-	if n, err := fillScript.Exec(wctx, c.client, []string{dk}, []string{placeholder, value, strconv.FormatInt(ms, 10)}).AsInt64(); err != nil || n == 1 {
+	n, err := fillScript.Exec(wctx, c.client, []string{dk}, []string{placeholder, value, strconv.FormatInt(ms, 10)}).AsInt64()
+	c.background("write-back", err)
+	if err != nil || n == 1 {
 		c.wrote(dk, value, false)
 	}
 	done = true
@@ -245,7 +249,7 @@ func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl tim
 }
 
 // store writes a load's result without the lock (breakdown protection off). A failed
-// write only costs a reload, so it is not reported.
+// write only costs a reload, so it is only logged (background).
 func (c *Cache) store(ctx context.Context, dk string, r result, ttl time.Duration) {
 	value, ms := r.raw, int64(0)
 	if r.null {
@@ -253,7 +257,11 @@ func (c *Cache) store(ctx context.Context, dk string, r result, ttl time.Duratio
 	} else {
 		ms, _ = c.ttlMillis(ttl)
 	}
-	_ = c.client.Do(context.WithoutCancel(ctx), c.client.B().Set().Key(dk).Value(value).PxMilliseconds(ms).Build()).Error()
+	// Like the locked write-back, it does not depend on the caller still waiting, and is
+	// bounded by the lock TTL (a positive duration) even when the caller's context is not.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Breakdown.LockTTL)
+	defer cancel()
+	c.background("write-back", c.client.Do(wctx, c.client.B().Set().Key(dk).Value(value).PxMilliseconds(ms).Build()).Error())
 	c.wrote(dk, value, false)
 }
 

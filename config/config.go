@@ -30,7 +30,9 @@ type Options struct {
 	// section, load once without it and call Config.Redis.ClientOption.
 	Redis rueidis.Client
 	// Logger receives the warnings (fallbacks; in lenient mode every tolerated mistake,
-	// each saying what is used instead). Nil means slog.Default().
+	// each saying what is used instead), and is the Logger of the cache and consumer that
+	// Config.NewCache and NewConsumer build when their config sets none. Nil means
+	// slog.Default().
 	Logger *slog.Logger
 	// Memory configures every in-process engine (clock, shards, sweeping).
 	Memory memory.Options
@@ -78,7 +80,8 @@ type Config struct {
 	// RedisSettings.ClientOption.
 	Redis RedisSettings
 
-	redis rueidis.Client
+	redis  rueidis.Client
+	logger *slog.Logger // Options.Logger, for the components built here
 }
 
 // Load parses a YAML file (one or more documents) and builds what it describes: every
@@ -171,7 +174,7 @@ func load(docs []yamlx.Node, size int, opts Options) (*Config, error) {
 	if err != nil {
 		return nil, invalid(err)
 	}
-	return &Config{Profiles: ld.Profiles, RateLimit: rl, Stream: st, Cache: ca, Redis: rs, redis: opts.Redis}, nil
+	return &Config{Profiles: ld.Profiles, RateLimit: rl, Stream: st, Cache: ca, Redis: rs, redis: opts.Redis, logger: opts.Logger}, nil
 }
 
 // checkRoot rejects unknown keys under redis-streaming (this library's prefix; it holds

@@ -92,14 +92,18 @@ func atPath(sec yamlx.Node, path, msg string, cause error) error {
 	return &loadError{err: &yamlx.Error{Path: path, Line: line, Msg: msg}, cause: cause}
 }
 
-// NewCache returns a cache.Cache built from c.Cache on Options.Redis (cache.New). The
-// client stays the caller's; the caller closes the cache. It returns [ErrNoClient] without
+// NewCache returns a cache.Cache built from c.Cache on Options.Redis (cache.New), logging
+// to Options.Logger unless c.Cache.Logger is set. The client stays the caller's; the caller closes the cache. It returns [ErrNoClient] without
 // a client, and cache.New's error for an invalid c.Cache.
 func (c *Config) NewCache() (*cache.Cache, error) {
 	if c.redis == nil {
 		return nil, ErrNoClient
 	}
-	return cache.New(c.redis, c.Cache)
+	cc := c.Cache
+	if cc.Logger == nil {
+		cc.Logger = c.logger
+	}
+	return cache.New(c.redis, cc)
 }
 
 // NewProducer returns a stream.Producer built from c.Stream on Options.Redis
@@ -113,12 +117,16 @@ func (c *Config) NewProducer() (*stream.Producer, error) {
 }
 
 // NewConsumer returns a stream.Consumer built from c.Stream on Options.Redis
-// (stream.NewConsumer); set c.Stream's callbacks (OnError, OnTrimmedWhilePending) before
+// (stream.NewConsumer), logging to Options.Logger unless c.Stream.Logger is set; set c.Stream's callbacks (OnError, OnTrimmedWhilePending) before
 // calling it. The client stays the caller's; the caller registers handlers, starts and
 // closes the consumer. It returns [ErrNoClient] without a client.
 func (c *Config) NewConsumer() (*stream.Consumer, error) {
 	if c.redis == nil {
 		return nil, ErrNoClient
 	}
-	return stream.NewConsumer(c.redis, c.Stream)
+	sc := c.Stream
+	if sc.Logger == nil {
+		sc.Logger = c.logger
+	}
+	return stream.NewConsumer(c.redis, sc)
 }
