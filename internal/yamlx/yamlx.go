@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -698,25 +697,6 @@ func (n Node) Entries() ([]Node, error) {
 		out = append(out, Node{Path: join(n.Path, k.Value), Key: k, Value: n.Value.Content[i+1]})
 	}
 	return out, nil
-}
-
-// Unknown returns the entries of mapping n whose keys name none of known (relaxed).
-func (n Node) Unknown(known ...string) []Node {
-	es, err := n.Entries()
-	if err != nil {
-		return nil
-	}
-	norm := make([]string, len(known))
-	for i, k := range known {
-		norm[i] = Normalize(k)
-	}
-	var out []Node
-	for _, e := range es {
-		if !slices.Contains(norm, Normalize(e.Name())) {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 func (n Node) scalar(what string) (string, error) {

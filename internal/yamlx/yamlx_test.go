@@ -179,14 +179,6 @@ func TestScalars(t *testing.T) {
 	}
 }
 
-func TestUnknown(t *testing.T) {
-	root := mustParse(t, "limit: 1\nwindowMs: 2\nlimt: 3\n")
-	u := root.Unknown("limit", "window-ms")
-	if len(u) != 1 || u[0].Name() != "limt" || u[0].Line() != 3 {
-		t.Errorf("Unknown = %+v", u)
-	}
-}
-
 func TestRelaxedMerge(t *testing.T) {
 	root := mustParse(t, "redis-streaming.ratelimit.enabled: true\nredisStreaming:\n  ratelimit:\n    windowMs: 5\n")
 	for _, k := range []string{"enabled", "window-ms"} {
