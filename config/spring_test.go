@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -351,5 +355,71 @@ func TestRedisSettings(t *testing.T) {
 				t.Errorf("error does not match ErrInvalidConfig")
 			}
 		})
+	}
+}
+
+// TestSpringRedisSentinel connects through a real Redis Sentinel (redis-server --sentinel)
+// monitoring a real master, as sentinel.master and sentinel.nodes say.
+func TestSpringRedisSentinel(t *testing.T) {
+	master := redistest.NewServer(t)
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	conf := filepath.Join(t.TempDir(), "sentinel.conf")
+	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndaemonize no\nsentinel monitor mymaster 127.0.0.1 %d 1\n", port, master.Port)
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, conf, "--sentinel")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sentinel on %s did not start: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	doc := fmt.Sprintf("spring:\n  data:\n    redis:\n      database: 3\n      client-name: via-sentinel\n      sentinel:\n        master: mymaster\n        nodes: %s\n", addr)
+	cfg := load(t, doc, quiet)
+	opt, err := cfg.Redis.ClientOption()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.DisableCache = true
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatalf("NewClient through the sentinel: %v", err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := client.Do(ctx, client.B().Set().Key("via-sentinel").Value("1").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := client.Do(ctx, client.B().ClientInfo().Build()).ToString()
+	if err != nil || !strings.Contains(info, " db=3 ") || !strings.Contains(info, " name=via-sentinel ") {
+		t.Errorf("CLIENT INFO = %q, %v", info, err)
+	}
+	// The write reached the master itself.
+	direct := redistest.NewClient(t, master.Addr)
+	n, err := direct.Do(ctx, direct.B().Info().Section("keyspace").Build()).ToString()
+	if err != nil || !strings.Contains(n, "db3:keys=1") {
+		t.Errorf("master keyspace = %q, %v; want the key in db3", n, err)
 	}
 }
