@@ -14,7 +14,7 @@
 //     input's size, so that an alias bomb is an error, not a hang;
 //   - one reflection binder driven by struct tags ([Bind]);
 //   - errors that name the setting and its line:
-//     "config: redis-streaming.ratelimit.policies.api1.limit (line 12): must be > 0".
+//     "config: redis-streaming.ratelimit.policies.api1.limt (line 12): unknown key (did you mean limit?)".
 package yamlx
 
 import (
