@@ -44,8 +44,9 @@ var (
 // raw value, for callers that read it themselves). A null value ("key:") keeps the field's
 // value. Unknown keys, two spellings of one key and values of the wrong type are errors
 // naming the key path and line; with o.Lenient unknown keys are warnings. Range checks are
-// left to the caller's Validate. dst must be a non-nil pointer to a struct; fields of other
-// kinds without `yaml:"-"` are a programming error reported as an error.
+// left to the caller's Validate. dst must be a non-nil pointer to a struct; a field of
+// another kind with a yaml name is a programming error reported as an error (untagged ones,
+// such as funcs and interfaces, are skipped).
 func Bind(n Node, dst any, o BindOptions) error {
 	v := reflect.ValueOf(dst)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {

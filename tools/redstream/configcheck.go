@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/redstream-go/redstream"
@@ -76,7 +79,39 @@ func runConfig(_ context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("%s is not valid", file)
 	}
 	printConfig(out, file, cfg, warnings.noClient)
+	if others := otherProfiles(file, cfg.Profiles); len(others) > 0 {
+		fmt.Fprintf(out, "\nother profiles in the file (not checked): %s; check each with --profile\n", strings.Join(others, ", "))
+	}
 	return nil
+}
+
+// otherProfiles returns the profiles the file's documents name that are not active.
+func otherProfiles(file string, active []string) []string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var docs []yamlx.Node
+	if strings.EqualFold(filepath.Ext(file), ".properties") {
+		docs, err = yamlx.ParseProperties(data)
+	} else {
+		docs, err = yamlx.ParseDocuments(data)
+	}
+	if err != nil {
+		return nil
+	}
+	ld, err := yamlx.Load(docs, yamlx.LoadOptions{Profiles: active, Lenient: true, InputSize: len(data),
+		Getenv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range ld.Defined {
+		if !slices.Contains(active, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // warningHandler collects the loader's warnings as lines "msg (key, line N)".

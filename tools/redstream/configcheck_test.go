@@ -41,6 +41,7 @@ func TestConfigCheck(t *testing.T) {
 		"\nspring.data.redis:\n  mode: single server\n  addresses: localhost:6379\n",
 		"  database: 1\n",
 		"  client-name: orders-dev\n",
+		"\nother profiles in the file (not checked): prod; check each with --profile\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
