@@ -318,31 +318,41 @@ func (d *DeadLetters) replayFirst(ctx context.Context, stream, dlq, from, to, ta
 		return "", "", fmt.Errorf("unexpected reply: status %d with %d elements", status, len(res))
 	}
 	// Too many fields for one script: the client writes the entry, in a transaction that
-	// deletes the dead letter, or undoes the write when it is gone.
+	// deletes the dead letter, or undoes the write when the dead letter is gone.
 	dlID, _ = res[1].ToString()
 	fields, err := res[2].AsStrSlice()
 	if err != nil {
 		return "", "", fmt.Errorf("unexpected reply: %w", err)
 	}
-	cl := d.client
-	xadd := cl.B().Arbitrary("XADD").Keys(stream).Args("*").Args(fields...).Build()
-	closing := cl.B().Eval().Script(dlqReplayLua).Numkeys(3).Key(dlq, stream, deadLetterMarkKey(dlq)).Arg(dlID).Build()
-	added, closed, err := xaddInTransaction(ctx, cl, stream, deadLetterMarkKey(dlq), xadd, closing)
+	newID, err = replayLarge(ctx, d.client, stream, dlq, dlID, fields)
 	if err != nil {
 		return "", "", err
 	}
+	return dlID, newID, nil
+}
+
+// replayLarge writes fields to stream and deletes dead letter dlID in one MULTI/EXEC with
+// dlq_mark.lua and dlq_replay.lua. It returns the new entry's id, or "" when the dead letter
+// was gone (and nothing changed).
+func replayLarge(ctx context.Context, cl rueidis.Client, stream, dlq, dlID string, fields []string) (string, error) {
+	mark := deadLetterMarkKey(dlq)
+	xadd := cl.B().Arbitrary("XADD").Keys(stream).Args("*").Args(fields...).Build()
+	closing := cl.B().Eval().Script(dlqReplayLua).Numkeys(3).Key(dlq, stream, mark).Arg(dlID).Build()
+	added, closed, err := xaddInTransaction(ctx, cl, stream, mark, xadd, closing)
+	if err != nil {
+		return "", err
+	}
 	st, err := closed.AsInt64()
 	if err != nil {
-		return "", "", fmt.Errorf("unexpected reply of dlq_replay.lua: %w", err)
+		return "", fmt.Errorf("unexpected reply of dlq_replay.lua: %w", err)
 	}
 	switch st {
 	case 1:
-		newID, err = added.ToString()
-		return dlID, newID, err
+		return added.ToString()
 	case 0:
-		return dlID, "", nil
+		return "", nil
 	}
-	return "", "", fmt.Errorf("write to %q: %w", stream, added.Error())
+	return "", fmt.Errorf("write to %q: %w", stream, added.Error())
 }
 
 // xaddInTransaction runs, in one MULTI/EXEC, dlq_mark.lua on target and mark, xadd (which
@@ -497,36 +507,53 @@ func moveToDeadLetter(ctx context.Context, client rueidis.Client, m deadLetterMo
 	if len(res) != 7 {
 		return fail(fmt.Errorf("unexpected reply of %d elements", len(res)))
 	}
-	deliveries, _ := res[3].AsInt64()
-	owner, _ := res[4].ToString()
-	now, _ := res[5].ToString()
-	fields, err := res[6].AsStrSlice()
-	if err != nil {
+	var p largeMove
+	p.deliveries, _ = res[3].AsInt64()
+	p.owner, _ = res[4].ToString()
+	p.now, _ = res[5].ToString()
+	if p.fields, err = res[6].AsStrSlice(); err != nil {
 		return fail(fmt.Errorf("unexpected reply: %w", err))
 	}
-	count := strconv.FormatInt(deliveries, 10)
-	fields = append(fields, "dl_id", m.ID, "dl_group", m.Group, "dl_consumer", owner,
-		"dl_deliveries", count, "dl_error", m.Reason, "dl_ts", now)
-	mark := deadLetterMarkKey(m.DLQ)
-	xadd := client.B().Arbitrary("XADD").Keys(m.DLQ).Args("*").Args(fields...).Build()
-	closing := client.B().Eval().Script(dlqMoveLua).Numkeys(3).Key(m.Stream, m.DLQ, mark).
-		Arg(m.Group, m.ID, minIdle, owner, count, maxlen, maxAge).Build()
-	added, closed, err := xaddInTransaction(ctx, client, m.DLQ, mark, xadd, closing)
+	r, err = moveLarge(ctx, client, m, p)
 	if err != nil {
 		return fail(err)
 	}
+	return r, nil
+}
+
+// largeMove is what deadletter.lua replies for an entry too large for it (status 2).
+type largeMove struct {
+	deliveries int64
+	owner, now string   // the pending entry's owner; the server's time in ms
+	fields     []string // the entry's fields
+}
+
+// moveLarge writes the dead letter of p in one MULTI/EXEC with dlq_mark.lua and dlq_move.lua.
+func moveLarge(ctx context.Context, client rueidis.Client, m deadLetterMove, p largeMove) (deadLetterResult, error) {
+	count := strconv.FormatInt(p.deliveries, 10)
+	fields := append(p.fields[:len(p.fields):len(p.fields)], "dl_id", m.ID, "dl_group", m.Group, "dl_consumer", p.owner,
+		"dl_deliveries", count, "dl_error", m.Reason, "dl_ts", p.now)
+	mark := deadLetterMarkKey(m.DLQ)
+	xadd := client.B().Arbitrary("XADD").Keys(m.DLQ).Args("*").Args(fields...).Build()
+	closing := client.B().Eval().Script(dlqMoveLua).Numkeys(3).Key(m.Stream, m.DLQ, mark).
+		Arg(m.Group, m.ID, strconv.FormatInt(m.MinIdleMs, 10), p.owner, count,
+			strconv.FormatInt(max(m.MaxLen, 0), 10), strconv.FormatInt(m.MaxAgeMs, 10)).Build()
+	added, closed, err := xaddInTransaction(ctx, client, m.DLQ, mark, xadd, closing)
+	if err != nil {
+		return deadLetterResult{}, err
+	}
 	out, err := closed.ToArray()
 	if err != nil || len(out) != 2 {
-		return fail(fmt.Errorf("unexpected reply of dlq_move.lua: %v", closed))
+		return deadLetterResult{}, fmt.Errorf("unexpected reply of dlq_move.lua: %v", closed)
 	}
-	r = deadLetterResult{}
+	var r deadLetterResult
 	r.Status, _ = out[0].AsInt64()
 	r.Trimmed, _ = out[1].AsInt64()
 	switch r.Status {
 	case 1:
 		r.ID, _ = added.ToString()
 	case -2:
-		return fail(fmt.Errorf("write the dead letter: %w", added.Error()))
+		return deadLetterResult{}, fmt.Errorf("write the dead letter: %w", added.Error())
 	}
 	return r, nil
 }
