@@ -567,3 +567,29 @@ func TestDLQHungServer(t *testing.T) {
 		t.Errorf("after the outage pending = (%q, %d), want (c1, 1)", owner, n)
 	}
 }
+
+// TestDLQLargeBounds: a dead-letter bound beyond 2^53 reaches XTRIM as the integer it is
+// (a Lua number would be formatted as 1.2345678901234568e+17 and rejected), on both paths;
+// small bounds trim on both paths.
+func TestDLQLargeBounds(t *testing.T) {
+	c := redistest.Client(t)
+	for _, pairs := range []int{10, 5000} { // one script; the transaction
+		stream, dlq := dlqKeys(t)
+		fields := manyFields(pairs, 4)
+		id := pendingEntry(t, c, stream, fields)
+		r, err := moveToDeadLetter(context.Background(), c, deadLetterMove{Stream: stream, DLQ: dlq, Group: "g", ID: id,
+			Reason: "r", MaxLen: 123456789012345678, MaxAgeMs: 123456789012})
+		if err != nil || r.Status != 1 {
+			t.Fatalf("%d pairs: move with huge bounds = %+v, %v", pairs, r, err)
+		}
+		stream2, dlq2 := dlqKeys(t)
+		for i := 0; i < 3; i++ {
+			do(t, c, c.B().Xadd().Key(dlq2).Id("*").FieldValue().FieldValue("old", strconv.Itoa(i)).Build())
+		}
+		id = pendingEntry(t, c, stream2, fields)
+		r, err = moveToDeadLetter(context.Background(), c, deadLetterMove{Stream: stream2, DLQ: dlq2, Group: "g", ID: id, Reason: "r", MaxLen: 2})
+		if err != nil || r.Status != 1 || r.Trimmed != 2 || xlenOf(t, c, dlq2) != 2 {
+			t.Fatalf("%d pairs: move with MaxLen 2 = %+v, %v; want 2 trimmed", pairs, r, err)
+		}
+	}
+}
