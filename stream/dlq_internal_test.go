@@ -515,9 +515,28 @@ func TestDLQLargeReplayUndo(t *testing.T) {
 	}
 	fields, _ := res[2].AsStrSlice()
 	do(t, c, c.B().Xdel().Key(dlq).Id(dlID).Build())
+	// A reader blocked on the topic must not see the entry that the transaction writes and
+	// removes.
+	seen := make(chan int, 1)
+	go func() {
+		res, err := c.Do(ctx, c.B().Xread().Block(1500).Streams().Key(stream).Id("$").Build()).AsXRead()
+		switch {
+		case rueidis.IsRedisNil(err):
+			seen <- 0
+		case err != nil:
+			t.Errorf("XREAD: %v", err)
+			seen <- -1
+		default:
+			seen <- len(res[stream]) // woken after the EXEC, it finds nothing new
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
 	newID, err := replayLarge(ctx, c, stream, dlq, dlID, fields)
 	if err != nil || newID != "" {
 		t.Fatalf("replayLarge = %q, %v; want nothing replayed", newID, err)
+	}
+	if n := <-seen; n != 0 {
+		t.Errorf("a blocked XREAD read %d entries, want none", n)
 	}
 	if n := xlenOf(t, c, stream); n != 1 {
 		t.Errorf("topic has %d entries, want only the original", n)
