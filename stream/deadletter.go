@@ -47,7 +47,6 @@ type DeadLetters struct {
 	client  rueidis.Client
 	cfg     Config
 	timeout time.Duration // bound of each Redis call
-	inline  int           // most field names and values replayed by one script
 }
 
 // NewDeadLetters returns the dead-letter administration for cfg (whose EnvIsolation and Env
@@ -59,7 +58,7 @@ func NewDeadLetters(client rueidis.Client, cfg Config) (*DeadLetters, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &DeadLetters{client: client, cfg: cfg.WithDefaults(), timeout: adminTimeout, inline: inlineLimit}, nil
+	return &DeadLetters{client: client, cfg: cfg.WithDefaults(), timeout: adminTimeout}, nil
 }
 
 // Metric names of the dead-letter operations, besides MetricReplaySuccess and
@@ -298,7 +297,7 @@ func (d *DeadLetters) replayFirst(ctx context.Context, stream, dlq, from, to, ta
 	ctx, cancel := d.call(ctx)
 	defer cancel()
 	res, err := replayScript.Exec(ctx, d.client, []string{dlq, stream},
-		[]string{from, to, target, strconv.Itoa(d.inline)}).ToArray()
+		[]string{from, to, target, strconv.Itoa(inlineLimit)}).ToArray()
 	if err != nil {
 		return "", "", err
 	}
@@ -448,9 +447,6 @@ type deadLetterMove struct {
 	MaxAgeMs               int64  // most age of dead letters in ms; 0: unbounded
 	MinIdleMs              int64  // move only if idle at least this long; 0: any
 	Owner                  string // expected owner of the pending entry; "": any
-	// Inline is the most field names and values moved by one script (larger entries go
-	// through a transaction); <= 0 or above inlineLimit: inlineLimit. Tests lower it.
-	Inline int
 }
 
 // deadLetterResult is the outcome of a deadLetterMove.
@@ -481,15 +477,11 @@ func moveToDeadLetter(ctx context.Context, client rueidis.Client, m deadLetterMo
 	maxlen := strconv.FormatInt(max(m.MaxLen, 0), 10)
 	maxAge := strconv.FormatInt(m.MaxAgeMs, 10)
 	minIdle := strconv.FormatInt(m.MinIdleMs, 10)
-	inline := m.Inline
-	if inline <= 0 || inline > inlineLimit {
-		inline = inlineLimit
-	}
 	fail := func(err error) (deadLetterResult, error) {
 		return deadLetterResult{}, fmt.Errorf("stream: dead-letter %s of %q for %s: %w", m.ID, m.Stream, m.Group, err)
 	}
 	res, err := deadLetterScript.Exec(ctx, client, []string{m.Stream, m.DLQ}, []string{
-		m.Group, m.ID, m.Reason, maxlen, maxAge, minIdle, m.Owner, strconv.Itoa(inline),
+		m.Group, m.ID, m.Reason, maxlen, maxAge, minIdle, m.Owner, strconv.Itoa(inlineLimit),
 	}).ToArray()
 	if err != nil {
 		return fail(err)

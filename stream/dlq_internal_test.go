@@ -139,13 +139,16 @@ func checkDeadLetter(t testing.TB, c rueidis.Client, dlq, dlID string, fields []
 }
 
 // vmHWM reads the peak resident set size (kB) of process pid ("self" for this one).
-func vmHWM(pid string) int64 {
+func vmHWM(pid string) int64 { return procStatus(pid, "VmHWM:") }
+
+// procStatus reads a kB value of /proc/<pid>/status.
+func procStatus(pid, key string) int64 {
 	b, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return -1
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
+		if strings.HasPrefix(line, key) {
 			n, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
 			return n
 		}
@@ -178,15 +181,16 @@ func measure(t *testing.T, what, redisPid string, f func()) {
 	runtime.GC()
 	resetHWM("self")
 	resetHWM(redisPid)
+	rss := procStatus(redisPid, "VmRSS:")
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	start := time.Now()
 	f()
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
-	t.Logf("%s: %v; Go allocated %.1f MB; peak RSS: test process %.1f MB, redis-server %.1f MB", what,
+	t.Logf("%s: %v; Go allocated %.1f MB; peak RSS: test process %.1f MB, redis-server %.1f MB (%.1f MB before)", what,
 		elapsed.Round(time.Millisecond), float64(after.TotalAlloc-before.TotalAlloc)/1e6,
-		float64(vmHWM("self"))/1e3, float64(vmHWM(redisPid))/1e3)
+		float64(vmHWM("self"))/1e3, float64(vmHWM(redisPid))/1e3, float64(rss)/1e3)
 }
 
 // TestDLQHugeMoveAndReplay dead-letters and replays a 100,000-field entry, a 10 MB entry and
