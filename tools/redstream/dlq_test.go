@@ -93,7 +93,7 @@ func TestDLQReplayAllCommand(t *testing.T) {
 	srv := redistest.NewServer(t)
 	client := redistest.NewClient(t, srv.Addr)
 	ctx := context.Background()
-	cfg := stream.Config{BlockMs: 50}
+	var cfg stream.Config // the defaults
 	var calls atomic.Int64
 	c, _ := stream.NewConsumer(client, cfg)
 	if err := stream.Register(c, stream.Handler[demoOrder]{Topic: "orders", Group: "g", NoRetry: true,
