@@ -40,10 +40,13 @@ func (d DeadLetter) Body() ([]byte, error) {
 }
 
 // DeadLetters administers the dead-letter streams: list, get, replay, delete, purge. It is
-// safe for concurrent use and does not own its client.
+// safe for concurrent use and does not own its client. Each Redis call it makes is bounded
+// by 10 s, or by the caller's context when that ends sooner. Dead letters of any size (any
+// number of fields, any body size Redis accepts) are replayed like small ones.
 type DeadLetters struct {
-	client rueidis.Client
-	cfg    Config
+	client  rueidis.Client
+	cfg     Config
+	timeout time.Duration // bound of each Redis call
 }
 
 // NewDeadLetters returns the dead-letter administration for cfg (whose EnvIsolation and Env
@@ -55,7 +58,54 @@ func NewDeadLetters(client rueidis.Client, cfg Config) (*DeadLetters, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &DeadLetters{client: client, cfg: cfg.WithDefaults()}, nil
+	return &DeadLetters{client: client, cfg: cfg.WithDefaults(), timeout: adminTimeout}, nil
+}
+
+// Metric names of the dead-letter operations, besides MetricReplaySuccess and
+// MetricReplayFailure. Each carries a topic="..." label and lives in Config.Metrics
+// (metrics.Stream by default).
+const (
+	// MetricReplayLatency is a Prometheus histogram of the duration of each replay, in
+	// seconds, successful or not (the Java system's redis_streaming_dlq_replay_latency_ms, in
+	// Prometheus base units).
+	MetricReplayLatency = "redis_streaming_dlq_replay_latency_seconds"
+	// MetricDeadLettersDeleted counts dead letters removed by DeadLetters.Delete.
+	MetricDeadLettersDeleted = "redis_streaming_dlq_deleted_total"
+	// MetricDeadLettersCleared counts dead letters removed by DeadLetters.Purge.
+	MetricDeadLettersCleared = "redis_streaming_dlq_cleared_total"
+)
+
+// adminTimeout bounds each Redis call of DeadLetters, and a dead-letter move whose context
+// has no deadline.
+const adminTimeout = 10 * time.Second
+
+// inlineLimit is the most field names and values a script passes to XADD itself. Lua's
+// unpack, through which a script hands a table to redis.call, stops at about 8,000 values
+// (LUAI_MAXCSTACK); larger entries are written by the client inside a MULTI/EXEC.
+const inlineLimit = 7000
+
+// deadLetterMarkKey returns the key of the marks dlq_mark.lua writes during the large moves
+// and replays of dlq's topic: dlq + ":mark", in dlq's hash slot. It holds a string for the
+// duration of one MULTI/EXEC (and expires after 60 s in any case).
+func deadLetterMarkKey(dlq string) string { return dlq + ":mark" }
+
+// call returns ctx bounded by d.timeout.
+func (d *DeadLetters) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d.timeout)
+}
+
+func (d *DeadLetters) counter(name, topic string) *metrics.Counter {
+	return d.cfg.Metrics.GetOrCreateCounter(metrics.Name(name, "topic", topic))
+}
+
+// observeReplay records one replay's outcome and duration.
+func (d *DeadLetters) observeReplay(topic string, start time.Time, ok bool) {
+	name := MetricReplayFailure
+	if ok {
+		name = MetricReplaySuccess
+	}
+	d.counter(name, topic).Inc()
+	d.cfg.Metrics.GetOrCreatePrometheusHistogram(metrics.Name(MetricReplayLatency, "topic", topic)).UpdateDuration(start)
 }
 
 func (d *DeadLetters) keys(topic string) (stream, dlq string, err error) {
@@ -88,6 +138,8 @@ func (d *DeadLetters) List(ctx context.Context, topic string, o ListOptions) ([]
 	if o.Count <= 0 {
 		o.Count = 100
 	}
+	ctx, cancel := d.call(ctx)
+	defer cancel()
 	cl := d.client
 	msg, err := cl.Do(ctx, cl.B().Xrange().Key(dlq).Start(o.Start).End(o.End).Count(o.Count).Build()).ToMessage()
 	if err != nil {
@@ -154,88 +206,220 @@ type replayOptions struct{ allGroups bool }
 // acknowledge it without handling it, since they handled the original already.
 func ToAllGroups() ReplayOption { return func(o *replayOptions) { o.allGroups = true } }
 
-// Replay moves dead letter id of topic back onto the topic, atomically (one script: XADD to
-// the topic, XDEL from the dead-letter stream), and returns the new entry's id. A missing
-// dead letter is an error wrapping redstream.ErrNotFound. Replays are counted in
-// redis_streaming_dlq_replay_success_total / ..._failure_total.
+func replayTarget(opts []ReplayOption) string {
+	var o replayOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.allGroups {
+		return "0"
+	}
+	return "1"
+}
+
+// Replay moves dead letter id of topic back onto the topic, atomically (XADD to the topic and
+// XDEL from the dead-letter stream happen together or not at all), and returns the new
+// entry's id. A missing dead letter, also one that a concurrent Replay or Delete took first,
+// is an error wrapping redstream.ErrNotFound. Each replay is counted in
+// redis_streaming_dlq_replay_success_total or ..._failure_total and timed in
+// redis_streaming_dlq_replay_latency_seconds.
 func (d *DeadLetters) Replay(ctx context.Context, topic, id string, opts ...ReplayOption) (string, error) {
 	stream, dlq, err := d.keys(topic)
 	if err != nil {
 		return "", err
 	}
-	var o replayOptions
-	for _, f := range opts {
-		f(&o)
+	start := time.Now()
+	_, newID, err := d.replayFirst(ctx, stream, dlq, id, id, replayTarget(opts))
+	if err == nil && newID == "" {
+		err = redstream.ErrNotFound
 	}
-	target := "1"
-	if o.allGroups {
-		target = "0"
-	}
-	res := replayScript.Exec(ctx, d.client, []string{dlq, stream}, []string{id, target})
-	newID, err := res.ToString()
+	d.observeReplay(topic, start, err == nil)
 	if err != nil {
-		d.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricReplayFailure, "topic", topic)).Inc()
-		if rueidis.IsRedisNil(err) {
-			return "", fmt.Errorf("stream: replay dead letter %s of %q: %w", id, topic, redstream.ErrNotFound)
-		}
 		return "", fmt.Errorf("stream: replay dead letter %s of %q: %w", id, topic, err)
 	}
-	d.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricReplaySuccess, "topic", topic)).Inc()
 	return newID, nil
 }
 
-// ReplayAll replays up to limit dead letters of topic, oldest first, each atomically as by
-// Replay, and returns how many were replayed. limit <= 0 means all of them. It stops at the
-// first error.
+// ReplayAll replays the dead letters of topic that exist when it starts, oldest first, each
+// atomically as by Replay, and returns how many it replayed. It never replays its own output:
+// a replay that fails again and comes back as a new dead letter during the call is left for
+// a later call. At most limit are replayed; limit <= 0 means all of them. A dead letter that a
+// concurrent Replay or Delete takes first is skipped. It stops at the first error (or when
+// ctx ends), returning the number replayed so far.
 func (d *DeadLetters) ReplayAll(ctx context.Context, topic string, limit int, opts ...ReplayOption) (int, error) {
-	done := 0
-	for limit <= 0 || done < limit {
-		batch := int64(100)
-		if limit > 0 {
-			batch = int64(min(limit-done, 100))
-		}
-		l, err := d.List(ctx, topic, ListOptions{Count: batch})
+	stream, dlq, err := d.keys(topic)
+	if err != nil {
+		return 0, err
+	}
+	target := replayTarget(opts)
+	bound, err := d.newestID(ctx, dlq)
+	if err != nil || bound == "" {
 		if err != nil {
-			return done, err
+			err = fmt.Errorf("stream: replay dead letters of %q: %w", topic, err)
 		}
-		if len(l) == 0 {
-			return done, nil
+		return 0, err
+	}
+	done, from := 0, "-"
+	for limit <= 0 || done < limit {
+		if err := ctx.Err(); err != nil {
+			return done, fmt.Errorf("stream: replay dead letters of %q: %w", topic, err)
 		}
-		for _, dl := range l {
-			if _, err := d.Replay(ctx, topic, dl.ID, opts...); err != nil {
-				return done, err
-			}
-			done++
+		start := time.Now()
+		dlID, newID, err := d.replayFirst(ctx, stream, dlq, from, bound, target)
+		if err != nil {
+			d.observeReplay(topic, start, false)
+			return done, fmt.Errorf("stream: replay dead letters of %q: %w", topic, err)
 		}
+		if dlID == "" {
+			break // every dead letter up to bound is replayed
+		}
+		from = "(" + dlID
+		if newID == "" {
+			continue // taken by a concurrent Replay or Delete
+		}
+		d.observeReplay(topic, start, true)
+		done++
 	}
 	return done, nil
 }
 
-// Delete removes dead letters of topic by id and returns how many existed.
+// newestID returns the id of the newest entry of dlq, or "" when it has none.
+func (d *DeadLetters) newestID(ctx context.Context, dlq string) (string, error) {
+	ctx, cancel := d.call(ctx)
+	defer cancel()
+	return dlqLastScript.Exec(ctx, d.client, []string{dlq}, nil).ToString()
+}
+
+// replayFirst replays the first dead letter with an id in [from, to] (from may be "(id",
+// exclusive). It returns the dead letter's id ("" when the range is empty) and the new
+// entry's id ("" when the dead letter was deleted between the two steps of a large replay).
+func (d *DeadLetters) replayFirst(ctx context.Context, stream, dlq, from, to, target string) (dlID, newID string, err error) {
+	ctx, cancel := d.call(ctx)
+	defer cancel()
+	res, err := replayScript.Exec(ctx, d.client, []string{dlq, stream},
+		[]string{from, to, target, strconv.Itoa(inlineLimit)}).ToArray()
+	if err != nil {
+		return "", "", err
+	}
+	status, err := res[0].AsInt64()
+	if err != nil {
+		return "", "", fmt.Errorf("unexpected reply: %w", err)
+	}
+	switch {
+	case status == 0:
+		return "", "", nil
+	case status == 1 && len(res) == 3:
+		dlID, _ = res[1].ToString()
+		newID, err = res[2].ToString()
+		return dlID, newID, err
+	case status == 2 && len(res) == 3:
+	default:
+		return "", "", fmt.Errorf("unexpected reply: status %d with %d elements", status, len(res))
+	}
+	// Too many fields for one script: the client writes the entry, in a transaction that
+	// deletes the dead letter, or undoes the write when the dead letter is gone.
+	dlID, _ = res[1].ToString()
+	fields, err := res[2].AsStrSlice()
+	if err != nil {
+		return "", "", fmt.Errorf("unexpected reply: %w", err)
+	}
+	newID, err = replayLarge(ctx, d.client, stream, dlq, dlID, fields)
+	if err != nil {
+		return "", "", err
+	}
+	return dlID, newID, nil
+}
+
+// replayLarge writes fields to stream and deletes dead letter dlID in one MULTI/EXEC with
+// dlq_mark.lua and dlq_replay.lua. It returns the new entry's id, or "" when the dead letter
+// was gone (and nothing changed).
+func replayLarge(ctx context.Context, cl rueidis.Client, stream, dlq, dlID string, fields []string) (string, error) {
+	mark := deadLetterMarkKey(dlq)
+	xadd := cl.B().Arbitrary("XADD").Keys(stream).Args("*").Args(fields...).Build()
+	closing := cl.B().Eval().Script(dlqReplayLua).Numkeys(3).Key(dlq, stream, mark).Arg(dlID).Build()
+	added, closed, err := xaddInTransaction(ctx, cl, stream, mark, xadd, closing)
+	if err != nil {
+		return "", err
+	}
+	st, err := closed.AsInt64()
+	if err != nil {
+		return "", fmt.Errorf("unexpected reply of dlq_replay.lua: %w", err)
+	}
+	switch st {
+	case 1:
+		return added.ToString()
+	case 0:
+		return "", nil
+	}
+	return "", fmt.Errorf("write to %q: %w", stream, added.Error())
+}
+
+// xaddInTransaction runs, in one MULTI/EXEC, dlq_mark.lua on target and mark, xadd (which
+// writes to target) and closing (dlq_move.lua or dlq_replay.lua, which reads the mark to
+// learn whether xadd ran, then completes or undoes the operation). It returns the replies of
+// xadd and closing. The scripts run as EVAL, not EVALSHA: a NOSCRIPT error inside the
+// transaction would leave the XADD without its closing step.
+func xaddInTransaction(ctx context.Context, cl rueidis.Client, target, mark string, xadd, closing rueidis.Completed) (added, closed rueidis.RedisMessage, err error) {
+	resps := cl.DoMulti(ctx,
+		cl.B().Multi().Build(),
+		cl.B().Eval().Script(dlqMarkLua).Numkeys(2).Key(target, mark).Build(),
+		xadd,
+		closing,
+		cl.B().Exec().Build())
+	exec, err := resps[len(resps)-1].ToArray()
+	if err != nil {
+		for _, r := range resps[:len(resps)-1] {
+			if e := r.Error(); e != nil {
+				return added, closed, fmt.Errorf("transaction: %w (%w)", err, e)
+			}
+		}
+		return added, closed, fmt.Errorf("transaction: %w", err)
+	}
+	if len(exec) != 3 {
+		return added, closed, fmt.Errorf("transaction: %d replies, want 3", len(exec))
+	}
+	if err := exec[2].Error(); err != nil {
+		if e := exec[0].Error(); e != nil {
+			err = fmt.Errorf("%w (%w)", err, e)
+		}
+		return added, closed, fmt.Errorf("transaction: %w", err)
+	}
+	return exec[1], exec[2], nil
+}
+
+// Delete removes dead letters of topic by id and returns how many existed. They are counted
+// in redis_streaming_dlq_deleted_total.
 func (d *DeadLetters) Delete(ctx context.Context, topic string, ids ...string) (int64, error) {
 	_, dlq, err := d.keys(topic)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
+	ctx, cancel := d.call(ctx)
+	defer cancel()
 	cl := d.client
 	n, err := cl.Do(ctx, cl.B().Xdel().Key(dlq).Id(ids...).Build()).AsInt64()
 	if err != nil {
 		return 0, fmt.Errorf("stream: delete dead letters of %q: %w", topic, err)
 	}
+	d.counter(MetricDeadLettersDeleted, topic).Add(int(n))
 	return n, nil
 }
 
-// Purge removes every dead letter of topic and returns how many there were.
+// Purge removes every dead letter of topic and returns how many there were. They are counted
+// in redis_streaming_dlq_cleared_total.
 func (d *DeadLetters) Purge(ctx context.Context, topic string) (int64, error) {
 	_, dlq, err := d.keys(topic)
 	if err != nil {
 		return 0, err
 	}
+	ctx, cancel := d.call(ctx)
+	defer cancel()
 	cl := d.client
 	n, err := cl.Do(ctx, cl.B().Xtrim().Key(dlq).Maxlen().Exact().Threshold("0").Build()).AsInt64()
 	if err != nil {
 		return 0, fmt.Errorf("stream: purge dead letters of %q: %w", topic, err)
 	}
+	d.counter(MetricDeadLettersCleared, topic).Add(int(n))
 	return n, nil
 }
 
@@ -245,6 +429,8 @@ func (d *DeadLetters) Len(ctx context.Context, topic string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	ctx, cancel := d.call(ctx)
+	defer cancel()
 	cl := d.client
 	n, err := cl.Do(ctx, cl.B().Xlen().Key(dlq).Build()).AsInt64()
 	if err != nil {
@@ -274,25 +460,92 @@ type deadLetterResult struct {
 }
 
 // moveToDeadLetter moves one pending entry to the dead-letter stream and acknowledges it in
-// the topic, in one atomic step (deadletter.lua). Errors name the entry.
+// the topic, in one atomic step, whatever the entry's size. Errors name the entry; after an
+// error the entry is either moved or still pending, never both and never neither.
+//
+// An entry of up to inlineLimit field names and values moves in one script
+// (deadletter.lua). A larger one cannot: that script replies with the entry instead, and the
+// client writes the dead letter itself in one MULTI/EXEC of dlq_mark.lua, XADD and
+// dlq_move.lua, where dlq_move.lua checks again that the entry is pending as it was read
+// and acknowledges it, or deletes the dead letter just written.
 func moveToDeadLetter(ctx context.Context, client rueidis.Client, m deadLetterMove) (deadLetterResult, error) {
-	maxlen := m.MaxLen
-	if maxlen < 0 {
-		maxlen = 0
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, adminTimeout)
+		defer cancel()
 	}
-	res, err := deadLetterScript.Exec(ctx, client, []string{m.Stream, m.DLQ}, []string{
-		m.Group, m.ID, m.Reason, strconv.FormatInt(maxlen, 10), strconv.FormatInt(m.MaxAgeMs, 10),
-		strconv.FormatInt(m.MinIdleMs, 10), m.Owner,
-	}).ToArray()
-	if err != nil {
+	maxlen := strconv.FormatInt(max(m.MaxLen, 0), 10)
+	maxAge := strconv.FormatInt(m.MaxAgeMs, 10)
+	minIdle := strconv.FormatInt(m.MinIdleMs, 10)
+	fail := func(err error) (deadLetterResult, error) {
 		return deadLetterResult{}, fmt.Errorf("stream: dead-letter %s of %q for %s: %w", m.ID, m.Stream, m.Group, err)
 	}
-	if len(res) != 4 {
-		return deadLetterResult{}, fmt.Errorf("stream: dead-letter %s: unexpected reply of %d elements", m.ID, len(res))
+	res, err := deadLetterScript.Exec(ctx, client, []string{m.Stream, m.DLQ}, []string{
+		m.Group, m.ID, m.Reason, maxlen, maxAge, minIdle, m.Owner, strconv.Itoa(inlineLimit),
+	}).ToArray()
+	if err != nil {
+		return fail(err)
+	}
+	if len(res) != 4 && len(res) != 7 {
+		return fail(fmt.Errorf("unexpected reply of %d elements", len(res)))
 	}
 	var r deadLetterResult
 	r.Status, _ = res[0].AsInt64()
 	r.ID, _ = res[1].ToString()
 	r.Trimmed, _ = res[2].AsInt64()
+	if r.Status != 2 {
+		return r, nil
+	}
+	if len(res) != 7 {
+		return fail(fmt.Errorf("unexpected reply of %d elements", len(res)))
+	}
+	var p largeMove
+	p.deliveries, _ = res[3].AsInt64()
+	p.owner, _ = res[4].ToString()
+	p.now, _ = res[5].ToString()
+	if p.fields, err = res[6].AsStrSlice(); err != nil {
+		return fail(fmt.Errorf("unexpected reply: %w", err))
+	}
+	r, err = moveLarge(ctx, client, m, p)
+	if err != nil {
+		return fail(err)
+	}
+	return r, nil
+}
+
+// largeMove is what deadletter.lua replies for an entry too large for it (status 2).
+type largeMove struct {
+	deliveries int64
+	owner, now string   // the pending entry's owner; the server's time in ms
+	fields     []string // the entry's fields
+}
+
+// moveLarge writes the dead letter of p in one MULTI/EXEC with dlq_mark.lua and dlq_move.lua.
+func moveLarge(ctx context.Context, client rueidis.Client, m deadLetterMove, p largeMove) (deadLetterResult, error) {
+	count := strconv.FormatInt(p.deliveries, 10)
+	fields := append(p.fields[:len(p.fields):len(p.fields)], "dl_id", m.ID, "dl_group", m.Group, "dl_consumer", p.owner,
+		"dl_deliveries", count, "dl_error", m.Reason, "dl_ts", p.now)
+	mark := deadLetterMarkKey(m.DLQ)
+	xadd := client.B().Arbitrary("XADD").Keys(m.DLQ).Args("*").Args(fields...).Build()
+	closing := client.B().Eval().Script(dlqMoveLua).Numkeys(3).Key(m.Stream, m.DLQ, mark).
+		Arg(m.Group, m.ID, strconv.FormatInt(m.MinIdleMs, 10), p.owner, count,
+			strconv.FormatInt(max(m.MaxLen, 0), 10), strconv.FormatInt(m.MaxAgeMs, 10)).Build()
+	added, closed, err := xaddInTransaction(ctx, client, m.DLQ, mark, xadd, closing)
+	if err != nil {
+		return deadLetterResult{}, err
+	}
+	out, err := closed.ToArray()
+	if err != nil || len(out) != 2 {
+		return deadLetterResult{}, fmt.Errorf("unexpected reply of dlq_move.lua: %v", closed)
+	}
+	var r deadLetterResult
+	r.Status, _ = out[0].AsInt64()
+	r.Trimmed, _ = out[1].AsInt64()
+	switch r.Status {
+	case 1:
+		r.ID, _ = added.ToString()
+	case -2:
+		return deadLetterResult{}, fmt.Errorf("write the dead letter: %w", added.Error())
+	}
 	return r, nil
 }

@@ -20,10 +20,19 @@ var (
 	trimSafeLua string
 	//go:embed scripts/sink_write.lua
 	sinkWriteLua string
+	//go:embed scripts/dlq_mark.lua
+	dlqMarkLua string
+	//go:embed scripts/dlq_move.lua
+	dlqMoveLua string
+	//go:embed scripts/dlq_replay.lua
+	dlqReplayLua string
+	//go:embed scripts/dlq_last.lua
+	dlqLastLua string
 
 	deadLetterScript = rueidis.NewLuaScript(deadLetterLua)
 	replayScript     = rueidis.NewLuaScript(replayLua)
 	reclaimScript    = rueidis.NewLuaScript(reclaimLua)
 	trimSafeScript   = rueidis.NewLuaScript(trimSafeLua)
 	sinkWriteScript  = rueidis.NewLuaScript(sinkWriteLua)
+	dlqLastScript    = rueidis.NewLuaScript(dlqLastLua)
 )

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
 	"time"
 
@@ -25,8 +27,10 @@ func init() {
 const dlqUsage = `usage: redstream dlq list|replay|purge --redis host:port --topic T [flags]
 
   list     print the topic's dead letters, oldest first (--count, --start)
-  replay   move dead letters back onto the topic: --id ID (repeatable, comma-separated)
-           or --all (with --limit N); each replay is atomic
+  replay   move dead letters back onto the topic: --id ID (comma-separated), or --all:
+           the dead letters that exist when the command starts, oldest first (at most
+           --limit N), never the new dead letters of replays that fail again; each replay
+           is atomic, and Ctrl-C stops between two
   purge    delete every dead letter of the topic (asks for --yes)
 
 flags:
@@ -49,11 +53,11 @@ func runDLQ(ctx context.Context, args []string, out io.Writer) error {
 	count := fs.Int64("count", 20, "list: most dead letters to print")
 	start := fs.String("start", "", "list: first dead-letter id")
 	ids := fs.String("id", "", "replay: dead-letter id(s), comma-separated")
-	all := fs.Bool("all", false, "replay: every dead letter (see --limit)")
-	limit := fs.Int("limit", 0, "replay --all: most dead letters to replay (0: all)")
+	all := fs.Bool("all", false, "replay: every dead letter that exists when the command starts (see --limit)")
+	limit := fs.Int("limit", 0, "replay --all: most dead letters to replay (0: all of them)")
 	toAll := fs.Bool("all-groups", false, "replay: deliver to every consumer group, not only the one that failed")
 	yes := fs.Bool("yes", false, "purge: really delete")
-	timeout := fs.Duration("timeout", 30*time.Second, "overall timeout")
+	timeout := fs.Duration("timeout", 30*time.Second, "overall timeout (each Redis call is also bounded by 10s)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -62,6 +66,8 @@ func runDLQ(ctx context.Context, args []string, out io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{*addr}, Password: *password, DisableCache: true})
 	if err != nil {
 		return fmt.Errorf("dlq: connect %s: %w", *addr, err)
@@ -107,8 +113,12 @@ func runDLQ(ctx context.Context, args []string, out io.Writer) error {
 			return errors.New("dlq replay: give --id or --all, not both")
 		case *all:
 			n, err := dlq.ReplayAll(ctx, *topic, *limit, opts...)
+			if err != nil {
+				fmt.Fprintf(out, "replayed %d dead letters onto %s, then stopped\n", n, name)
+				return err
+			}
 			fmt.Fprintf(out, "replayed %d dead letters onto %s\n", n, name)
-			return err
+			return nil
 		case *ids != "":
 			for _, id := range strings.Split(*ids, ",") {
 				newID, err := dlq.Replay(ctx, *topic, strings.TrimSpace(id), opts...)
