@@ -1,6 +1,7 @@
 package yamlx
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,8 +17,10 @@ import (
 // comment lines, a line ending in an odd number of backslashes continues on the next one,
 // and \t, \n, \r, \f, \uXXXX and \<char> are escapes. As in Spring Boot, a "#---" (or
 // "!---") line separates documents. A key given twice in one document is an error, as in
-// YAML (java.util.Properties would keep the last one silently).
+// YAML (java.util.Properties would keep the last one silently). A leading UTF-8 byte order
+// mark is skipped.
 func ParseProperties(data []byte) ([]Node, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark
 	if !utf8.Valid(data) {
 		return nil, &Error{Path: "(document)", Line: firstInvalidLine(data), Msg: "is not valid UTF-8"}
 	}

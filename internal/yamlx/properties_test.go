@@ -50,6 +50,11 @@ func TestParseProperties(t *testing.T) {
 	if b, _, _ := docs[1].Get("b"); b.Value == nil || b.Value.Value != "second document" || b.Line() != 17 {
 		t.Errorf("second document: %+v", b)
 	}
+	if docs, err := yamlx.ParseProperties([]byte("\xef\xbb\xbfa.b=1\n")); err != nil {
+		t.Errorf("byte order mark: %v", err)
+	} else if n, _, _ := docs[0].Lookup("a.b"); n.Value == nil || n.Value.Value != "1" {
+		t.Errorf("byte order mark: a.b not read")
+	}
 	for _, tc := range []struct{ doc, want string }{
 		{"a=1\na=2\n", "config: a (line 2): is set twice (also at line 1)"},
 		{"a.b=1\na.b.c=2\n", "config: a.b (line 2): is also set at line 1 as a value, not a mapping"},
