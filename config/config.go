@@ -37,10 +37,13 @@ type Options struct {
 	// Memory configures every in-process engine (clock, shards, sweeping).
 	Memory memory.Options
 	// Lenient restores the Java starter's warn-and-default behaviour, for migrations:
-	// unknown keys, unknown algorithm names, a default-name naming no policy, policies
-	// without enabled: true and the legacy spring.profiles key are warnings instead of
-	// errors. Values that cannot be read (wrong types, out of range) are errors in both
-	// modes, as they fail a Spring application's start.
+	// unknown keys, unknown algorithm names, a default-name naming no policy (or none set
+	// while no policy is named "default"), policies without enabled: true, keys that do
+	// not apply to a policy's algorithm, spring.redis next to spring.data.redis,
+	// ssl.bundle and the legacy spring.profiles key are warnings, each saying what is used
+	// instead, rather than errors. Values that cannot be read (wrong types, out of range,
+	// unresolvable placeholders) are errors in both modes, as they fail a Spring
+	// application's start.
 	Lenient bool
 	// Profiles are the active profiles, selecting the documents whose
 	// spring.config.activate.on-profile matches. Nil means SPRING_PROFILES_ACTIVE (a
