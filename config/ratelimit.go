@@ -166,12 +166,9 @@ func isBucket(a redstream.Algorithm) bool {
 }
 
 func (l *loader) loadRateLimit(root yamlx.Node) (*RateLimit, error) {
-	sec, _, err := root.Lookup(RateLimitPath)
+	sec, err := section(root, RateLimitPath)
 	if err != nil {
 		return nil, err
-	}
-	if !sec.Exists() || sec.Path == "" {
-		sec.Path = RateLimitPath
 	}
 	s, nodes, err := l.section(sec)
 	if err != nil {
