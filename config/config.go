@@ -51,8 +51,10 @@ type Options struct {
 	// profile "default" is active, as in Spring Boot. An empty non-nil slice also falls
 	// back to "default" but ignores the environment and the file.
 	Profiles []string
-	// Getenv looks up the environment variables of ${NAME} placeholders and of
-	// SPRING_PROFILES_ACTIVE. Nil means os.LookupEnv.
+	// Getenv looks up environment variables: those of ${NAME} placeholders, of
+	// SPRING_PROFILES_ACTIVE, and those that override keys as in Spring Boot (the key path
+	// upper case, '.' as '_', '-' dropped: REDISSTREAM_READCOUNT for redis-stream.read-count,
+	// SPRING_DATA_REDIS_HOST for spring.data.redis.host). Nil means os.LookupEnv.
 	Getenv func(name string) (string, bool)
 }
 
@@ -126,8 +128,10 @@ func FromConfig(path string, opts Options) (*Config, error) {
 
 // loader reads the sections of one file.
 type loader struct {
-	opts Options
-	log  *slog.Logger
+	opts    Options
+	log     *slog.Logger
+	getenv  func(string) (string, bool)
+	fromEnv map[string]string // key path -> the environment variable its value came from
 }
 
 func (l *loader) warn(n yamlx.Node, msg string) {
@@ -143,15 +147,16 @@ func (l *loader) strict(n yamlx.Node, format string, args ...any) error {
 }
 
 func (l *loader) bindOptions() yamlx.BindOptions {
-	return yamlx.BindOptions{Lenient: l.opts.Lenient, Warn: l.warn}
+	return yamlx.BindOptions{Lenient: l.opts.Lenient, Warn: l.warn, Getenv: l.getenv,
+		FromEnv: func(path, name string) { l.fromEnv[path] = name }}
 }
 
 func load(docs []yamlx.Node, size int, opts Options) (*Config, error) {
-	l := &loader{opts: opts, log: opts.logger()}
 	getenv := opts.Getenv
 	if getenv == nil {
 		getenv = os.LookupEnv
 	}
+	l := &loader{opts: opts, log: opts.logger(), getenv: getenv, fromEnv: map[string]string{}}
 	ld, err := yamlx.Load(docs, yamlx.LoadOptions{Profiles: opts.Profiles, Getenv: getenv, Lenient: opts.Lenient, Warn: l.warn, InputSize: size})
 	if err != nil {
 		return nil, invalid(err)

@@ -224,7 +224,7 @@ func (l *loader) loadRateLimit(root yamlx.Node) (*RateLimit, error) {
 			Name: s.DefaultName, Algorithm: DefaultAlgorithm, Backend: s.Backend,
 			WindowMs: s.WindowMs, Limit: s.Limit, KeyPrefix: s.KeyPrefix, FailurePolicy: s.FailurePolicy,
 		}
-		if err := checkSpec(sec, single); err != nil {
+		if err := l.checkSpec(sec, single); err != nil {
 			return nil, err
 		}
 		lim, err := b.build(single, sec)
@@ -325,16 +325,16 @@ func (l *loader) section(sec yamlx.Node) (RateLimitSettings, []yamlx.Node, error
 		KeyPrefix: y.KeyPrefix, DefaultName: y.DefaultName,
 	}
 	var err error
-	if s.Backend, err = backend(sec, y.Backend, DefaultBackend); err != nil {
+	if s.Backend, err = l.backend(sec, y.Backend, DefaultBackend); err != nil {
 		return s, nil, err
 	}
-	if s.KeyPrefix, err = keyPrefix(sec, y.KeyPrefix, DefaultKeyPrefix); err != nil {
+	if s.KeyPrefix, err = l.keyPrefix(sec, y.KeyPrefix, DefaultKeyPrefix); err != nil {
 		return s, nil, err
 	}
 	if strings.TrimSpace(s.DefaultName) == "" {
 		s.DefaultName = DefaultName
 	}
-	if s.FailurePolicy, err = failurePolicy(sec, y.FailurePolicy, redstream.FailClosed); err != nil {
+	if s.FailurePolicy, err = l.failurePolicy(sec, y.FailurePolicy, redstream.FailClosed); err != nil {
 		return s, nil, err
 	}
 	entries, err := y.Policies.Entries()
@@ -366,13 +366,13 @@ func (l *loader) policy(n yamlx.Node, s RateLimitSettings) (PolicySettings, erro
 		return p, err
 	}
 	var err error
-	if p.Backend, err = backend(n, y.Backend, s.Backend); err != nil {
+	if p.Backend, err = l.backend(n, y.Backend, s.Backend); err != nil {
 		return p, err
 	}
-	if p.KeyPrefix, err = keyPrefix(n, y.KeyPrefix, s.KeyPrefix+":"+p.Name); err != nil {
+	if p.KeyPrefix, err = l.keyPrefix(n, y.KeyPrefix, s.KeyPrefix+":"+p.Name); err != nil {
 		return p, err
 	}
-	if p.FailurePolicy, err = failurePolicy(n, y.FailurePolicy, s.FailurePolicy); err != nil {
+	if p.FailurePolicy, err = l.failurePolicy(n, y.FailurePolicy, s.FailurePolicy); err != nil {
 		return p, err
 	}
 	entries, err := y.Limits.Entries()
@@ -439,14 +439,14 @@ func (l *loader) limitFields(n yamlx.Node, y limitYAML, p *PolicySettings) error
 			l.warn(v, fmt.Sprintf("does not apply to the %s algorithm; ignored", p.Algorithm))
 		}
 	}
-	return checkSpec(n, *p)
+	return l.checkSpec(n, *p)
 }
 
 // checkSpec validates the policy's spec (redstream.Spec.Params, the engines' own check) and
 // reports an error at the key it is about.
-func checkSpec(n yamlx.Node, p PolicySettings) error {
+func (l *loader) checkSpec(n yamlx.Node, p PolicySettings) error {
 	if !isBucket(p.Algorithm) && p.WindowMs > maxWindowMs {
-		return at(n, "window-ms", "is too large: %d ms (at most %d)", p.WindowMs, maxWindowMs)
+		return l.at(n, "window-ms", "is too large: %d ms (at most %d)", p.WindowMs, maxWindowMs)
 	}
 	_, err := p.Spec().Params()
 	if err == nil {
@@ -467,22 +467,26 @@ func checkSpec(n yamlx.Node, p PolicySettings) error {
 	if key == "" {
 		return n.Errorf("%s: %s", p.Algorithm, msg)
 	}
-	return at(n, key, "%s", msg)
+	return l.at(n, key, "%s", msg)
 }
 
 // maxWindowMs is the largest window-ms that converts to a time.Duration.
 const maxWindowMs = int64(1<<63-1) / int64(time.Millisecond)
 
-// at returns an error at the (dotted) key of mapping n, or at n naming the key when the
-// file does not set it.
-func at(n yamlx.Node, key, format string, args ...any) error {
+// at returns an error at the (dotted) key of mapping n: naming the environment variable
+// when the value came from one, at the key's line when the file sets it, else at n.
+func (l *loader) at(n yamlx.Node, key, format string, args ...any) error {
+	path := n.Path + "." + key
+	if name, ok := l.fromEnv[path]; ok {
+		return &yamlx.Error{Path: path + " (environment " + name + ")", Msg: fmt.Sprintf(format, args...)}
+	}
 	if v, _, _ := n.Lookup(key); v.Exists() {
 		return v.Errorf(format, args...)
 	}
 	return n.Errorf("%s: %s", key, fmt.Sprintf(format, args...))
 }
 
-func backend(n yamlx.Node, s, def string) (string, error) {
+func (l *loader) backend(n yamlx.Node, s, def string) (string, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "":
 		return def, nil
@@ -491,26 +495,26 @@ func backend(n yamlx.Node, s, def string) (string, error) {
 	case BackendRedis:
 		return BackendRedis, nil
 	}
-	return def, at(n, "backend", "must be memory or redis, got %q", s)
+	return def, l.at(n, "backend", "must be memory or redis, got %q", s)
 }
 
-func keyPrefix(n yamlx.Node, s, def string) (string, error) {
+func (l *loader) keyPrefix(n yamlx.Node, s, def string) (string, error) {
 	if strings.TrimSpace(s) == "" {
 		return def, nil // the Java starter falls back on a blank prefix too
 	}
 	if strings.ContainsAny(s, "{}") {
-		return def, at(n, "key-prefix", "must not contain '{' or '}' (they delimit Redis Cluster hash tags), got %q", s)
+		return def, l.at(n, "key-prefix", "must not contain '{' or '}' (they delimit Redis Cluster hash tags), got %q", s)
 	}
 	return s, nil
 }
 
-func failurePolicy(n yamlx.Node, s string, def redstream.FailurePolicy) (redstream.FailurePolicy, error) {
+func (l *loader) failurePolicy(n yamlx.Node, s string, def redstream.FailurePolicy) (redstream.FailurePolicy, error) {
 	if strings.TrimSpace(s) == "" {
 		return def, nil
 	}
 	p, err := redstream.ParseFailurePolicy(strings.TrimSpace(s))
 	if err != nil {
-		return def, at(n, "failure-policy", "must be fail-closed, fail-open or fallback, got %q", s)
+		return def, l.at(n, "failure-policy", "must be fail-closed, fail-open or fallback, got %q", s)
 	}
 	return p, nil
 }

@@ -25,7 +25,8 @@ const (
 // spring.redis.* in Spring Boot 2 files), as the Java application connects. Keys in
 // parentheses. [RedisSettings.ClientOption] turns them into a rueidis.ClientOption.
 type RedisSettings struct {
-	// Set reports whether the file has the section.
+	// Set reports whether the file has the section (or the environment sets one of its
+	// keys, SPRING_DATA_REDIS_HOST for example).
 	Set bool
 	// Path is the section the settings were read from (RedisPath or LegacyRedisPath).
 	Path string
@@ -108,18 +109,21 @@ func (l *loader) loadRedis(root yamlx.Node) (RedisSettings, error) {
 			return RedisSettings{}, err
 		}
 		l.warn(legacy, "is ignored: "+RedisPath+" is set, and Spring Boot 3 reads only that")
-	} else if !sec.Exists() || sec.IsNull() {
+	} else if (!sec.Exists() || sec.IsNull()) && legacy.Exists() && !legacy.IsNull() {
 		sec = legacy
 	}
 	s := RedisSettings{Path: sec.Path}
-	if !sec.Exists() || sec.IsNull() {
+	var y redisYAML
+	fromEnv := false
+	bo := l.bindOptions()
+	bo.FromEnv = func(path, name string) { fromEnv = true; l.fromEnv[path] = name }
+	if err := yamlx.Bind(sec, &y, bo); err != nil {
+		return s, err
+	}
+	if (!sec.Exists() || sec.IsNull()) && !fromEnv {
 		return s, nil
 	}
 	s.Set = true
-	var y redisYAML
-	if err := yamlx.Bind(sec, &y, l.bindOptions()); err != nil {
-		return s, err
-	}
 	s.URL, s.Host, s.Port, s.Username, s.Password, s.Database = y.URL, y.Host, y.Port, y.Username, y.Password, y.Database
 	s.Timeout, s.ConnectTimeout, s.ClientName = y.Timeout, y.ConnectTimeout, y.ClientName
 	s.ClusterNodes, s.SentinelMaster, s.SentinelNodes = y.Cluster.Nodes, y.Sentinel.Master, y.Sentinel.Nodes
@@ -129,7 +133,7 @@ func (l *loader) loadRedis(root yamlx.Node) (RedisSettings, error) {
 			return s, err
 		}
 	}
-	if err := s.check(sec); err != nil {
+	if err := l.checkRedis(s, sec); err != nil {
 		return s, err
 	}
 	return s, nil
@@ -158,44 +162,44 @@ func (l *loader) ssl(n yamlx.Node) (bool, error) {
 	return y.Enabled, nil
 }
 
-// check validates the settings, reporting errors at their keys.
-func (s RedisSettings) check(sec yamlx.Node) error {
+// checkRedis validates the settings, reporting errors at their keys.
+func (l *loader) checkRedis(s RedisSettings, sec yamlx.Node) error {
 	if s.URL != "" {
 		if _, err := rueidis.ParseURL(s.URL); err != nil {
-			return at(sec, "url", "%v", err)
+			return l.at(sec, "url", "%v", err)
 		}
 	}
 	if s.Port < 0 || s.Port > 65535 {
-		return at(sec, "port", "must be in [1, 65535], got %d", s.Port)
+		return l.at(sec, "port", "must be in [1, 65535], got %d", s.Port)
 	}
 	if s.Database < 0 {
-		return at(sec, "database", "must not be negative, got %d", s.Database)
+		return l.at(sec, "database", "must not be negative, got %d", s.Database)
 	}
 	if s.Timeout < 0 {
-		return at(sec, "timeout", "must not be negative, got %v", s.Timeout)
+		return l.at(sec, "timeout", "must not be negative, got %v", s.Timeout)
 	}
 	if s.ConnectTimeout < 0 {
-		return at(sec, "connect-timeout", "must not be negative, got %v", s.ConnectTimeout)
+		return l.at(sec, "connect-timeout", "must not be negative, got %v", s.ConnectTimeout)
 	}
 	for _, n := range s.ClusterNodes {
 		if _, _, err := splitHostPort(n, 6379); err != nil {
-			return at(sec, "cluster.nodes", "%v", err)
+			return l.at(sec, "cluster.nodes", "%v", err)
 		}
 	}
 	for _, n := range s.SentinelNodes {
 		if _, _, err := splitHostPort(n, 26379); err != nil {
-			return at(sec, "sentinel.nodes", "%v", err)
+			return l.at(sec, "sentinel.nodes", "%v", err)
 		}
 	}
 	switch {
 	case len(s.ClusterNodes) > 0 && s.SentinelMaster != "":
-		return at(sec, "sentinel.master", "is set next to cluster.nodes; use one of them")
+		return l.at(sec, "sentinel.master", "is set next to cluster.nodes; use one of them")
 	case s.SentinelMaster != "" && len(s.SentinelNodes) == 0:
-		return at(sec, "sentinel.nodes", "must list the sentinels of sentinel.master %q", s.SentinelMaster)
+		return l.at(sec, "sentinel.nodes", "must list the sentinels of sentinel.master %q", s.SentinelMaster)
 	case s.SentinelMaster == "" && len(s.SentinelNodes) > 0:
-		return at(sec, "sentinel.master", "must name the master set of sentinel.nodes")
+		return l.at(sec, "sentinel.master", "must name the master set of sentinel.nodes")
 	case len(s.ClusterNodes) > 0 && s.Database != 0:
-		return at(sec, "database", "must be 0 with cluster.nodes: Redis Cluster has only database 0")
+		return l.at(sec, "database", "must be 0 with cluster.nodes: Redis Cluster has only database 0")
 	}
 	return nil
 }

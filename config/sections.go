@@ -46,7 +46,7 @@ func (l *loader) loadStream(root yamlx.Node) (stream.Config, error) {
 	if err := c.Validate(); err != nil {
 		var ce *stream.ConfigError
 		if errors.As(err, &ce) && ce.Path != "" {
-			return stream.Config{}, atPath(sec, ce.Path, ce.Msg, err)
+			return stream.Config{}, l.atPath(sec, ce.Path, ce.Msg, err)
 		}
 		return stream.Config{}, &loadError{err: sec.Errorf("%s", strings.TrimPrefix(err.Error(), "stream: ")), cause: err}
 	}
@@ -56,7 +56,7 @@ func (l *loader) loadStream(root yamlx.Node) (stream.Config, error) {
 	if err := d.Validate(); err != nil {
 		var ce *stream.ConfigError
 		if errors.As(err, &ce) && ce.Path != "" {
-			return stream.Config{}, atPath(sec, ce.Path, ce.Msg+" (the default does not fit the other settings: set it)", err)
+			return stream.Config{}, l.atPath(sec, ce.Path, ce.Msg+" (the default does not fit the other settings: set it)", err)
 		}
 		return stream.Config{}, &loadError{err: sec.Errorf("%s", strings.TrimPrefix(err.Error(), "stream: ")), cause: err}
 	}
@@ -77,7 +77,7 @@ func (l *loader) loadCache(root yamlx.Node) (cache.Config, error) {
 	if err := c.Validate(); err != nil {
 		var ce *cache.ConfigError
 		if errors.As(err, &ce) && ce.Path != "" {
-			return cache.DefaultConfig(), atPath(sec, ce.Path, ce.Msg, err)
+			return cache.DefaultConfig(), l.atPath(sec, ce.Path, ce.Msg, err)
 		}
 		return cache.DefaultConfig(), &loadError{err: sec.Errorf("%s", strings.TrimPrefix(err.Error(), "cache: ")), cause: err}
 	}
@@ -85,8 +85,12 @@ func (l *loader) loadCache(root yamlx.Node) (cache.Config, error) {
 }
 
 // atPath restates a Validate error of the key path (which starts with the section's name)
-// at the line of that key in the file, or of its deepest present parent (a default).
-func atPath(sec yamlx.Node, path, msg string, cause error) error {
+// at the line of that key in the file, or of its deepest present parent (a default), or
+// naming the environment variable the value came from.
+func (l *loader) atPath(sec yamlx.Node, path, msg string, cause error) error {
+	if name, ok := l.fromEnv[path]; ok {
+		return &loadError{err: &yamlx.Error{Path: path + " (environment " + name + ")", Msg: msg}, cause: cause}
+	}
 	rel := strings.TrimPrefix(strings.TrimPrefix(path, sec.Path), ".")
 	line := sec.LineOf(rel)
 	return &loadError{err: &yamlx.Error{Path: path, Line: line, Msg: msg}, cause: cause}

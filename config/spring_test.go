@@ -423,3 +423,58 @@ func TestSpringRedisSentinel(t *testing.T) {
 		t.Errorf("master keyspace = %q, %v; want the key in db3", n, err)
 	}
 }
+
+// TestEnvironmentOverrides: environment variables override keys as in Spring Boot
+// (SPRING_DATA_REDIS_HOST for spring.data.redis.host), also for keys and sections the file
+// does not have; their errors name the variable.
+func TestEnvironmentOverrides(t *testing.T) {
+	env := map[string]string{
+		"SPRING_DATA_REDIS_HOST":                       "10.9.8.7",
+		"SPRING_DATA_REDIS_PASSWORD":                   "from-secret",
+		"SPRING_DATA_REDIS_CLUSTER_NODES":              "",
+		"REDISSTREAM_READCOUNT":                       "33",
+		"REDISSTREAM_AUTOCLAIM_MINIDLEMS":             "2s",
+		"REDISCACHE_BREAKDOWN_LOCKTTLMS":              "2500",
+		"REDISSTREAMING_RATELIMIT_POLICIES_API_LIMIT": "7",
+	}
+	doc := `spring.data.redis:
+  host: file-host
+  port: 6380
+redis-stream:
+  read-count: 5
+redis-streaming.ratelimit:
+  enabled: true
+  default-name: api
+  policies:
+    api: {limit: 100}
+`
+	c := load(t, doc, config.Options{Getenv: envOf(env), Logger: quiet.Logger})
+	if c.Redis.Host != "10.9.8.7" || c.Redis.Port != 6380 || c.Redis.Password != "from-secret" || len(c.Redis.ClusterNodes) != 0 {
+		t.Errorf("redis = %+v", c.Redis)
+	}
+	if c.Stream.ReadCount != 33 || c.Stream.Autoclaim.MinIdle != 2*time.Second {
+		t.Errorf("stream read-count %d, min-idle %v", c.Stream.ReadCount, c.Stream.Autoclaim.MinIdle)
+	}
+	if c.Cache.Breakdown.LockTTL != 2500*time.Millisecond || c.RateLimit.Settings.Policies[0].Limit != 7 {
+		t.Errorf("cache lock ttl %v, api limit %d", c.Cache.Breakdown.LockTTL, c.RateLimit.Settings.Policies[0].Limit)
+	}
+	// A section only the environment sets.
+	c = load(t, "", config.Options{Getenv: envOf(map[string]string{"SPRING_DATA_REDIS_HOST": "h"}), Logger: quiet.Logger})
+	if !c.Redis.Set || c.Redis.Host != "h" || c.Redis.Path != "spring.data.redis" {
+		t.Errorf("environment-only redis = %+v", c.Redis)
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"REDISSTREAM_READCOUNT": "many"}, `config: redis-stream.read-count (environment REDISSTREAM_READCOUNT): must be an integer, got "many"`},
+		{map[string]string{"REDISSTREAM_READCOUNT": "-4"}, "config: redis-stream.read-count (environment REDISSTREAM_READCOUNT): got -4, want a positive count"},
+		{map[string]string{"SPRING_DATA_REDIS_PORT": "99999"}, "config: spring.data.redis.port (environment SPRING_DATA_REDIS_PORT): must be in [1, 65535], got 99999"},
+		{map[string]string{"REDISSTREAMING_RATELIMIT_POLICIES_API_LIMIT": "0"}, "config: redis-streaming.ratelimit.policies.api.limit (environment REDISSTREAMING_RATELIMIT_POLICIES_API_LIMIT): limit = 0"},
+	} {
+		_, err := config.Load([]byte(doc), config.Options{Getenv: envOf(tc.env), Logger: quiet.Logger})
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%v: error = %v\nwant %s", tc.env, err, tc.want)
+		}
+	}
+}

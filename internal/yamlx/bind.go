@@ -13,12 +13,19 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// BindOptions says how [Bind] treats keys it does not know.
+// BindOptions says how [Bind] treats keys it does not know, and whether the environment
+// overrides the file.
 type BindOptions struct {
 	// Lenient reports unknown keys to Warn instead of returning an error.
 	Lenient bool
 	// Warn receives the warnings of lenient binding; nil drops them.
 	Warn func(n Node, msg string)
+	// Getenv, if set, lets environment variables override keys, as Spring Boot's relaxed
+	// binding does: a field's key path in [EnvName] form (redis-stream.read-count from
+	// REDISSTREAM_READCOUNT) wins over the file. Fields of type Node are not overridden.
+	Getenv func(name string) (string, bool)
+	// FromEnv, if set, is called for every value taken from the environment.
+	FromEnv func(path, name string)
 }
 
 var (
@@ -172,7 +179,7 @@ func (b *binder) structure(n Node, v reflect.Value) error {
 		return err
 	}
 	if n.IsNull() {
-		return nil
+		return b.environment(n.Path, v, fs, nil)
 	}
 	if n.Value.Kind != yaml.MappingNode {
 		return n.Errorf("must be a mapping, got %s", kindName(n.Value))
@@ -205,6 +212,48 @@ func (b *binder) structure(n Node, v reflect.Value) error {
 		}
 		if err := b.value(child, v.FieldByIndex(f.index), f.tag); err != nil {
 			return err
+		}
+	}
+	return b.environment(n.Path, v, fs, seen)
+}
+
+// environment applies the environment variables of the fields of struct v (at path),
+// recursively; nested structs in bound (bound by the file) took theirs already.
+func (b *binder) environment(path string, v reflect.Value, fs []field, bound map[int]*yaml.Node) error {
+	if b.o.Getenv == nil {
+		return nil
+	}
+	for i, f := range fs {
+		fv := v.FieldByIndex(f.index)
+		p := join(path, f.key)
+		t := fv.Type()
+		switch {
+		case t == nodeType:
+			continue
+		case t.Kind() == reflect.Struct && t != durationType:
+			if _, done := bound[i]; done {
+				continue
+			}
+			inner, err := fields(t)
+			if err != nil {
+				return err
+			}
+			if err := b.environment(p, fv, inner, nil); err != nil {
+				return err
+			}
+			continue
+		}
+		name := EnvName(p)
+		s, ok := b.o.Getenv(name)
+		if !ok {
+			continue
+		}
+		n := Node{Path: p + " (environment " + name + ")", Value: &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s}}
+		if err := b.value(n, fv, f.tag); err != nil {
+			return err
+		}
+		if b.o.FromEnv != nil {
+			b.o.FromEnv(p, name)
 		}
 	}
 	return nil

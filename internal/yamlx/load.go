@@ -531,8 +531,10 @@ func (r *resolver) fileKey(name, path string, line, depth int) (string, bool, er
 	return cur.Value.Value, true, nil
 }
 
-// envForm is Spring's environment-variable form of a property name: upper case, '.' and
-// '[' ']' as '_', '-' dropped ("spring.data.redis.host" -> "SPRING_DATA_REDIS_HOST").
+// EnvName is Spring's environment-variable form of a property name: upper case, '.' and
+// '[' as '_', ']' and '-' dropped ("spring.data.redis.host" -> "SPRING_DATA_REDIS_HOST").
+func EnvName(name string) string { return envForm(name) }
+
 func envForm(name string) string {
 	var b strings.Builder
 	for i := 0; i < len(name); i++ {
