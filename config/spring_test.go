@@ -429,9 +429,9 @@ func TestSpringRedisSentinel(t *testing.T) {
 // does not have; their errors name the variable.
 func TestEnvironmentOverrides(t *testing.T) {
 	env := map[string]string{
-		"SPRING_DATA_REDIS_HOST":                       "10.9.8.7",
-		"SPRING_DATA_REDIS_PASSWORD":                   "from-secret",
-		"SPRING_DATA_REDIS_CLUSTER_NODES":              "",
+		"SPRING_DATA_REDIS_HOST":                      "10.9.8.7",
+		"SPRING_DATA_REDIS_PASSWORD":                  "from-secret",
+		"SPRING_DATA_REDIS_CLUSTER_NODES":             "",
 		"REDISSTREAM_READCOUNT":                       "33",
 		"REDISSTREAM_AUTOCLAIM_MINIDLEMS":             "2s",
 		"REDISCACHE_BREAKDOWN_LOCKTTLMS":              "2500",
