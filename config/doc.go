@@ -47,8 +47,10 @@
 // dotted), durations as numbers in the key's unit or as "2s" / "PT2S", documents activated
 // by spring.config.activate.on-profile for the active profiles (Options.Profiles, else
 // SPRING_PROFILES_ACTIVE, else spring.profiles.active, else "default"), later documents
-// overriding earlier ones, and ${NAME} / ${NAME:default} placeholders resolved from the
-// environment and from other keys of the file.
+// overriding earlier ones, ${NAME} / ${NAME:default} placeholders resolved from the
+// environment and from other keys of the file, and environment variables overriding keys
+// (SPRING_DATA_REDIS_HOST for spring.data.redis.host, REDISSTREAM_READCOUNT for
+// redis-stream.read-count).
 //
 // Reading is strict: an unknown key, an unknown algorithm, a value of the wrong type or out
 // of range, a default-name naming no policy, policies without enabled: true are errors that
