@@ -1,6 +1,6 @@
 module github.com/redstream-go/redstream
 
-go 1.26
+go 1.25.0
 
 require (
 	github.com/VictoriaMetrics/metrics v1.45.0
