@@ -251,11 +251,11 @@ func start(clusterMode bool, extra ...string) (*Server, error) {
 			procsMu.Unlock()
 			return s, nil
 		}
-		if !errors.Is(lastErr, errPortTaken) {
+		if !errors.Is(lastErr, errRetry) {
 			break // a bad directive or a crash: another port will not help
 		}
 	}
-	return nil, fmt.Errorf("redistest: cannot start %s: %w", strings.Join(s0(bin, extra), " "), lastErr)
+	return nil, fmt.Errorf("redistest: cannot start %s: %w", strings.Join(append([]string{bin}, extra...), " "), lastErr)
 }
 
 func (s *Server) launch() error {
@@ -278,7 +278,7 @@ func (s *Server) launch() error {
 			log, _ := os.ReadFile(filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", s.Port)))
 			text := strings.TrimSpace(string(log))
 			if strings.Contains(text, "Address already in use") {
-				return fmt.Errorf("%w: %s", errPortTaken, text)
+				return fmt.Errorf("%w (port taken): %s", errRetry, text)
 			}
 			return fmt.Errorf("redis-server exited (%v); its log:\n%s", cmd.ProcessState, text)
 		default:
@@ -290,14 +290,12 @@ func (s *Server) launch() error {
 	}
 	s.Stop()
 	log, _ := os.ReadFile(filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", s.Port)))
-	return fmt.Errorf("redis-server did not answer PING within 10s; its log:\n%s", strings.TrimSpace(string(log)))
+	return fmt.Errorf("%w: redis-server did not answer PING within 10s; its log:\n%s", errRetry, strings.TrimSpace(string(log)))
 }
 
-// errPortTaken marks a start that lost a race for its port; start retries another one.
-var errPortTaken = errors.New("port already in use")
-
-// s0 returns the command line of a start, for error messages.
-func s0(bin string, extra []string) []string { return append([]string{bin}, extra...) }
+// errRetry marks a start that may succeed on another try: the port was taken meanwhile, or a
+// loaded machine kept the server from answering in time.
+var errRetry = errors.New("redistest: transient start failure")
 
 // Stop kills the server and waits for it to exit. It is idempotent.
 func (s *Server) Stop() {
