@@ -1,5 +1,7 @@
-# Fixed targets: test (what CI runs), check (static checks and generated files), bench.
-.PHONY: test check bench generate demo
+# Fixed targets: test (the README's test command), check (static checks and generated
+# files), ci (everything CI runs, on every server: .ci/run), servers (build or reuse the
+# cached Redis 8.x and Valkey servers CI tests against), bench.
+.PHONY: test check ci servers bench generate demo
 
 test:
 	go test -race -timeout 40m ./...
@@ -10,6 +12,12 @@ check:
 	cd benchmarks && go vet ./...
 	GOOS=wasip1 GOARCH=wasm go build ./core/...
 	go generate ./... && git diff --exit-code
+
+ci:
+	.ci/run
+
+servers:
+	.ci/servers
 
 generate:
 	go generate ./...

@@ -28,7 +28,7 @@
 // (a, b = b, a): gopher-lua, which miniredis embeds, assigns left to right. The package's
 // tests lint the sources for these rules. Time is µs since the Unix epoch; an empty ARGV now means
 // "read the server's TIME", which Redis 7 replicates by effects. The scripts need Redis 7.0
-// or later (EVALSHA_RO) or a compatible server.
+// or later, or Valkey (the oldest servers CI runs; see the README's supported versions).
 //
 // The constants shared with core (MICROS_PER_SECOND, MAX_TIME, KEY_TTL_MARGIN, ...) are
 // generated into each script's "-- BEGIN luagen" region by `go generate ./lua/...`

@@ -60,3 +60,25 @@ func ExampleHandler_components() {
 	// redis_cache_hits_total{name="users"} 1
 	// redis_streaming_mq_produced_total{topic="orders"} 1
 }
+
+// An exposition with a metric-name namespace, for a Prometheus that scrapes several
+// redstream programs under one prefix each.
+func ExampleNewExposer() {
+	e, err := metrics.NewExposer(metrics.ExposeOptions{Namespace: "shop"})
+	if err != nil {
+		panic(err)
+	}
+	allowed, _, _ := metrics.RateLimitCounters("example-exposer")
+	allowed.Add(2)
+	var buf strings.Builder
+	e.WritePrometheus(&buf)
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if strings.Contains(l, "rl_allowed_total") && (strings.HasPrefix(l, "#") || strings.Contains(l, "example-exposer")) {
+			fmt.Println(l)
+		}
+	}
+	// Output:
+	// # HELP shop_redis_streaming_rl_allowed_total Decisions a named rate limiter admitted.
+	// # TYPE shop_redis_streaming_rl_allowed_total counter
+	// shop_redis_streaming_rl_allowed_total{name="example-exposer"} 2
+}

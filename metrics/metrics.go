@@ -1,6 +1,9 @@
 // Package metrics holds redstream's metrics: one VictoriaMetrics/metrics [Set] per
 // component, the metric names (kept from the Java system, so existing dashboards and alerts
-// work unchanged), and Prometheus text exposition through [WritePrometheus] and [Handler].
+// work unchanged), and Prometheus text exposition through [WritePrometheus] and [Handler],
+// with # HELP and # TYPE lines and an optional metric-name namespace ([NewExposer]).
+// Programs serving prometheus/client_golang's promhttp register the same metrics through
+// package metrics/promcollector instead.
 //
 // Every metric redstream creates lives in a Set registered with VictoriaMetrics' default
 // registry: the component sets here ([RateLimit], [Reliability], [Dedup], [Stream], [Cache])
@@ -8,7 +11,10 @@
 // and [Handler] write that registry, so one endpoint exposes every component, each set once.
 // A program that already serves metrics.WritePrometheus from
 // github.com/VictoriaMetrics/metrics exposes the same series without further wiring; serve
-// one or the other, not both into one response.
+// one or the other, not both into one response. VictoriaMetrics' own writer has no # HELP
+// or # TYPE lines unless the program calls its ExposeMetadata(true), and then repeats them
+// for a family split across sets (one set per cache); the writers here write each family
+// once.
 //
 // Metric names with labels are built by [Name], which escapes label values, so any limiter
 // name is safe to use.
@@ -169,8 +175,11 @@ func RateLimitCounters(name string) (allowed, denied, errors *Counter) {
 // the program registers it (vm.RegisterSet), and the program's own metrics in that registry.
 // Series of different sets are written set after set, as VictoriaMetrics itself writes them.
 // It is safe for concurrent use.
+//
+// Each family is written once, its series together, after its # HELP (for redstream's
+// families) and # TYPE lines; [NewExposer] adds a metric-name namespace.
 func WritePrometheus(w io.Writer) {
-	vm.WritePrometheus(w, false)
+	defaultExposer.WritePrometheus(w)
 }
 
 // ContentType is the Content-Type of the Prometheus text exposition format.
@@ -180,8 +189,8 @@ const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 // processMetrics it also writes VictoriaMetrics' Go runtime and process metrics
 // (go_*, process_*).
 func Handler(processMetrics bool) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", ContentType)
-		vm.WritePrometheus(w, processMetrics)
-	})
+	if processMetrics {
+		return processExposer
+	}
+	return defaultExposer
 }

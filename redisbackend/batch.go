@@ -90,6 +90,7 @@ func (l *Limiter) AllowBatch(ctx context.Context, keys []string, now time.Time, 
 				d, derr = l.fail(ctx, keys[i], now, n, err)
 			} else {
 				d = ds[j]
+				l.answered()
 			}
 			if derr != nil {
 				failed++

@@ -3,7 +3,8 @@
 // decides exactly as package core (the conformance suites in package proptest prove it on
 // miniredis, a real redis-server and a real 3-master Redis Cluster). No Redis module is
 // needed. Read-only checks run with EVALSHA_RO where the server has it (Redis 7.0+) and
-// fall back to EVALSHA where it does not (Redis 6.2); CI runs the suites on Redis 7.0.
+// fall back to EVALSHA where it does not (Redis 6.2); CI runs the suites on Redis 7.0 and 8.6
+// and Valkey 8.1 and 9.1, single server and cluster.
 //
 // Limiters: [NewLimiter] for one [redstream.Spec] (token bucket, leaky bucket, sliding
 // window log, sliding window counter, fixed window), [NewMultiLimiter] for several limits on
@@ -24,4 +25,10 @@
 // Failures: a limiter follows its [Options.FailurePolicy] when Redis fails (fail-closed by
 // default, fail-open, or a fallback limiter); bad input is always an error. Every call
 // honours its context's deadline. Engines never close the rueidis.Client they are given.
+//
+// Logging: a limiter logs through [Options.Logger] (default slog.Default()) once per state
+// change, never per request: a Warn when Redis fails (with the error and what decisions do
+// meanwhile, e.g. "decisions fall back to the fallback limiter") and an Info when Redis
+// answers again. Under fail-closed each failure is also returned to the caller (and a
+// named limiter counts it in redis_streaming_rl_errors_total).
 package redisbackend

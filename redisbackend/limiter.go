@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -55,6 +57,13 @@ type Options struct {
 	// server's clock, or clients whose clocks disagree, a larger margin keeps state alive
 	// for requests that arrive "late".
 	ExpiryMargin time.Duration
+	// Logger receives the limiter's state changes, never one line per request (default
+	// slog.Default()). Warn: Redis failed (error or timeout) after answering, or on the
+	// first call, with the error and what decisions do now (fail-closed, fail-open, or the
+	// fallback limiter). Info: Redis answers again after a failure. A limiter logs once
+	// per change, however many calls fail meanwhile; a caller cancelling its own context
+	// is not a failure.
+	Logger *slog.Logger
 }
 
 // Limiter is a rate limiter whose state lives in Redis: one Spec, or several limits on one
@@ -72,6 +81,8 @@ type Limiter struct {
 	limit    int64    // the largest admissible cost
 	policy   redstream.FailurePolicy
 	fallback redstream.Limiter
+	log      *slog.Logger
+	failing  atomic.Bool // Redis failed on the last decision that reached it
 }
 
 var _ redstream.Limiter = (*Limiter)(nil)
@@ -168,7 +179,12 @@ func newLimiter(client rueidis.Client, opts Options, prefix string) (*Limiter, e
 		return nil, fmt.Errorf("redisbackend: %w: ExpiryMargin = %v, want at most a year", errInvalidConfig, margin)
 	}
 	ms := (margin + time.Millisecond - 1) / time.Millisecond
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
 	return &Limiter{
+		log:      log,
 		client:   client,
 		prefix:   prefix,
 		params:   []string{strconv.FormatInt(int64(ms), 10)},
@@ -281,6 +297,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 	if err != nil {
 		return l.fail(ctx, key, now, n, err)
 	}
+	l.answered()
 	return d, nil
 }
 
@@ -352,6 +369,7 @@ func coreDecision(v []int64) core.Decision {
 
 // fail applies the failure policy to a Redis error.
 func (l *Limiter) fail(ctx context.Context, key string, now time.Time, n int64, err error) (redstream.Decision, error) {
+	l.failed(ctx, err)
 	switch l.policy {
 	case redstream.FailOpen:
 		return redstream.Decision{Allowed: true}, nil
@@ -361,6 +379,34 @@ func (l *Limiter) fail(ctx context.Context, key string, now time.Time, n int64, 
 		return l.fallback.AllowN(context.WithoutCancel(ctx), key, now, n)
 	}
 	return redstream.Decision{}, err
+}
+
+// failed records a Redis failure, logging it if Redis answered until now. A context the
+// caller cancelled says nothing about Redis.
+func (l *Limiter) failed(ctx context.Context, err error) {
+	if errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled) {
+		return
+	}
+	if l.failing.CompareAndSwap(false, true) {
+		then := "decisions fail closed (denied, with the error)"
+		switch l.policy {
+		case redstream.FailOpen:
+			then = "decisions fail open (admitted)"
+		case redstream.FailFallback:
+			then = "decisions fall back to the fallback limiter"
+		}
+		l.log.LogAttrs(ctx, slog.LevelWarn, "redisbackend: Redis failed; "+then,
+			slog.String("prefix", l.prefix), slog.String("policy", l.policy.String()), slog.Any("error", err))
+	}
+}
+
+// answered records a decision Redis made, logging the recovery after a failure. Its cost
+// on the healthy path is one atomic load.
+func (l *Limiter) answered() {
+	if l.failing.Load() && l.failing.CompareAndSwap(true, false) {
+		l.log.LogAttrs(context.Background(), slog.LevelInfo, "redisbackend: Redis answers again; decisions are made in Redis",
+			slog.String("prefix", l.prefix), slog.String("policy", l.policy.String()))
+	}
 }
 
 // Reset deletes key's state, so its next request sees a new key.

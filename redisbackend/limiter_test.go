@@ -478,7 +478,7 @@ func TestExpiry(t *testing.T) {
 // TestRedisHangs: while the server is stuck (DEBUG SLEEP), a decision returns at its
 // context deadline, not after the server wakes up.
 func TestRedisHangs(t *testing.T) {
-	s := redistest.NewServer(t, "--enable-debug-command", "yes")
+	s := debugServer(t)
 	c := redistest.NewClient(t, s.Addr)
 	admin := redistest.NewClient(t, s.Addr)
 	closed := mustLimiter(t, c, redstream.TokenBucket(2, 1), Options{})
@@ -514,4 +514,30 @@ func TestRedisHangs(t *testing.T) {
 	if err := <-slept; err != nil {
 		t.Logf("DEBUG SLEEP: %v", err)
 	}
+}
+
+// debugServer returns a dedicated server that accepts DEBUG. Redis 7.0+ and Valkey refuse it
+// unless started with --enable-debug-command, a directive older servers do not know (and
+// refuse to start with), so the test asks DEBUG SLEEP 0 once on a plain server and restarts
+// it with the directive only when DEBUG is refused.
+func debugServer(t *testing.T) *redistest.Server {
+	t.Helper()
+	ctx := context.Background()
+	probe := func(s *redistest.Server) error {
+		c := redistest.NewClient(t, s.Addr)
+		defer c.Close()
+		return c.Do(ctx, c.B().Arbitrary("DEBUG", "SLEEP").Args("0").Build()).Error()
+	}
+	s := redistest.NewServer(t)
+	err := probe(s)
+	if err == nil {
+		return s
+	}
+	t.Logf("DEBUG refused (%v): restarting with --enable-debug-command yes", err)
+	s.Stop()
+	s = redistest.NewServer(t, "--enable-debug-command", "yes")
+	if err := probe(s); err != nil {
+		t.Fatalf("DEBUG SLEEP 0 with --enable-debug-command yes: %v", err)
+	}
+	return s
 }

@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "ad6e778d341f075542e5e404d11056aca2751fe429633c18a379c40723cbe1b7"
+	ModuleSHA256 = "3adf9b4a61c8ebc4c3d917ce756b6bdc2077685ec55c87b8accb5831749e6d59"
 	// ModuleSize is the size of core.wasm in bytes.
-	ModuleSize = 2672716
+	ModuleSize = 2672864
 )

@@ -4,10 +4,18 @@
 // TestMain) or by the test's cleanup.
 //
 // Environment:
+//   - REDSTREAM_REDIS_SERVER=/path/to/redis-server and REDSTREAM_REDIS_CLI=/path/to/redis-cli
+//     choose the binaries (any Redis-compatible server: Valkey answers as redis-server);
+//     REDSTREAM_REDIS_BIN=/dir takes both from one folder. The default is redis-server and
+//     redis-cli in PATH.
 //   - REDSTREAM_REDIS_ADDR=host:port uses that server instead of starting one.
 //   - REDSTREAM_REDIS_CLUSTER=host:port[,host:port...] uses that cluster instead of starting one.
 //   - REDSTREAM_REQUIRE_REDIS=1 turns the loud skip (no redis-server binary, no address)
 //     into a test failure; CI sets it.
+//
+// Only a missing binary may skip. A server that is there but fails to start (a bad
+// directive, a crash, no PING answer, a cluster that does not form) always fails the test,
+// with the server's log.
 package redistest
 
 import (
@@ -31,9 +39,49 @@ import (
 // the test instead of skipping it.
 func Required() bool { return os.Getenv("REDSTREAM_REQUIRE_REDIS") == "1" }
 
-// unavailable skips (or fails, when required) the test with a loud message.
+// errMissing reports a server or cli binary that is not installed: the one case that may
+// skip instead of failing.
+type errMissing struct{ what string }
+
+func (e errMissing) Error() string { return e.what }
+
+// ServerBin returns the redis-server binary the package starts: REDSTREAM_REDIS_SERVER,
+// else redis-server in REDSTREAM_REDIS_BIN, else redis-server in PATH.
+func ServerBin() (string, error) { return binary("REDSTREAM_REDIS_SERVER", "redis-server") }
+
+// CLIBin returns the redis-cli binary used to create clusters: REDSTREAM_REDIS_CLI, else
+// redis-cli in REDSTREAM_REDIS_BIN, else redis-cli in PATH.
+func CLIBin() (string, error) { return binary("REDSTREAM_REDIS_CLI", "redis-cli") }
+
+func binary(env, name string) (string, error) {
+	p := os.Getenv(env)
+	if p == "" {
+		if dir := os.Getenv("REDSTREAM_REDIS_BIN"); dir != "" {
+			p = filepath.Join(dir, name)
+		}
+	}
+	if p == "" {
+		found, err := exec.LookPath(name)
+		if err != nil {
+			return "", errMissing{name + " not found in PATH"}
+		}
+		return found, nil
+	}
+	found, err := exec.LookPath(p)
+	if err != nil {
+		return "", errMissing{fmt.Sprintf("%s %s: %v", name, p, err)}
+	}
+	return found, nil
+}
+
+// unavailable skips the test (or fails it, when required) if the server binary is missing,
+// and fails it, with the server's log, for any other reason the server did not start.
 func unavailable(t testing.TB, why error) {
 	t.Helper()
+	var missing errMissing
+	if !errors.As(why, &missing) {
+		t.Fatalf("redistest: the Redis server failed to start (a test failure, not a skip): %v", why)
+	}
 	msg := fmt.Sprintf("\n*** redistest: NO REAL REDIS: %v ***\n*** install redis-server or set REDSTREAM_REDIS_ADDR; set REDSTREAM_REQUIRE_REDIS=1 to fail instead ***", why)
 	if Required() {
 		t.Fatal(msg)
@@ -167,11 +215,17 @@ func NewServer(t testing.TB, extra ...string) *Server {
 	return s
 }
 
+var announce sync.Once
+
 func start(clusterMode bool, extra ...string) (*Server, error) {
-	bin, err := exec.LookPath("redis-server")
+	bin, err := ServerBin()
 	if err != nil {
-		return nil, errors.New("redis-server not found in PATH")
+		return nil, err
 	}
+	announce.Do(func() {
+		out, _ := exec.Command(bin, "--version").Output()
+		fmt.Fprintf(os.Stderr, "redistest: starting %s (%s)\n", bin, strings.TrimSpace(string(out)))
+	})
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
 		return nil, err
@@ -190,14 +244,18 @@ func start(clusterMode bool, extra ...string) (*Server, error) {
 		}
 		args = append(args, extra...)
 		s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Port: port, dir: dir, args: append([]string{bin}, args...)}
-		if lastErr = s.launch(); lastErr == nil {
+		lastErr = s.launch()
+		if lastErr == nil {
 			procsMu.Lock()
 			procs = append(procs, s)
 			procsMu.Unlock()
 			return s, nil
 		}
+		if !errors.Is(lastErr, errRetry) {
+			break // a bad directive or a crash: another port will not help
+		}
 	}
-	return nil, fmt.Errorf("redistest: cannot start redis-server: %w", lastErr)
+	return nil, fmt.Errorf("redistest: cannot start %s: %w", strings.Join(append([]string{bin}, extra...), " "), lastErr)
 }
 
 func (s *Server) launch() error {
@@ -218,7 +276,11 @@ func (s *Server) launch() error {
 		select {
 		case <-done:
 			log, _ := os.ReadFile(filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", s.Port)))
-			return fmt.Errorf("redis-server exited: %s", strings.TrimSpace(string(log)))
+			text := strings.TrimSpace(string(log))
+			if strings.Contains(text, "Address already in use") {
+				return fmt.Errorf("%w (port taken): %s", errRetry, text)
+			}
+			return fmt.Errorf("redis-server exited (%v); its log:\n%s", cmd.ProcessState, text)
 		default:
 		}
 		if ping(s.Addr) == nil {
@@ -227,8 +289,13 @@ func (s *Server) launch() error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	s.Stop()
-	return errors.New("redis-server did not answer PING within 10s")
+	log, _ := os.ReadFile(filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", s.Port)))
+	return fmt.Errorf("%w: redis-server did not answer PING within 10s; its log:\n%s", errRetry, strings.TrimSpace(string(log)))
 }
+
+// errRetry marks a start that may succeed on another try: the port was taken meanwhile, or a
+// loaded machine kept the server from answering in time.
+var errRetry = errors.New("redistest: transient start failure")
 
 // Stop kills the server and waits for it to exit. It is idempotent.
 func (s *Server) Stop() {
@@ -296,8 +363,9 @@ func freePort(clusterBus bool) (int, error) {
 }
 
 func startCluster(n int) ([]*Server, error) {
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		return nil, errors.New("redis-cli not found in PATH (needed to create a cluster)")
+	cli, err := CLIBin()
+	if err != nil {
+		return nil, err
 	}
 	nodes := make([]*Server, 0, n)
 	fail := func(err error) ([]*Server, error) {
@@ -317,13 +385,13 @@ func startCluster(n int) ([]*Server, error) {
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
-		return fail(fmt.Errorf("redis-cli --cluster create: %v: %s", err, out))
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("%s --cluster create: %v: %s", cli, err, out))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, a := range addrs {
-		if err := waitClusterOK(ctx, a); err != nil {
+		if err := waitClusterOK(ctx, cli, a); err != nil {
 			return fail(err)
 		}
 	}
@@ -347,9 +415,9 @@ func startCluster(n int) ([]*Server, error) {
 	return nodes, nil
 }
 
-func waitClusterOK(ctx context.Context, addr string) error {
+func waitClusterOK(ctx context.Context, cli, addr string) error {
 	for {
-		out, err := exec.CommandContext(ctx, "redis-cli", "-h", "127.0.0.1", "-p", strings.TrimPrefix(addr[strings.LastIndex(addr, ":"):], ":"), "cluster", "info").Output()
+		out, err := exec.CommandContext(ctx, cli, "-h", "127.0.0.1", "-p", strings.TrimPrefix(addr[strings.LastIndex(addr, ":"):], ":"), "cluster", "info").Output()
 		if err == nil && strings.Contains(string(out), "cluster_state:ok") && strings.Contains(string(out), "cluster_known_nodes:3") {
 			return nil
 		}

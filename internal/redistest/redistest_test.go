@@ -2,8 +2,11 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -77,4 +80,43 @@ func TestDedicatedServerRestart(t *testing.T) {
 		}
 	}
 	t.Fatalf("after restart: got %v, want a nil reply", err)
+}
+
+// TestStartFailureIsNotMissing: a server that is installed but refuses its arguments is an
+// error carrying its log, never the "missing binary" case that may skip.
+func TestStartFailureIsNotMissing(t *testing.T) {
+	if _, err := ServerBin(); err != nil {
+		unavailable(t, err)
+	}
+	_, err := start(false, "--no-such-directive", "yes")
+	if err == nil {
+		t.Fatal("a server with an unknown directive started")
+	}
+	var missing errMissing
+	if errors.As(err, &missing) {
+		t.Fatalf("start failure reported as a missing binary: %v", err)
+	}
+	if !strings.Contains(err.Error(), "no-such-directive") || !strings.Contains(err.Error(), "its log") {
+		t.Fatalf("error lacks the directive or the server's log: %v", err)
+	}
+}
+
+// TestMissingBinary: the binary comes from REDSTREAM_REDIS_SERVER / REDSTREAM_REDIS_BIN, and
+// a missing one is the missing-binary case.
+func TestMissingBinary(t *testing.T) {
+	t.Setenv("REDSTREAM_REDIS_SERVER", filepath.Join(t.TempDir(), "redis-server"))
+	_, err := start(false)
+	var missing errMissing
+	if !errors.As(err, &missing) {
+		t.Fatalf("start with a missing binary: %v, want the missing-binary error", err)
+	}
+	t.Setenv("REDSTREAM_REDIS_SERVER", "")
+	dir := t.TempDir()
+	t.Setenv("REDSTREAM_REDIS_BIN", dir)
+	if bin, err := ServerBin(); !errors.As(err, &missing) {
+		t.Fatalf("ServerBin with an empty REDSTREAM_REDIS_BIN = %q, %v; want missing", bin, err)
+	}
+	if bin, err := CLIBin(); !errors.As(err, &missing) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("CLIBin with an empty REDSTREAM_REDIS_BIN = %q, %v; want missing in %s", bin, err, dir)
+	}
 }

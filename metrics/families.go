@@ -1,0 +1,48 @@
+package metrics
+
+// family is the metadata of one metric family redstream creates.
+type family struct{ typ, help string }
+
+// known lists every family redstream's packages create, with its type and help text (the
+// names are the Java system's, kept for its dashboards).
+var known = map[string]family{
+	// Named rate limiters (redstream.Named), label name.
+	RateLimitAllowedTotal: {TypeCounter, "Decisions a named rate limiter admitted."},
+	RateLimitDeniedTotal:  {TypeCounter, "Decisions a named rate limiter denied."},
+	RateLimitErrorsTotal:  {TypeCounter, "Calls of a named rate limiter that returned an error (backend failure under fail-closed, or bad input)."},
+
+	// Package reliability, label name (and outcome).
+	ReliabilityOutcomesTotal:          {TypeCounter, "Elements a failure processor handled, by outcome (success, retried, failed, skipped, dead_letter, ignored, rejected)."},
+	ReliabilityRetriesTotal:           {TypeCounter, "Retries (tries after the first) of a failure processor."},
+	ReliabilityDeadLetterDroppedTotal: {TypeCounter, "Elements a full in-memory dead-letter queue refused."},
+
+	// Package stream, labels topic (and group).
+	"redis_streaming_mq_produced_total":              {TypeCounter, "Entries written to the topic's stream."},
+	"redis_streaming_mq_consumed_total":              {TypeCounter, "Entries a handler processed successfully."},
+	"redis_streaming_mq_acked_total":                 {TypeCounter, "Entries acknowledged (dead letters included)."},
+	"redis_streaming_mq_filtered_total":              {TypeCounter, "Entries a filter skipped (acknowledged without handling)."},
+	"redis_streaming_mq_handler_errors_total":        {TypeCounter, "Handler errors and panics."},
+	"redis_streaming_mq_retried_total":               {TypeCounter, "Failed entries left pending for a retry."},
+	"redis_streaming_mq_redelivered_total":           {TypeCounter, "Entries re-claimed from another consumer by the pending scan."},
+	"redis_streaming_mq_dead_lettered_total":         {TypeCounter, "Entries moved to the dead-letter stream."},
+	"redis_streaming_mq_poison_total":                {TypeCounter, "Entries that could not be decoded."},
+	"redis_streaming_mq_trimmed_while_pending_total": {TypeCounter, "Pending entries found deleted from the stream by trimming."},
+	"redis_streaming_mq_trimmed_total":               {TypeCounter, "Entries removed from the stream by trimming."},
+	"redis_streaming_mq_handler_duration_seconds":    {TypeHistogram, "Duration of handler calls, in seconds."},
+	"redis_streaming_mq_pending":                     {TypeGauge, "Entries delivered to the group and not yet acknowledged."},
+	"redis_streaming_mq_lag":                         {TypeGauge, "Entries not yet delivered to the group."},
+	"redis_streaming_dlq_size":                       {TypeGauge, "Entries in the topic's dead-letter stream."},
+	"redis_streaming_dlq_trimmed_total":              {TypeCounter, "Dead letters dropped by the dead-letter stream's bounds."},
+	DLQReplaySuccessTotal:                            {TypeCounter, "Dead letters replayed back to their topic."},
+	"redis_streaming_dlq_replay_failure_total":       {TypeCounter, "Dead-letter replays that failed."},
+
+	// Package cache, label name.
+	"redis_cache_hits_total":           {TypeCounter, "Cache reads that found a value."},
+	"redis_cache_misses_total":         {TypeCounter, "Cache reads that found nothing (or a load in progress)."},
+	"redis_cache_null_hits_total":      {TypeCounter, "Cache reads that found a cached not-found marker."},
+	"redis_cache_local_hits_total":     {TypeCounter, "Cache reads answered from client-side cache memory (also counted as hits or null hits)."},
+	"redis_cache_loads_total":          {TypeCounter, "Loader calls, degraded ones included."},
+	"redis_cache_load_errors_total":    {TypeCounter, "Loader calls that failed (an error other than not found, or a panic)."},
+	"redis_cache_lock_waits_total":     {TypeCounter, "Loads that found another process's load in progress and waited for it."},
+	"redis_cache_degraded_loads_total": {TypeCounter, "Loads done without the lock after waiting the wait timeout."},
+}
