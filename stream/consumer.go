@@ -421,11 +421,15 @@ func (c *Consumer) Close(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	n := c.InFlight()
-	c.log.Warn("stream: in-flight handlers cut short by the shutdown; their entries stay pending", "in_flight", n)
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("stream: close: %w", err)
+	what := fmt.Sprintf("%d handlers still running", n)
+	if n == 0 {
+		what = "acknowledgements or the group exit did not complete (Redis unreachable?)"
 	}
-	return fmt.Errorf("stream: close: %w (%v); %d handlers still running", ErrShutdownTimeout, c.cfg.ShutdownTimeout, n)
+	c.log.Warn("stream: shutdown cut short; unfinished entries stay pending", "in_flight", n)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("stream: close: %w; %s", err, what)
+	}
+	return fmt.Errorf("stream: close: %w (%v); %s", ErrShutdownTimeout, c.cfg.ShutdownTimeout, what)
 }
 
 // ioContext returns a context for one background Redis call: parent's values and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -63,11 +64,19 @@ func (h *handlerRT) reader() {
 	}
 }
 
-// read runs one XREADGROUP of at most n entries, interruptible by Close and Pause.
+// errReadTimeout is a read that outlived BlockTimeout + readSlack (a hung server).
+var errReadTimeout = errors.New("no reply within the block timeout")
+
+// read runs one XREADGROUP of at most n entries, interruptible by Close and Pause. Its
+// context has no deadline but a timer: rueidis aborts a blocking command on cancellation
+// only (a deadline would wait for the socket's own timeout).
 func (h *handlerRT) read(n int) ([]entry, error) {
 	c := h.c
-	ctx, cancel := context.WithTimeout(c.runCtx, c.cfg.BlockTimeout+readSlack)
+	ctx, cancel := context.WithCancel(c.runCtx)
 	defer cancel()
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(c.cfg.BlockTimeout+readSlack, func() { timedOut.Store(true); cancel() })
+	defer timer.Stop()
 	h.mu.Lock()
 	h.readCancel = cancel
 	h.mu.Unlock()
@@ -85,6 +94,9 @@ func (h *handlerRT) read(n int) ([]entry, error) {
 	entries, err := parseXRead(cl.Do(ctx, cmd), h.stream)
 	if rueidis.IsRedisNil(err) {
 		return nil, nil
+	}
+	if err != nil && timedOut.Load() {
+		return nil, errReadTimeout
 	}
 	return entries, err
 }
