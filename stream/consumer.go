@@ -104,6 +104,8 @@ type Consumer struct {
 	// ioDeadline (unix ns, 0 = none) bounds every Redis call once Close has begun.
 	ioDeadline atomic.Int64
 	done       chan struct{} // closed when every goroutine has exited
+	drained    chan struct{} // closed when every handler goroutine has exited
+	workers    sync.WaitGroup
 	wg         sync.WaitGroup
 
 	trimState opState
@@ -167,7 +169,7 @@ func NewConsumer(client rueidis.Client, cfg Config) (*Consumer, error) {
 	return &Consumer{client: client, cfg: cfg, rawMax: raw, name: name, trimmer: t,
 		log:    cfg.Logger.With("consumer", name),
 		runCtx: run, runCancel: runCancel, hardCtx: hard, hardStop: hardStop,
-		stopped: make(chan struct{}), done: make(chan struct{})}, nil
+		stopped: make(chan struct{}), done: make(chan struct{}), drained: make(chan struct{})}, nil
 }
 
 // uniqueConsumerName returns "consumer-<host>-<pid>-<random>".
@@ -309,12 +311,14 @@ func (c *Consumer) Start(ctx context.Context) error {
 	}
 	c.state = stateRunning
 	if len(c.handlers) == 0 {
+		close(c.drained)
 		close(c.done)
 		return nil
 	}
 	for _, h := range c.handlers {
 		h.start()
 	}
+	go func() { c.workers.Wait(); close(c.drained) }()
 	if c.cfg.Trim.Mode != TrimOff {
 		c.wg.Add(1)
 		go c.trimLoop()
@@ -374,6 +378,8 @@ func (c *Consumer) Close(ctx context.Context) error {
 	case stateNew:
 		c.state = stateClosed
 		close(c.stopped)
+		close(c.drained)
+		close(c.done)
 		c.mu.Unlock()
 		c.runCancel()
 		c.hardStop()
@@ -404,28 +410,36 @@ func (c *Consumer) Close(ctx context.Context) error {
 
 	timer := time.NewTimer(time.Until(drainEnd))
 	defer timer.Stop()
+	cut := false // a running Handle call was cancelled
 	select {
-	case <-c.done:
-		c.hardStop()
-		c.log.Info("stream: consumer stopped")
-		return nil
+	case <-c.drained:
 	case <-timer.C:
+		cut = c.InFlight() > 0
+		c.hardStop() // queued entries not started by now stay pending
 	case <-ctx.Done():
+		cut = c.InFlight() > 0
+		c.hardStop()
 	}
-	c.hardStop()
-	grace := time.NewTimer(closeGrace)
+	grace := time.NewTimer(time.Until(time.Unix(0, c.ioDeadline.Load())))
 	defer grace.Stop()
+	finished := false
 	select {
 	case <-c.done:
+		finished = true
 	case <-grace.C:
 	case <-ctx.Done():
 	}
+	c.hardStop()
+	if finished && !cut {
+		c.log.Info("stream: consumer stopped")
+		return nil
+	}
 	n := c.InFlight()
 	what := fmt.Sprintf("%d handlers still running", n)
-	if n == 0 {
+	if !cut {
 		what = "acknowledgements or the group exit did not complete (Redis unreachable?)"
 	}
-	c.log.Warn("stream: shutdown cut short; unfinished entries stay pending", "in_flight", n)
+	c.log.Warn("stream: shutdown cut short; unfinished entries stay pending", "in_flight", n, "reason", what)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("stream: close: %w; %s", err, what)
 	}

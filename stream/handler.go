@@ -85,6 +85,8 @@ func (h *handlerRT) start() {
 	for i := 0; i < h.concurrency; i++ {
 		go h.worker()
 	}
+	c.workers.Add(1)
+	go func() { h.workers.Wait(); c.workers.Done() }()
 	c.wg.Add(4)
 	go func() { defer c.wg.Done(); h.producers.Wait(); close(h.work) }()
 	go func() { defer c.wg.Done(); h.workers.Wait(); close(h.acks) }()
