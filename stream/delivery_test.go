@@ -598,3 +598,56 @@ func TestHealthyRedisDown(t *testing.T) {
 		t.Errorf("Healthy took %v", took)
 	}
 }
+
+// TestMetricNames: the Java starter's series (dead letters, handle latency, trim attempts
+// and deletions, in-flight gauges) exist under their names and labels, in base units.
+func TestMetricNames(t *testing.T) {
+	client := redistest.Client(t)
+	cfg := fastConfig()
+	set := vm.NewSet()
+	cfg.Metrics = set
+	topic := newTopic(t)
+	rec := newRecorder()
+	c := newConsumer(t, client, cfg)
+	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", NoRetry: true, OnFailure: rec.fail,
+		Handle: func(ctx context.Context, m *stream.Message[order]) error {
+			if m.Body.ID == 2 {
+				return errors.New("no")
+			}
+			return nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	startConsumer(t, c)
+	p := newProducer(t, client, cfg)
+	send(t, p, topic, order{1, "ok"})
+	send(t, p, topic, order{2, "dead"})
+	eventually(t, 10*time.Second, "the dead letter", func() bool { return rec.numFailures() == 1 })
+	tr, err := stream.NewTrimmer(client, stream.Config{Metrics: set, Trim: stream.TrimConfig{MaxLen: 1, Mode: stream.TrimMaxLen}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.Trim(context.Background(), topic); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	set.WritePrometheus(&b)
+	out := b.String()
+	labels := `{topic="` + topic + `",group="g"}`
+	for _, want := range []string{
+		stream.MetricDeadLettered + labels + " 1",
+		stream.MetricHandleLatency + "_bucket" + `{topic="` + topic + `",group="g",le=`,
+		stream.MetricInFlight + labels + " 0",
+		stream.MetricQueued + labels,
+		stream.MetricTrimAttempts + `{topic="` + topic + `"} 1`,
+		stream.MetricTrimDeleted + `{topic="` + topic + `"} 1`,
+		stream.MetricConsumed + labels + " 1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(out)
+	}
+}
