@@ -306,7 +306,7 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], j jo
 	if err == nil {
 		rt.m.consumed.Inc()
 		if h.OnSuccess != nil {
-			h.OnSuccess(hctx, m)
+			h.OnSuccess(ctx, m)
 		}
 		if !d.deferred.Load() && !d.acked.Swap(true) {
 			settled = rt.enqueueAck(id)

@@ -1,7 +1,8 @@
 -- lease.lua: refreshes the entries a consumer holds (read or claimed, queued or being
--- handled), so that other consumers do not take them over: XCLAIM ... JUSTID with min-idle 0
--- resets an entry's idle time and leaves its delivery count unchanged. Only entries still
--- pending and owned by the consumer are touched.
+-- handled), so that other consumers do not take them over: XCLAIM with min-idle 0 resets an
+-- entry's idle time; JUSTID does not count a delivery, and RETRYCOUNT restates the count for
+-- servers that count one anyway (miniredis). Only entries still pending and owned by the
+-- consumer are touched.
 --
 -- KEYS[1]  the topic stream
 -- ARGV[1]  consumer group
@@ -21,7 +22,7 @@ for i = 3, #ARGV do
   elseif p[1][2] ~= me then
     taken[#taken + 1] = id
   else
-    redis.call('XCLAIM', stream, group, me, 0, id, 'JUSTID')
+    redis.call('XCLAIM', stream, group, me, 0, id, 'RETRYCOUNT', p[1][4], 'JUSTID')
   end
 end
 return {taken, gone}
