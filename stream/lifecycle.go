@@ -46,6 +46,16 @@ func (c *Consumer) isPaused() bool {
 	return c.resume != nil
 }
 
+// pausedChan returns a channel closed by Resume while c is paused, and nil otherwise.
+func (c *Consumer) pausedChan() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.resume == nil {
+		return nil
+	}
+	return c.resume
+}
+
 // waitResumed waits while c is paused; it reports false once Close has begun.
 func (c *Consumer) waitResumed() bool {
 	c.mu.Lock()

@@ -31,9 +31,11 @@ func (h *handlerRT) scanner() {
 	nextScan := time.Now()
 	for {
 		now := time.Now()
-		if !c.isPaused() {
-			if due := h.dueRetries(now); len(due) > 0 {
-				h.redeliver(due)
+		paused := c.pausedChan()
+		retryTimer := paused == nil // paused: no retry is due before Resume
+		if paused == nil {
+			if due := h.dueRetries(now); len(due) > 0 && !h.redeliver(due) {
+				retryTimer = false // no free slot: wait for one (wakeScan), not for the timer
 			}
 			if !now.Before(nextScan) {
 				h.scanAll()
@@ -42,11 +44,10 @@ func (h *handlerRT) scanner() {
 		}
 		h.housekeeping()
 		wait := time.Until(nextScan)
-		if at, ok := h.nextRetry(); ok {
+		if at, ok := h.nextRetry(); ok && retryTimer {
 			wait = min(wait, time.Until(at))
 		}
-		wait = max(wait, time.Millisecond)
-		t := time.NewTimer(wait)
+		t := time.NewTimer(max(wait, time.Millisecond))
 		select {
 		case <-c.runCtx.Done():
 			t.Stop()
@@ -56,6 +57,8 @@ func (h *handlerRT) scanner() {
 			t.Stop()
 		case <-h.wakeScan:
 			t.Stop() // a slot was freed: a retry that found no room may proceed
+		case <-paused:
+			t.Stop() // resumed
 		}
 	}
 }
@@ -88,12 +91,13 @@ func (h *handlerRT) nextRetry() (time.Time, bool) {
 }
 
 // redeliver claims due own retries for this consumer (counting a delivery) and queues them,
-// as far as free slots allow; the others wait for the next wake-up.
-func (h *handlerRT) redeliver(ids []string) {
+// as far as free slots allow; the others wait for the next wake-up. It reports false when
+// there was no free slot at all.
+func (h *handlerRT) redeliver(ids []string) bool {
 	c := h.c
 	n := h.reserve(len(ids))
 	if n == 0 {
-		return
+		return false
 	}
 	ids = ids[:n]
 	args := []string{h.group, c.name, strconv.Itoa(h.maxd)}
@@ -112,7 +116,7 @@ func (h *handlerRT) redeliver(ids []string) {
 	if err != nil {
 		h.unreserve(n)
 		if c.runCtx.Err() != nil {
-			return
+			return true
 		}
 		if isNoGroup(err) {
 			h.recoverGroup()
@@ -123,7 +127,7 @@ func (h *handlerRT) redeliver(ids []string) {
 		err = fmt.Errorf("stream: redeliver %d entries of %q for %s: %w", len(ids), h.stream, h.group, err)
 		h.retryState.fail(h.log, "stream: retries fail", err)
 		c.report(err)
-		return
+		return true
 	}
 	h.retryState.ok(h.log, "stream: retries work again")
 	used := 0
@@ -164,6 +168,7 @@ func (h *handlerRT) redeliver(ids []string) {
 	h.mu.Unlock()
 	h.trimmedWhilePending(deleted)
 	h.unreserve(n - used)
+	return true
 }
 
 func (h *handlerRT) postponeRetries(ids []string, at time.Time) {
