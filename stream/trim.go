@@ -40,7 +40,11 @@ func NewTrimmer(client rueidis.Client, cfg Config) (*Trimmer, error) {
 //     acknowledged (XTRIM MAXLEN = n ACKED on Redis 8.2+, else trim_safe.lua's MINID);
 //   - TrimMaxLen: XTRIM MAXLEN = n, the seed's exact trimming, consumed or not;
 //   - TrimOff: nothing.
+//
+// A ctx without deadline gets one of 30 s (trimming a long stream takes several calls).
 func (t *Trimmer) Trim(ctx context.Context, topic string) (int64, error) {
+	ctx, cancel := withDefaultDeadline(ctx, trimTimeout)
+	defer cancel()
 	stream, err := StreamName(t.cfg, topic)
 	if err != nil {
 		return 0, err
