@@ -68,8 +68,9 @@ type job struct {
 
 // retryEntry is an own failed entry waiting for its backoff.
 type retryEntry struct {
-	at         time.Time // when the backoff ends
-	deliveries int64     // deliveries so far
+	at         time.Time     // when the backoff ends
+	deliveries int64         // deliveries so far
+	backoff    time.Duration // the backoff drawn at the failure
 }
 
 func (h *handlerRT) start() {
@@ -206,7 +207,7 @@ func (h *handlerRT) signal() {
 func (h *handlerRT) scheduleRetry(id string, deliveries int64, backoff time.Duration) {
 	at := time.Now().Add(backoff)
 	h.mu.Lock()
-	h.retries[id] = retryEntry{at: at, deliveries: deliveries}
+	h.retries[id] = retryEntry{at: at, deliveries: deliveries, backoff: backoff}
 	delete(h.held, id)
 	h.mu.Unlock()
 	h.signal()

@@ -104,7 +104,7 @@ func (h *handlerRT) redeliver(ids []string) bool {
 	h.mu.Lock()
 	for _, id := range ids {
 		r := h.retries[id]
-		args = append(args, id, strconv.FormatInt(h.backoff(r.deliveries).Milliseconds(), 10))
+		args = append(args, id, strconv.FormatInt(max(r.backoff.Milliseconds(), 1), 10))
 	}
 	h.mu.Unlock()
 	ctx, cancel := c.ioContext(c.runCtx)
