@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -136,4 +137,33 @@ func FuzzConsumerConfig(f *testing.F) {
 		}
 		_ = client.Do(ctx, client.B().Del().Key(topic).Build()).Error()
 	})
+}
+
+// TestConfigTags: every field of Config (and its sections) carries a yaml tag, and every
+// duration a unit tag, so that a generic binder can read the seed's section into it.
+func TestConfigTags(t *testing.T) {
+	var walk func(typ reflect.Type, path string)
+	walk = func(typ reflect.Type, path string) {
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			name := path + f.Name
+			tag, ok := f.Tag.Lookup("yaml")
+			if !ok || tag == "" {
+				t.Errorf("%s has no yaml tag", name)
+				continue
+			}
+			if f.Type == reflect.TypeFor[time.Duration]() {
+				if u := f.Tag.Get("unit"); u != "ms" {
+					t.Errorf("%s is a duration with unit tag %q, want \"ms\"", name, u)
+				}
+				if !strings.HasSuffix(tag, "-ms") {
+					t.Errorf("%s: yaml key %q lacks the seed's -ms suffix", name, tag)
+				}
+			}
+			if f.Type.Kind() == reflect.Struct && tag != "-" {
+				walk(f.Type, name+".")
+			}
+		}
+	}
+	walk(reflect.TypeFor[stream.Config](), "Config.")
 }
