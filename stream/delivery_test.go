@@ -651,3 +651,89 @@ func TestMetricNames(t *testing.T) {
 		t.Log(out)
 	}
 }
+
+// TestLongBackoffRespectedByOthers: a backoff longer than min-idle is not cut short by
+// another consumer's crash-recovery scan: the retry comes after the backoff.
+func TestLongBackoffRespectedByOthers(t *testing.T) {
+	client := redistest.Client(t)
+	cfg := fastConfig() // min-idle 150 ms, scans every 50 ms
+	topic := newTopic(t)
+	var mu sync.Mutex
+	var at []time.Time
+	for i := 0; i < 2; i++ {
+		c := newConsumer(t, client, cfg)
+		if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g",
+			RetryPolicy: stream.FixedRetryPolicy{Max: 3, Backoff: time.Second},
+			Handle: func(ctx context.Context, m *stream.Message[order]) error {
+				mu.Lock()
+				defer mu.Unlock()
+				at = append(at, time.Now())
+				if len(at) == 1 {
+					return errors.New("first delivery fails")
+				}
+				return nil
+			}}); err != nil {
+			t.Fatal(err)
+		}
+		startConsumer(t, c)
+	}
+	send(t, newProducer(t, client, cfg), topic, order{1, "backoff"})
+	eventually(t, 10*time.Second, "the retry", func() bool { mu.Lock(); defer mu.Unlock(); return len(at) >= 2 })
+	mu.Lock()
+	gap := at[1].Sub(at[0])
+	mu.Unlock()
+	if gap < 950*time.Millisecond || gap > 3*time.Second {
+		t.Errorf("retry %v after the failure, want about the 1 s backoff", gap)
+	}
+}
+
+// TestReadAheadBound: a busy handler holds at most Concurrency + ReadCount entries; the rest
+// stay undelivered in the stream (not pending on this consumer, aging).
+func TestReadAheadBound(t *testing.T) {
+	client := redistest.Client(t)
+	cfg := fastConfig()
+	cfg.ReadCount = 5
+	topic := newTopic(t)
+	p := newProducer(t, client, cfg)
+	for i := 0; i < 50; i++ {
+		send(t, p, topic, order{i, "bound"})
+	}
+	release := make(chan struct{})
+	c := newConsumer(t, client, cfg)
+	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 2,
+		Handle: func(ctx context.Context, m *stream.Message[order]) error {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	startConsumer(t, c)
+	eventually(t, 5*time.Second, "two in flight", func() bool { return c.InFlight() == 2 })
+	time.Sleep(300 * time.Millisecond) // several read attempts
+	if n := pending(t, client, topic, "g"); n != 7 {
+		t.Errorf("pending = %d, want 7 (2 running + 5 read ahead)", n)
+	}
+	if s := c.Stats().Handlers[0]; s.Queued != 5 || s.InFlight != 2 {
+		t.Errorf("Stats: queued %d, in flight %d; want 5 and 2", s.Queued, s.InFlight)
+	}
+	close(release)
+	eventually(t, 10*time.Second, "all handled", func() bool {
+		return pending(t, client, topic, "g") == 0 && c.Stats().Handlers[0].Queued == 0 && xlenGroupLag(t, client, topic) == 0
+	})
+}
+
+// xlenGroupLag returns the lag of group g (XINFO GROUPS).
+func xlenGroupLag(t *testing.T, client rueidis.Client, topic string) int64 {
+	t.Helper()
+	res, err := client.Do(context.Background(), client.B().XinfoGroups().Key(topic).Build()).ToArray()
+	if err != nil || len(res) != 1 {
+		t.Fatalf("XINFO GROUPS: %v", err)
+	}
+	m, _ := res[0].AsMap()
+	l := m["lag"]
+	n, _ := l.AsInt64()
+	return n
+}
