@@ -44,6 +44,9 @@ func (h *handlerRT) scanner() {
 		}
 		h.housekeeping()
 		wait := time.Until(nextScan)
+		if paused != nil {
+			wait = interval // only the gauges, until Resume
+		}
 		if at, ok := h.nextRetry(); ok && retryTimer {
 			wait = min(wait, time.Until(at))
 		}
