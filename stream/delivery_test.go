@@ -3,6 +3,7 @@ package stream_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,53 +57,58 @@ func TestLeaseSlowHandler(t *testing.T) {
 }
 
 // TestReadAheadNoDuplicates: 150 messages queued behind a 100 ms handler (read-count 10,
-// concurrency 1, min-idle 1 s) are each handled once, by two consumers of one group.
+// concurrency 1, min-idle 1 s) are each handled once, by one consumer and by two of one
+// group.
 func TestReadAheadNoDuplicates(t *testing.T) {
-	client := redistest.Client(t)
-	cfg := fastConfig()
-	cfg.ReadCount = 10
-	cfg.Autoclaim.MinIdle = time.Second
-	cfg.Autoclaim.Interval = 100 * time.Millisecond
-	topic := newTopic(t)
-	const total = 150
-	p := newProducer(t, client, cfg)
-	for i := 0; i < total; i++ {
-		send(t, p, topic, order{i, "queued"})
-	}
-	var mu sync.Mutex
-	calls := map[int]int{}
-	var handled atomic.Int64
-	for i := 0; i < 2; i++ {
-		c := newConsumer(t, client, cfg)
-		if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 1,
-			Handle: func(ctx context.Context, m *stream.Message[order]) error {
-				mu.Lock()
-				calls[m.Body.ID]++
-				mu.Unlock()
-				time.Sleep(100 * time.Millisecond)
-				handled.Add(1)
-				return nil
-			}}); err != nil {
-			t.Fatal(err)
-		}
-		startConsumer(t, c)
-	}
-	eventually(t, 60*time.Second, "every message handled", func() bool { return handled.Load() >= total })
-	eventually(t, 10*time.Second, "the acks", func() bool { return pending(t, client, topic, "g") == 0 })
-	time.Sleep(1500 * time.Millisecond)
-	mu.Lock()
-	defer mu.Unlock()
-	dups := 0
-	for i := 0; i < total; i++ {
-		switch n := calls[i]; {
-		case n == 0:
-			t.Errorf("message %d never handled", i)
-		case n > 1:
-			dups += n - 1
-		}
-	}
-	if dups != 0 {
-		t.Errorf("%d duplicate handlings of %d messages, want 0", dups, total)
+	for _, consumers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d consumers", consumers), func(t *testing.T) {
+			client := redistest.Client(t)
+			cfg := fastConfig()
+			cfg.ReadCount = 10
+			cfg.Autoclaim.MinIdle = time.Second
+			cfg.Autoclaim.Interval = 100 * time.Millisecond
+			topic := newTopic(t)
+			const total = 150
+			p := newProducer(t, client, cfg)
+			for i := 0; i < total; i++ {
+				send(t, p, topic, order{i, "queued"})
+			}
+			var mu sync.Mutex
+			calls := map[int]int{}
+			var handled atomic.Int64
+			for i := 0; i < consumers; i++ {
+				c := newConsumer(t, client, cfg)
+				if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 1,
+					Handle: func(ctx context.Context, m *stream.Message[order]) error {
+						mu.Lock()
+						calls[m.Body.ID]++
+						mu.Unlock()
+						time.Sleep(100 * time.Millisecond)
+						handled.Add(1)
+						return nil
+					}}); err != nil {
+					t.Fatal(err)
+				}
+				startConsumer(t, c)
+			}
+			eventually(t, 60*time.Second, "every message handled", func() bool { return handled.Load() >= total })
+			eventually(t, 10*time.Second, "the acks", func() bool { return pending(t, client, topic, "g") == 0 })
+			time.Sleep(1500 * time.Millisecond)
+			mu.Lock()
+			defer mu.Unlock()
+			dups := 0
+			for i := 0; i < total; i++ {
+				switch n := calls[i]; {
+				case n == 0:
+					t.Errorf("message %d never handled", i)
+				case n > 1:
+					dups += n - 1
+				}
+			}
+			if dups != 0 {
+				t.Errorf("%d duplicate handlings of %d messages, want 0", dups, total)
+			}
+		})
 	}
 }
 
