@@ -3,8 +3,11 @@ package stream_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -55,4 +58,33 @@ func ExampleConsumer_Run() {
 	// order 1 CREATED
 	// finished while shutting down
 	// drained
+}
+
+// A readiness probe: Healthy fails before Start, after Close, when Redis does not answer or
+// when a handler's reads fail.
+func ExampleConsumer_Healthy() {
+	client, stop := embedded()
+	defer stop()
+	ctx := context.Background()
+	consumer, _ := stream.NewConsumer(client, stream.Config{BlockTimeout: 100 * time.Millisecond})
+	_ = stream.Register(consumer, stream.Handler[Order]{Topic: "order-topic", Group: "order-consumer-group",
+		Handle: func(ctx context.Context, msg *stream.Message[Order]) error { return nil }})
+	_ = consumer.Start(ctx)
+
+	readyz := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := consumer.Healthy(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		}
+	})
+	probe := func() {
+		rec := httptest.NewRecorder()
+		readyz.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		fmt.Println(strings.TrimSpace(fmt.Sprint(rec.Code, " ", rec.Body.String())))
+	}
+	probe()
+	_ = consumer.Close(ctx)
+	probe()
+	// Output:
+	// 200
+	// 503 stream: consumer closed
 }
