@@ -254,7 +254,7 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 		log:         log,
 		m:           newHandlerMetrics(c.cfg.Metrics, h.Topic, h.Group),
 		held:        map[string]struct{}{},
-		retries:     map[string]retryEntry{},
+		retries:     newRetryQueue(),
 		wake:        make(chan struct{}, 1),
 		wakeScan:    make(chan struct{}, 1),
 		scanNow:     make(chan struct{}, 1),

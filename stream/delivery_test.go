@@ -743,3 +743,49 @@ func xlenGroupLag(t *testing.T, client rueidis.Client, topic string) int64 {
 	n, _ := l.AsInt64()
 	return n
 }
+
+// TestManyRetriesFewSlots: 200 messages each fail twice, with 4 handler slots: the retries
+// wait for free slots (the scanner does not spin on them) and every message succeeds on its
+// third delivery.
+func TestManyRetriesFewSlots(t *testing.T) {
+	client := redistest.Client(t)
+	cfg := fastConfig()
+	cfg.ReadCount = 2
+	topic := newTopic(t)
+	const total = 200
+	var mu sync.Mutex
+	calls := map[int]int{}
+	okAt := map[int]int64{}
+	c := newConsumer(t, client, cfg)
+	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 2,
+		RetryPolicy: stream.FixedRetryPolicy{Max: 3, Backoff: 100 * time.Millisecond},
+		Handle: func(ctx context.Context, m *stream.Message[order]) error {
+			mu.Lock()
+			defer mu.Unlock()
+			calls[m.Body.ID]++
+			if calls[m.Body.ID] < 3 {
+				return errors.New("not yet")
+			}
+			okAt[m.Body.ID] = m.DeliveryCount
+			return nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	startConsumer(t, c)
+	p := newProducer(t, client, cfg)
+	for i := 0; i < total; i++ {
+		send(t, p, topic, order{i, "retry"})
+	}
+	eventually(t, 60*time.Second, "every message handled", func() bool { mu.Lock(); defer mu.Unlock(); return len(okAt) == total })
+	eventually(t, 10*time.Second, "the acks", func() bool { return pending(t, client, topic, "g") == 0 })
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 0; i < total; i++ {
+		if calls[i] != 3 || okAt[i] != 3 {
+			t.Errorf("message %d: %d calls, success on delivery %d; want 3 and 3", i, calls[i], okAt[i])
+		}
+	}
+	if n := xlen(t, client, stream.DeadLetterStreamName(topic)); n != 0 {
+		t.Errorf("%d dead letters, want 0", n)
+	}
+}

@@ -38,7 +38,7 @@ type handlerRT struct {
 	mu         sync.Mutex
 	held       map[string]struct{}   // entries in hand: queued, being handled or dead-lettered
 	reserved   int                   // handler slots promised to a read or scan in progress
-	retries    map[string]retryEntry // own failed entries waiting for their backoff
+	retries    retryQueue            // own failed entries waiting for their backoff
 	readCancel context.CancelFunc    // cancels the read in progress (Pause)
 
 	wake     chan struct{} // a slot was freed (for the reader)
@@ -155,7 +155,7 @@ func (h *handlerRT) dispatch(j job) {
 	_, dup := h.held[j.e.id]
 	if !dup {
 		h.held[j.e.id] = struct{}{}
-		delete(h.retries, j.e.id)
+		h.retries.remove(j.e.id)
 	}
 	queued := len(h.held) - int(h.running.Load())
 	h.mu.Unlock()
@@ -207,7 +207,7 @@ func (h *handlerRT) signal() {
 func (h *handlerRT) scheduleRetry(id string, deliveries int64, backoff time.Duration) {
 	at := time.Now().Add(backoff)
 	h.mu.Lock()
-	h.retries[id] = retryEntry{at: at, deliveries: deliveries, backoff: backoff}
+	h.retries.set(id, retryEntry{at: at, deliveries: deliveries, backoff: backoff})
 	delete(h.held, id)
 	h.mu.Unlock()
 	h.signal()

@@ -139,7 +139,7 @@ func (c *Consumer) Stats() Stats {
 	c.mu.Unlock()
 	for _, h := range hs {
 		h.mu.Lock()
-		held, retries := len(h.held), len(h.retries)
+		held, retries := len(h.held), h.retries.len()
 		h.mu.Unlock()
 		running := int(h.running.Load())
 		hst := HandlerStats{

@@ -3,7 +3,6 @@ package stream
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"time"
 )
@@ -34,7 +33,7 @@ func (h *handlerRT) scanner() {
 		paused := c.pausedChan()
 		retryTimer := paused == nil // paused: no retry is due before Resume
 		if paused == nil {
-			if due := h.dueRetries(now); len(due) > 0 && !h.redeliver(due) {
+			if at, ok := h.nextRetry(); ok && !at.After(now.Add(time.Millisecond)) && !h.redeliverDue(now) {
 				retryTimer = false // no free slot: wait for one (wakeScan), not for the timer
 			}
 			if !now.Before(nextScan) {
@@ -66,50 +65,38 @@ func (h *handlerRT) scanner() {
 	}
 }
 
-// dueRetries returns the own retries whose backoff has ended (by now), oldest first.
-func (h *handlerRT) dueRetries(now time.Time) []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var due []string
-	for id, r := range h.retries {
-		if !r.at.After(now.Add(time.Millisecond)) {
-			due = append(due, id)
-		}
-	}
-	sort.Strings(due)
-	return due
-}
-
 // nextRetry returns when the earliest own retry is due.
 func (h *handlerRT) nextRetry() (time.Time, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var at time.Time
-	for _, r := range h.retries {
-		if at.IsZero() || r.at.Before(at) {
-			at = r.at
-		}
-	}
-	return at, !at.IsZero()
+	return h.retries.next()
 }
 
-// redeliver claims due own retries for this consumer (counting a delivery) and queues them,
-// as far as free slots allow; the others wait for the next wake-up. It reports false when
-// there was no free slot at all.
-func (h *handlerRT) redeliver(ids []string) bool {
+// retryBatch is the most own retries one redeliver.lua call claims.
+const retryBatch = 256
+
+// redeliverDue claims due own retries for this consumer (counting a delivery) and queues
+// them, as far as free slots allow; the others wait for the next wake-up. It reports false
+// when there was no free slot at all.
+func (h *handlerRT) redeliverDue(now time.Time) bool {
 	c := h.c
-	n := h.reserve(len(ids))
+	n := h.reserve(retryBatch)
 	if n == 0 {
 		return false
 	}
-	ids = ids[:n]
-	args := []string{h.group, c.name, strconv.Itoa(h.maxd)}
 	h.mu.Lock()
+	ids := h.retries.popDue(now, n)
+	args := []string{h.group, c.name, strconv.Itoa(h.maxd)}
 	for _, id := range ids {
-		r := h.retries[id]
+		r, _ := h.retries.get(id)
 		args = append(args, id, strconv.FormatInt(max(r.backoff.Milliseconds(), 1), 10))
 	}
 	h.mu.Unlock()
+	h.unreserve(n - len(ids))
+	n = len(ids)
+	if n == 0 {
+		return true
+	}
 	ctx, cancel := c.ioContext(c.runCtx)
 	res, err := redeliverScript.Exec(ctx, c.client, []string{h.stream}, args).ToArray()
 	cancel()
@@ -118,14 +105,15 @@ func (h *handlerRT) redeliver(ids []string) bool {
 	}
 	if err != nil {
 		h.unreserve(n)
+		// Try again a little later (also after a Close that cut the call short: the
+		// entries stay pending either way); an outage must not spin.
+		h.postponeRetries(ids, time.Now().Add(connBackoff(4)))
 		if c.runCtx.Err() != nil {
 			return true
 		}
 		if isNoGroup(err) {
 			h.recoverGroup()
 		}
-		// Try again a little later; an outage must not spin.
-		h.postponeRetries(ids, time.Now().Add(connBackoff(4)))
 		h.m.backgroundError(opRetry)
 		err = fmt.Errorf("stream: redeliver %d entries of %q for %s: %w", len(ids), h.stream, h.group, err)
 		h.retryState.fail(h.log, "stream: retries fail", err)
@@ -133,6 +121,7 @@ func (h *handlerRT) redeliver(ids []string) bool {
 		return true
 	}
 	h.retryState.ok(h.log, "stream: retries work again")
+	settled := map[string]bool{}
 	used := 0
 	claimed, _ := res[0].ToArray()
 	for _, x := range claimed {
@@ -147,6 +136,7 @@ func (h *handlerRT) redeliver(ids []string) bool {
 		d, _ := f[2].AsInt64()
 		h.m.redelivered.Inc()
 		used++
+		settled[e.id] = true
 		h.dispatch(job{e: e, deliveries: d})
 	}
 	waiting, _ := res[1].ToArray()
@@ -157,16 +147,20 @@ func (h *handlerRT) redeliver(ids []string) bool {
 		}
 		id, _ := f[0].ToString()
 		left, _ := f[1].AsInt64()
+		settled[id] = true
 		h.postponeRetries([]string{id}, time.Now().Add(time.Duration(left)*time.Millisecond))
 	}
 	gone, _ := res[2].AsStrSlice()
 	deleted, _ := res[3].AsStrSlice()
 	h.mu.Lock()
-	for _, id := range gone {
-		delete(h.retries, id)
+	for _, id := range append(gone, deleted...) {
+		settled[id] = true
+		h.retries.remove(id)
 	}
-	for _, id := range deleted {
-		delete(h.retries, id)
+	for _, id := range ids {
+		if !settled[id] {
+			h.retries.remove(id) // not in the reply (cannot happen): leave it to the scan
+		}
 	}
 	h.mu.Unlock()
 	h.trimmedWhilePending(deleted)
@@ -177,10 +171,7 @@ func (h *handlerRT) redeliver(ids []string) bool {
 func (h *handlerRT) postponeRetries(ids []string, at time.Time) {
 	h.mu.Lock()
 	for _, id := range ids {
-		if r, ok := h.retries[id]; ok {
-			r.at = at
-			h.retries[id] = r
-		}
+		h.retries.postpone(id, at)
 	}
 	h.mu.Unlock()
 }
