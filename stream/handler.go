@@ -36,10 +36,10 @@ type handlerRT struct {
 	acks chan string // ids to acknowledge (batched)
 
 	mu         sync.Mutex
-	held       map[string]struct{}   // entries in hand: queued, being handled or dead-lettered
-	reserved   int                   // handler slots promised to a read or scan in progress
-	retries    retryQueue            // own failed entries waiting for their backoff
-	readCancel context.CancelFunc    // cancels the read in progress (Pause)
+	held       map[string]struct{} // entries in hand: queued, being handled or dead-lettered
+	reserved   int                 // handler slots promised to a read or scan in progress
+	retries    retryQueue          // own failed entries waiting for their backoff
+	readCancel context.CancelFunc  // cancels the read in progress (Pause)
 
 	wake     chan struct{} // a slot was freed (for the reader)
 	wakeScan chan struct{} // a slot was freed (for the scanner)
