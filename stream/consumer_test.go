@@ -128,7 +128,7 @@ func TestConsumeOutcomes(t *testing.T) {
 			t.Errorf("metrics lack %q", line)
 		}
 	}
-	for _, name := range []string{stream.MetricHandlerDuration + "_bucket", stream.MetricProduced} {
+	for _, name := range []string{stream.MetricHandleLatency + "_bucket", stream.MetricProduced} {
 		if !strings.Contains(buf.String(), name) {
 			t.Errorf("metrics lack %s", name)
 		}

@@ -3,11 +3,17 @@ package stream_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -262,4 +268,176 @@ func TestCloseDeadline(t *testing.T) {
 	if got := xlen(t, client, stream.DeadLetterStreamName(topic)); got != 0 {
 		t.Errorf("dead letters = %d, want 0", got)
 	}
+}
+
+// TestCrashSoakChild is one consumer process of TestCrashSoak: it handles the topic with 20%
+// random failures, records every success in the hash soak:<topic>:done before returning
+// nil, and runs until it is killed.
+func TestCrashSoakChild(t *testing.T) {
+	topic := os.Getenv("REDSTREAM_SOAK_TOPIC")
+	if topic == "" {
+		t.Skip("run by TestCrashSoak")
+	}
+	client := redistest.Client(t)
+	cfg := fastConfig()
+	cfg.ReadCount = 20
+	cfg.Autoclaim.MinIdle = 500 * time.Millisecond
+	cfg.Autoclaim.Interval = 200 * time.Millisecond
+	cfg.ConsumerTimeout = 2 * time.Second
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	done := "soak:" + topic + ":done"
+	c := newConsumer(t, client, cfg)
+	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 4,
+		RetryPolicy: stream.FixedRetryPolicy{Max: 3, Backoff: 100 * time.Millisecond},
+		Handle: func(ctx context.Context, m *stream.Message[order]) error {
+			time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond)
+			if rand.IntN(5) == 0 {
+				return errors.New("random failure")
+			}
+			return client.Do(ctx, client.B().Hincrby().Key(done).Field(strconv.Itoa(m.Body.ID)).Increment(1).Build()).Error()
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("started\n")
+	select {}
+}
+
+// TestCrashSoak: 3 consumer processes share a group; one of them is killed (SIGKILL) every
+// 1-2.5 s and replaced, while 3000 messages are sent, 20% of handler calls fail and are
+// retried (3 deliveries, then a dead letter). At the end every message was handled or
+// dead-lettered (none lost) and nothing is pending; duplicate handlings (a kill between the
+// handler's success and its ack) are counted and reported.
+func TestCrashSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("soak")
+	}
+	const total = 3000
+	addr := redistest.Addr(t)
+	client := redistest.Client(t)
+	cfg := fastConfig()
+	topic := newTopic(t)
+	ctx := context.Background()
+	if err := client.Do(ctx, client.B().XgroupCreate().Key(topic).Group("g").Id("0").Mkstream().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	children := map[int]*exec.Cmd{}
+	spawn := func(slot int) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashSoakChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "REDSTREAM_SOAK_TOPIC="+topic, "REDSTREAM_REDIS_ADDR="+addr)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		for sc.Scan() && sc.Text() != "started" {
+		}
+		go func() {
+			for sc.Scan() {
+			}
+		}()
+		mu.Lock()
+		children[slot] = cmd
+		mu.Unlock()
+	}
+	kill := func(slot int) {
+		mu.Lock()
+		cmd := children[slot]
+		mu.Unlock()
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+	}
+	for i := 0; i < 3; i++ {
+		spawn(i)
+	}
+	defer func() {
+		for i := 0; i < 3; i++ {
+			kill(i)
+		}
+	}()
+
+	p := newProducer(t, client, cfg)
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for i := 0; i < total; i++ {
+			if _, err := p.Send(ctx, topic, stream.NewMessage(order{i, "soak"})); err != nil {
+				t.Errorf("Send: %v", err)
+				return
+			}
+			time.Sleep(3 * time.Millisecond)
+		}
+	}()
+	kills := 0
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); kills++ {
+		time.Sleep(time.Duration(1000+rand.IntN(1500)) * time.Millisecond)
+		slot := rand.IntN(3)
+		kill(slot)
+		spawn(slot)
+	}
+	<-sent
+
+	dls, _ := stream.NewDeadLetters(client, cfg)
+	var dead map[int]int
+	var doneCounts map[string]string
+	eventually(t, 120*time.Second, "every message handled or dead-lettered, none pending", func() bool {
+		if pending(t, client, topic, "g") != 0 {
+			return false
+		}
+		var err error
+		doneCounts, err = client.Do(ctx, client.B().Hgetall().Key("soak:"+topic+":done").Build()).AsStrMap()
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := dls.List(ctx, topic, stream.ListOptions{Count: total})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead = map[int]int{}
+		for _, dl := range list {
+			b, _ := dl.Body()
+			var o order
+			if err := json.Unmarshal(b, &o); err != nil {
+				t.Fatalf("dead letter body %s: %v", b, err)
+			}
+			dead[o.ID]++
+		}
+		for i := 0; i < total; i++ {
+			if _, ok := doneCounts[strconv.Itoa(i)]; !ok && dead[i] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	dups, both, lost := 0, 0, 0
+	for i := 0; i < total; i++ {
+		n, _ := strconv.Atoi(doneCounts[strconv.Itoa(i)])
+		if n > 1 {
+			dups += n - 1
+		}
+		if n > 0 && dead[i] > 0 {
+			both++
+		}
+		if n == 0 && dead[i] == 0 {
+			lost++
+		}
+		if dead[i] > 1 {
+			t.Errorf("message %d dead-lettered %d times", i, dead[i])
+		}
+	}
+	if lost != 0 {
+		t.Errorf("%d messages lost", lost)
+	}
+	if len(dead) == 0 {
+		t.Error("no dead letter: the retry path was not exercised")
+	}
+	names := consumerNames(t, client, topic, "g")
+	t.Logf("%d messages, 3 processes, %d SIGKILLs: 0 lost, %d dead-lettered, %d duplicate successes, %d both handled and dead-lettered, %d consumer names left",
+		total, kills, len(dead), dups, both, len(names))
 }

@@ -22,12 +22,25 @@
 //
 // # Delivery
 //
-// A Consumer reads with XREADGROUP (Config.ReadCount entries, blocking Config.BlockMs),
-// hands entries to Handler.Concurrency goroutines and acknowledges results in batches.
-// A failed entry stays pending; the pending-entry scan (every Autoclaim.IntervalMs) delivers
-// it again once it has been idle for its backoff (Autoclaim.MinIdleMs by default), which is
-// also how the entries of a crashed consumer are taken over. After MaxRetry deliveries the
-// entry is dead-lettered. Consumer groups lost with a Redis restart are recreated.
+// A Consumer reads with XREADGROUP (at most Config.ReadCount entries, blocking
+// Config.BlockTimeout, and never more than its handler has free slots for: credit-based
+// read-ahead), hands entries to Handler.Concurrency goroutines and acknowledges results in
+// batches. Entries in hand are leased: their idle time is refreshed every
+// Autoclaim.MinIdle/3, so no consumer takes them over while they are handled, however long
+// that takes; Handler.Timeout bounds a handler call. A failed entry stays pending and the
+// consumer that failed it delivers it again when its backoff ends; the pending-entry scan
+// (every Autoclaim.Interval) takes over the entries of crashed consumers once they have
+// been idle for Autoclaim.MinIdle. After MaxDeliveries deliveries the entry is
+// dead-lettered. Consumer groups lost with a Redis restart are recreated.
+//
+// # Lifecycle
+//
+// [Consumer.Run] blocks until its context ends, then drains in-flight handlers for
+// Config.ShutdownTimeout; [Consumer.Close] does the same on demand, and every Redis call it
+// waits for has a deadline. [Consumer.Pause], [Consumer.Resume], [Consumer.Stats] and
+// [Consumer.Healthy] serve operations and readiness probes. A consumer that closes with
+// nothing pending deletes its name from the group; names left by crashed processes are
+// removed after Config.ConsumerTimeout once they own nothing.
 //
 // # Ownership
 //

@@ -97,8 +97,8 @@ func NewMessage[T any](body T) Message[T] { return Message[T]{Body: body} }
 
 // DeferAck tells the consumer not to acknowledge the message when the handler returns nil:
 // the handler (or code it hands the message to) acknowledges it later with Ack. Until then
-// the entry stays pending, and like any pending entry it is delivered again once it has been
-// idle for its retry backoff (Autoclaim.MinIdleMs by default), so ack within that time.
+// the entry stays pending, no longer leased, and like any pending entry it is taken over once
+// it has been idle for Autoclaim.MinIdle (and its retry backoff), so ack within that time.
 // DeferAck does nothing on a message that was not delivered by a Consumer.
 func (m *Message[T]) DeferAck() {
 	if m.d != nil {

@@ -4,36 +4,55 @@ import (
 	"github.com/redstream-go/redstream/metrics"
 )
 
-// Metric names. Counters and gauges of a consumer carry topic="..." and group="..." labels;
-// producer, trimming and dead-letter metrics carry topic="..." only. They are registered in
-// Config.Metrics (metrics.Stream by default).
+// Metric names, in Prometheus base units (seconds, counts). Counters and gauges of a consumer
+// carry topic="..." and group="..." labels; producer, trimming and dead-letter metrics carry
+// topic="..." only; redis_streaming_mq_background_errors_total also carries op="...". They
+// are registered in Config.Metrics (metrics.Stream by default). README's metric table maps
+// each one.
 const (
 	MetricProduced          = "redis_streaming_mq_produced_total"              // entries written by Send
 	MetricConsumed          = "redis_streaming_mq_consumed_total"              // handler successes
 	MetricAcked             = "redis_streaming_mq_acked_total"                 // entries acknowledged (dead letters included)
 	MetricFiltered          = "redis_streaming_mq_filtered_total"              // entries a Filter skipped (acknowledged unhandled)
-	MetricHandlerErrors     = "redis_streaming_mq_handler_errors_total"        // handler errors and panics
+	MetricHandlerErrors     = "redis_streaming_mq_handler_errors_total"        // handler errors, panics and timeouts
+	MetricHandlerTimeouts   = "redis_streaming_mq_handler_timeouts_total"      // Handle calls that outlived Handler.Timeout
 	MetricRetried           = "redis_streaming_mq_retried_total"               // failures left pending for a retry
-	MetricRedelivered       = "redis_streaming_mq_redelivered_total"           // entries re-claimed by the pending scan
-	MetricDeadLettered      = "redis_streaming_mq_dead_lettered_total"         // entries moved to the dead-letter stream
+	MetricRedelivered       = "redis_streaming_mq_redelivered_total"           // entries delivered again (retries and takeovers)
+	MetricDeadLettered      = "redis_streaming_mq_dead_total"                  // entries moved to the dead-letter stream
 	MetricPoison            = "redis_streaming_mq_poison_total"                // undecodable entries
 	MetricTrimmedWhilePend  = "redis_streaming_mq_trimmed_while_pending_total" // pending entries found deleted from the stream
-	MetricHandlerDuration   = "redis_streaming_mq_handler_duration_seconds"    // Prometheus histogram of Handle
+	MetricHandleLatency     = "redis_streaming_mq_handle_latency_seconds"      // Prometheus histogram of Handle's duration
+	MetricInFlight          = "redis_streaming_mq_inflight"                    // gauge: Handle calls running
+	MetricQueued            = "redis_streaming_mq_queued"                      // gauge: entries read or claimed, waiting for a handler slot
 	MetricPending           = "redis_streaming_mq_pending"                     // gauge: the group's pending entries
 	MetricLag               = "redis_streaming_mq_lag"                         // gauge: entries not yet delivered to the group
-	MetricTrimmed           = "redis_streaming_mq_trimmed_total"               // entries removed by trimming
+	MetricLeaseLost         = "redis_streaming_mq_lease_lost_total"            // held entries found owned by another consumer
+	MetricConsumersRemoved  = "redis_streaming_mq_consumers_removed_total"     // idle, empty consumers deleted from the group
+	MetricBackgroundErrors  = "redis_streaming_mq_background_errors_total"     // failed background Redis calls, by op
+	MetricTrimAttempts      = "redis_streaming_mq_trim_attempts_total"         // trimming passes (Trimmer.Trim calls)
+	MetricTrimDeleted       = "redis_streaming_mq_trim_deleted_total"          // entries removed by trimming
 	MetricDeadLetterSize    = "redis_streaming_dlq_size"                       // gauge: entries in the topic's dead-letter stream
 	MetricDeadLetterTrimmed = "redis_streaming_dlq_trimmed_total"              // dead letters dropped by DeadLetterConfig bounds
 	MetricReplaySuccess     = metrics.DLQReplaySuccessTotal                    // dead letters replayed
 	MetricReplayFailure     = "redis_streaming_dlq_replay_failure_total"       // replays that failed
 )
 
+// Values of the op label of redis_streaming_mq_background_errors_total.
+const (
+	opRead, opAck, opScan, opRetry, opLease = "read", "ack", "scan", "retry", "lease"
+	opDeadLetter, opGauges, opHousekeeping  = "dead_letter", "gauges", "housekeeping"
+	opGroup                                 = "group"
+)
+
 // handlerMetrics are one handler's (topic, group) metrics, created once.
 type handlerMetrics struct {
+	set                                                     *metrics.Set
+	topic, group                                            string
 	consumed, acked, filtered, errors, retried, redelivered *metrics.Counter
 	deadLettered, poison, trimmedPending, dlqTrimmed        *metrics.Counter
+	timeouts, leaseLost, consumersRemoved                   *metrics.Counter
 	duration                                                handlerHistogram
-	pending, lag, dlqSize                                   gauge
+	pending, lag, dlqSize, inflight, queued                 gauge
 }
 
 type handlerHistogram interface{ Update(v float64) }
@@ -48,19 +67,37 @@ func newHandlerMetrics(set *metrics.Set, topic, group string) *handlerMetrics {
 		return set.GetOrCreateGauge(metrics.Name(name, "topic", topic, "group", group), nil)
 	}
 	return &handlerMetrics{
-		consumed:       c(MetricConsumed),
-		acked:          c(MetricAcked),
-		filtered:       c(MetricFiltered),
-		errors:         c(MetricHandlerErrors),
-		retried:        c(MetricRetried),
-		redelivered:    c(MetricRedelivered),
-		deadLettered:   c(MetricDeadLettered),
-		poison:         c(MetricPoison),
-		trimmedPending: c(MetricTrimmedWhilePend),
-		dlqTrimmed:     set.GetOrCreateCounter(metrics.Name(MetricDeadLetterTrimmed, "topic", topic)),
-		duration:       set.GetOrCreatePrometheusHistogram(metrics.Name(MetricHandlerDuration, "topic", topic, "group", group)),
-		pending:        g(MetricPending),
-		lag:            g(MetricLag),
-		dlqSize:        set.GetOrCreateGauge(metrics.Name(MetricDeadLetterSize, "topic", topic), nil),
+		set: set, topic: topic, group: group,
+		consumed:         c(MetricConsumed),
+		acked:            c(MetricAcked),
+		filtered:         c(MetricFiltered),
+		errors:           c(MetricHandlerErrors),
+		timeouts:         c(MetricHandlerTimeouts),
+		retried:          c(MetricRetried),
+		redelivered:      c(MetricRedelivered),
+		deadLettered:     c(MetricDeadLettered),
+		poison:           c(MetricPoison),
+		trimmedPending:   c(MetricTrimmedWhilePend),
+		leaseLost:        c(MetricLeaseLost),
+		consumersRemoved: c(MetricConsumersRemoved),
+		dlqTrimmed:       set.GetOrCreateCounter(metrics.Name(MetricDeadLetterTrimmed, "topic", topic)),
+		duration:         set.GetOrCreatePrometheusHistogram(metrics.Name(MetricHandleLatency, "topic", topic, "group", group)),
+		pending:          g(MetricPending),
+		lag:              g(MetricLag),
+		inflight:         g(MetricInFlight),
+		queued:           g(MetricQueued),
+		dlqSize:          set.GetOrCreateGauge(metrics.Name(MetricDeadLetterSize, "topic", topic), nil),
 	}
+}
+
+// backgroundError counts one failed background call of op.
+func (m *handlerMetrics) backgroundError(op string) {
+	m.set.GetOrCreateCounter(backgroundErrorName(m.topic, m.group, op)).Inc()
+}
+
+func backgroundErrorName(topic, group, op string) string {
+	if group == "" {
+		return metrics.Name(MetricBackgroundErrors, "topic", topic, "op", op)
+	}
+	return metrics.Name(MetricBackgroundErrors, "topic", topic, "group", group, "op", op)
 }

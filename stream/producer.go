@@ -60,8 +60,11 @@ func WithMaxLen(n int64) SendOption { return func(o *sendOptions) { o.maxLen = n
 // Send writes msg to topic and returns the new entry's id. An empty msg.Key becomes NextKey
 // in decimal; a zero msg.SendTime becomes now. It returns an error wrapping
 // redstream.ErrInvalidConfig for a nil message or a bad topic name, and an error for a body
-// that cannot be encoded as JSON or a Redis failure.
+// that cannot be encoded as JSON or a Redis failure. A ctx without deadline gets one of
+// DefaultCallTimeout.
 func (p *Producer) Send(ctx context.Context, topic string, msg Sendable, opts ...SendOption) (string, error) {
+	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
+	defer cancel()
 	if msg == nil {
 		return "", errInvalid("Send: nil message")
 	}

@@ -10,16 +10,19 @@ import (
 )
 
 // DeliveryRetryPolicy decides how often a failing entry is delivered and how long it waits
-// between deliveries. A handler error with retry leaves the entry pending; the consumer's
-// pending-entry scan delivers it again once it has been idle for NextBackoff(its delivery
-// count), until MaxDeliveries deliveries have failed: then it is dead-lettered.
+// between deliveries. A handler error with retry leaves the entry pending; the consumer that
+// failed it delivers it again NextBackoff(its delivery count) after the failure, until
+// MaxDeliveries deliveries have failed: then it is dead-lettered. If that consumer is gone,
+// another one takes the entry over once it has been idle for max(Autoclaim.MinIdle,
+// NextBackoff).
 // Implementations must be safe for concurrent use.
 type DeliveryRetryPolicy interface {
 	// MaxDeliveries is the most deliveries of one entry, the first one included (>= 1).
 	MaxDeliveries() int
 	// NextBackoff is how long an entry delivered deliveryCount times (>= 1) must stay idle
-	// before it is delivered again. Results under a millisecond count as one millisecond.
-	// It is evaluated on every scan, so a jittered policy draws anew each time.
+	// before it is delivered again. Results are clamped to 1 ms..MaxDuration. It is evaluated
+	// at each failure (and on every crash-recovery scan), so a jittered policy draws anew
+	// each time.
 	NextBackoff(deliveryCount int64) time.Duration
 }
 
@@ -65,18 +68,6 @@ func (p ExponentialRetryPolicy) MaxDeliveries() int { return max(p.Max, 1) }
 func (p ExponentialRetryPolicy) NextBackoff(deliveryCount int64) time.Duration {
 	d := p.Backoff.Delay(deliveryCount, 0, func(n int64) int64 { return rand.Int64N(n) })
 	return time.Duration(d) * time.Microsecond
-}
-
-// backoffTable returns the reclaim script's backoff arguments (ms, >= 1) for deliveries
-// 1..min(max, 64).
-func backoffTable(p DeliveryRetryPolicy, maxDeliveries int) []string {
-	n := min(maxDeliveries, 64)
-	out := make([]string, 0, n)
-	for i := 1; i <= n; i++ {
-		ms := p.NextBackoff(int64(i)).Milliseconds()
-		out = append(out, fmt.Sprint(max(ms, 1)))
-	}
-	return out
 }
 
 // ErrMaxRetryExceeded matches (errors.Is) the error OnFailure receives when an entry is

@@ -36,3 +36,23 @@ var (
 	sinkWriteScript  = rueidis.NewLuaScript(sinkWriteLua)
 	dlqLastScript    = rueidis.NewLuaScript(dlqLastLua)
 )
+
+// Scripts of the consumer's leases, retries and housekeeping.
+var (
+	//go:embed scripts/lease.lua
+	leaseLua string
+	//go:embed scripts/redeliver.lua
+	redeliverLua string
+	//go:embed scripts/leave.lua
+	leaveLua string
+	//go:embed scripts/reap.lua
+	reapLua string
+	//go:embed scripts/lag.lua
+	lagLua string
+
+	leaseScript     = rueidis.NewLuaScript(leaseLua)
+	redeliverScript = rueidis.NewLuaScript(redeliverLua)
+	leaveScript     = rueidis.NewLuaScript(leaveLua)
+	reapScript      = rueidis.NewLuaScript(reapLua)
+	lagScript       = rueidis.NewLuaScript(lagLua)
+)

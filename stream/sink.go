@@ -60,7 +60,8 @@ func (s *ListSink) Invoke(ctx context.Context, r Record) error {
 }
 
 // Write appends r.Value unless r.IdempotencyKey was written before (within the TTL), and
-// reports whether it was appended. An empty idempotency key is an error.
+// reports whether it was appended. An empty idempotency key is an error. A ctx without
+// deadline gets one of DefaultCallTimeout.
 func (s *ListSink) Write(ctx context.Context, r Record) (bool, error) {
 	w, err := s.write(ctx, []Record{r})
 	if err != nil {
@@ -70,7 +71,10 @@ func (s *ListSink) Write(ctx context.Context, r Record) (bool, error) {
 }
 
 // write runs sink_write.lua for rs and returns, per record, whether it was appended.
+// A ctx without deadline gets one of DefaultCallTimeout.
 func (s *ListSink) write(ctx context.Context, rs []Record) ([]bool, error) {
+	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
+	defer cancel()
 	keys := make([]string, 0, len(rs)+1)
 	args := make([]string, 0, len(rs)+1)
 	keys = append(keys, s.list)
@@ -140,6 +144,7 @@ func (s *CheckpointedListSink) Buffered() int {
 // Checkpoint writes every buffered record in one atomic script and empties the buffer; it
 // returns how many records were appended (the rest were duplicates). On error the buffer is
 // kept, so the next Checkpoint tries again (the script being atomic, nothing was written).
+// A ctx without deadline gets one of DefaultCallTimeout.
 func (s *CheckpointedListSink) Checkpoint(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -13,7 +13,7 @@ import (
 )
 
 // Trimmer trims topic streams by Config.Trim. A Consumer runs one for its topics every
-// Trim.IntervalMs; use one directly to trim on demand (for topics nobody consumes in this
+// Trim.Interval; use one directly to trim on demand (for topics nobody consumes in this
 // process, say). It is safe for concurrent use and does not own its client.
 type Trimmer struct {
 	client rueidis.Client
@@ -40,14 +40,19 @@ func NewTrimmer(client rueidis.Client, cfg Config) (*Trimmer, error) {
 //     acknowledged (XTRIM MAXLEN = n ACKED on Redis 8.2+, else trim_safe.lua's MINID);
 //   - TrimMaxLen: XTRIM MAXLEN = n, the seed's exact trimming, consumed or not;
 //   - TrimOff: nothing.
+//
+// A ctx without deadline gets one of 30 s (trimming a long stream takes several calls).
 func (t *Trimmer) Trim(ctx context.Context, topic string) (int64, error) {
+	ctx, cancel := withDefaultDeadline(ctx, trimTimeout)
+	defer cancel()
 	stream, err := StreamName(t.cfg, topic)
 	if err != nil {
 		return 0, err
 	}
+	t.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricTrimAttempts, "topic", topic)).Inc()
 	n, err := t.trim(ctx, stream)
 	if n > 0 {
-		t.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricTrimmed, "topic", topic)).Add(int(n))
+		t.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricTrimDeleted, "topic", topic)).Add(int(n))
 	}
 	return n, err
 }

@@ -1,11 +1,12 @@
--- reclaim.lua: one page of a consumer group's pending-entry scan. Every pending entry that has
--- been idle at least its retry backoff is
+-- reclaim.lua: one page of a consumer group's pending-entry scan (crash recovery). Every
+-- pending entry that has been idle at least its takeover time is
 --   - claimed for ARGV[2] (XCLAIM, which counts a new delivery) when it was delivered fewer
---     than ARGV[5] times;
+--     than ARGV[5] times, as long as fewer than ARGV[6] entries were claimed in this call;
 --   - reported as expired, unclaimed, when it was delivered ARGV[5] times or more (the caller
 --     dead-letters it with deadletter.lua);
 --   - acknowledged and reported as deleted when it is no longer in the stream (trimmed or
 --     deleted while pending; what XAUTOCLAIM reports as deleted ids).
+-- Entries a live consumer holds are never idle that long: it refreshes them (lease.lua).
 --
 -- KEYS[1]  the topic stream
 -- ARGV[1]  consumer group
@@ -13,7 +14,9 @@
 -- ARGV[3]  first entry id of the page, inclusive ("-" for the start; "(id" is exclusive)
 -- ARGV[4]  most pending entries examined
 -- ARGV[5]  max deliveries
--- ARGV[6..] backoff in ms after delivery 1, 2, ...; the last one applies to later deliveries
+-- ARGV[6]  most entries claimed (the caller's free handler slots); 0 claims nothing
+-- ARGV[7..] takeover time in ms after delivery 1, 2, ...; the last one applies to later
+--          deliveries
 --
 -- Reply: {next, claimed, expired, deleted}
 --   next     the ARGV[3] of the next page, or "" when the scan is complete
@@ -23,9 +26,10 @@
 local stream, group, me = KEYS[1], ARGV[1], ARGV[2]
 local count = tonumber(ARGV[4])
 local maxd = tonumber(ARGV[5])
+local room = tonumber(ARGV[6])
 local backoff = {}
 local minidle = nil
-for i = 6, #ARGV do
+for i = 7, #ARGV do
   local b = tonumber(ARGV[i])
   backoff[#backoff + 1] = b
   if minidle == nil or b < minidle then
@@ -33,10 +37,11 @@ for i = 6, #ARGV do
   end
 end
 if minidle == nil then
-  return redis.error_reply('reclaim.lua: no backoff given')
+  return redis.error_reply('reclaim.lua: no takeover time given')
 end
 local p = redis.call('XPENDING', stream, group, 'IDLE', minidle, ARGV[3], '+', count)
 local claimed, expired, deleted = {}, {}, {}
+local next = ''
 for _, e in ipairs(p) do
   local id, owner, idle, n = e[1], e[2], e[3], e[4]
   local need = backoff[math.min(math.max(n, 1), #backoff)]
@@ -47,6 +52,10 @@ for _, e in ipairs(p) do
       deleted[#deleted + 1] = id
     elseif n >= maxd then
       expired[#expired + 1] = {id, r[1][2], n, owner, idle}
+    elseif #claimed >= room then
+      -- no free slot: the rest of the page waits for the next scan
+      next = id
+      break
     else
       local c = redis.call('XCLAIM', stream, group, me, need, id)
       if #c > 0 and c[1] then
@@ -55,8 +64,7 @@ for _, e in ipairs(p) do
     end
   end
 end
-local next = ''
-if #p >= count then
+if next == '' and #p >= count then
   next = '(' .. p[#p][1]
 end
 return {next, claimed, expired, deleted}

@@ -1,0 +1,377 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// handlerRT is a registered handler at run time, with its body type erased. Its goroutines:
+// reader (reader.go), scanner and lease keeper (reclaim.go), Concurrency workers and the
+// acknowledger (this file, ack.go).
+type handlerRT struct {
+	c            *Consumer
+	topic, group string
+	stream, dlq  string
+	concurrency  int
+	capacity     int // most entries held at once: Concurrency + ReadCount
+	policy       DeliveryRetryPolicy
+	maxd         int
+	noRetry      bool
+	timeout      time.Duration
+	startID      string
+	log          *slog.Logger
+	m            *handlerMetrics
+	process      func(ctx context.Context, j job)
+	expired      func(ctx context.Context, e entry, deliveries, minIdle int64)
+
+	work chan job    // held entries waiting for a worker
+	acks chan string // ids to acknowledge (batched)
+
+	mu         sync.Mutex
+	held       map[string]struct{} // entries in hand: queued, being handled or dead-lettered
+	reserved   int                 // handler slots promised to a read or scan in progress
+	retries    retryQueue          // own failed entries waiting for their backoff
+	readCancel context.CancelFunc  // cancels the read in progress (Pause)
+
+	wake     chan struct{} // a slot was freed (for the reader)
+	wakeScan chan struct{} // a slot was freed (for the scanner)
+	scanNow  chan struct{} // a retry was scheduled earlier than the next scan
+
+	running   atomic.Int64 // Handle calls in progress
+	lastRead  atomic.Int64 // unix ns of the last successful XREADGROUP
+	pendingN  atomic.Int64 // the group's pending entries, as last seen
+	lagN      atomic.Int64 // the group's lag, as last seen (-1 unknown)
+	lagExact  atomic.Bool  // lagN is XINFO's lag (not the capped count)
+	dlqN      atomic.Int64 // dead letters, as last seen
+	gaugesAt  atomic.Int64 // unix ns of the last gauge refresh
+	reapAt    time.Time    // last removal of idle consumers (scanner goroutine only)
+	producers sync.WaitGroup
+	workers   sync.WaitGroup
+	quit      chan struct{} // closed when the workers and the acknowledger have exited
+
+	readState, ackState, scanState, retryState, leaseState, dlqState, gaugeState, houseState opState
+}
+
+// job is one delivery to handle.
+type job struct {
+	e          entry
+	deliveries int64
+}
+
+// retryEntry is an own failed entry waiting for its backoff.
+type retryEntry struct {
+	at         time.Time     // when the backoff ends
+	deliveries int64         // deliveries so far
+	backoff    time.Duration // the backoff drawn at the failure
+}
+
+func (h *handlerRT) start() {
+	c := h.c
+	h.lagN.Store(-1)
+	h.work = make(chan job, h.capacity)
+	h.acks = make(chan string, h.capacity+64)
+	h.quit = make(chan struct{})
+	h.producers.Add(2)
+	go h.reader()
+	go h.scanner()
+	h.workers.Add(h.concurrency)
+	for i := 0; i < h.concurrency; i++ {
+		go h.worker()
+	}
+	c.workers.Add(1)
+	go func() { h.workers.Wait(); c.workers.Done() }()
+	c.wg.Add(4)
+	go func() { defer c.wg.Done(); h.producers.Wait(); close(h.work) }()
+	go func() { defer c.wg.Done(); h.workers.Wait(); close(h.acks) }()
+	go func() { defer c.wg.Done(); h.acker(); close(h.quit) }()
+	go func() { defer c.wg.Done(); h.leaseKeeper() }()
+}
+
+// ensureGroup creates the group at startID with MKSTREAM; an existing group is fine.
+func (h *handlerRT) ensureGroup(ctx context.Context, startID string) error {
+	cl := h.c.client
+	err := cl.Do(ctx, cl.B().XgroupCreate().Key(h.stream).Group(h.group).Id(startID).Mkstream().Build()).Error()
+	if err != nil && !rueidis.IsRedisBusyGroup(err) {
+		return fmt.Errorf("stream: create group %q on %q: %w", h.group, h.stream, err)
+	}
+	return nil
+}
+
+func isNoGroup(err error) bool {
+	var re *rueidis.RedisError
+	if errors.As(err, &re) {
+		return strings.Contains(re.Error(), "NOGROUP")
+	}
+	return strings.Contains(fmt.Sprint(err), "NOGROUP")
+}
+
+// recoverGroup recreates a lost group (after a Redis restart) at "0".
+func (h *handlerRT) recoverGroup() {
+	ctx, cancel := h.c.ioContext(h.c.hardCtx)
+	defer cancel()
+	if err := h.ensureGroup(ctx, "0"); err != nil {
+		h.m.backgroundError(opGroup)
+		h.c.report(err)
+		return
+	}
+	h.log.Warn("stream: consumer group recreated (lost with a Redis restart?)")
+}
+
+// reserve promises up to n free handler slots to a read or scan and returns how many.
+func (h *handlerRT) reserve(n int) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	free := h.capacity - len(h.held) - h.reserved
+	n = max(min(n, free), 0)
+	h.reserved += n
+	return n
+}
+
+// unreserve returns n promised slots.
+func (h *handlerRT) unreserve(n int) {
+	if n <= 0 {
+		return
+	}
+	h.mu.Lock()
+	h.reserved -= n
+	h.mu.Unlock()
+	h.signal()
+}
+
+// dispatch turns one reserved slot into a held entry and queues it for a worker. An entry
+// already held (claimed again while in hand, which a working lease prevents) is not queued
+// twice. The slot is used either way.
+func (h *handlerRT) dispatch(j job) {
+	h.mu.Lock()
+	h.reserved--
+	_, dup := h.held[j.e.id]
+	if !dup {
+		h.held[j.e.id] = struct{}{}
+		h.retries.remove(j.e.id)
+	}
+	queued := len(h.held) - int(h.running.Load())
+	h.mu.Unlock()
+	if dup {
+		h.log.Warn("stream: an entry in hand was claimed again (its lease lapsed); not handled twice", "id", j.e.id)
+		h.signal()
+		return
+	}
+	h.m.queued.Set(float64(max(queued, 0)))
+	h.work <- j // never blocks: len(held) <= capacity = cap(work)
+}
+
+// release drops ids from the held set: they are acknowledged, dead-lettered, waiting for a
+// retry or left pending.
+func (h *handlerRT) release(ids ...string) {
+	h.mu.Lock()
+	for _, id := range ids {
+		delete(h.held, id)
+	}
+	queued := len(h.held) - int(h.running.Load())
+	h.mu.Unlock()
+	h.m.queued.Set(float64(max(queued, 0)))
+	h.signal()
+}
+
+// heldIDs returns the ids in hand.
+func (h *handlerRT) heldIDs() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ids := make([]string, 0, len(h.held))
+	for id := range h.held {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func (h *handlerRT) signal() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case h.wakeScan <- struct{}{}:
+	default:
+	}
+}
+
+// scheduleRetry records an own failed entry: the scanner delivers it again after backoff.
+func (h *handlerRT) scheduleRetry(id string, deliveries int64, backoff time.Duration) {
+	at := time.Now().Add(backoff)
+	h.mu.Lock()
+	h.retries.set(id, retryEntry{at: at, deliveries: deliveries, backoff: backoff})
+	delete(h.held, id)
+	h.mu.Unlock()
+	h.signal()
+	select {
+	case h.scanNow <- struct{}{}:
+	default:
+	}
+	h.log.Debug("stream: retry scheduled", "id", id, "deliveries", deliveries, "backoff", backoff)
+}
+
+func (h *handlerRT) worker() {
+	defer h.workers.Done()
+	for j := range h.work {
+		if h.c.hardCtx.Err() != nil {
+			h.release(j.e.id) // cut short by the shutdown: stays pending
+			continue
+		}
+		h.process(h.c.hardCtx, j)
+	}
+}
+
+// backoff returns the policy's backoff after delivery n, within 1 ms..MaxDuration.
+func (h *handlerRT) backoff(n int64) time.Duration {
+	return clampBackoff(h.policy.NextBackoff(max(n, 1)))
+}
+
+func clampBackoff(d time.Duration) time.Duration {
+	return min(max(d, time.Millisecond), MaxDuration)
+}
+
+// ErrHandlerTimeout matches (errors.Is) the error of a delivery whose Handle call outlived
+// Handler.Timeout (its context was cancelled at the deadline).
+var ErrHandlerTimeout = errors.New("stream: handler timed out")
+
+// handlerTimeoutError is a handler's error after its Timeout.
+type handlerTimeoutError struct {
+	timeout time.Duration
+	err     error
+}
+
+func (e *handlerTimeoutError) Error() string {
+	return fmt.Sprintf("stream: handler timed out after %v: %v", e.timeout, e.err)
+}
+func (e *handlerTimeoutError) Is(target error) bool { return target == ErrHandlerTimeout }
+func (e *handlerTimeoutError) Unwrap() error        { return e.err }
+
+// processTyped runs one delivery through h's hooks and handler and acts on the outcome.
+func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], j job) {
+	c := rt.c
+	id := j.e.id
+	settled := false // the entry left the held set (acked, dead-lettered, retry scheduled)
+	defer func() {
+		if r := recover(); r != nil {
+			c.report(fmt.Errorf("stream: hook of %s/%s panicked on %s: %v (the entry stays pending)", rt.topic, rt.group, id, r))
+		}
+		if !settled {
+			rt.release(id)
+		}
+	}()
+	if rg, ok := j.e.get(fieldReplayGroup); ok && rg != rt.group {
+		rt.m.filtered.Inc()
+		settled = rt.enqueueAck(id) // a replay meant for another group
+		return
+	}
+	m := &Message[T]{ID: id, Topic: rt.topic, Group: rt.group, Consumer: c.name, DeliveryCount: j.deliveries}
+	raw, err := decodeInto(m, j.e)
+	if err != nil {
+		rt.m.poison.Inc()
+		if raw == nil {
+			b, _ := j.e.get(FieldBody)
+			raw = []byte(b)
+		}
+		if rt.deadLetter(id, "poison: "+err.Error(), 0, c.name, true) && h.OnFailure != nil {
+			h.OnFailure(ctx, nil, raw, err)
+		}
+		return
+	}
+	if h.Filter != nil && h.Filter(m) {
+		rt.m.filtered.Inc()
+		settled = rt.enqueueAck(id)
+		return
+	}
+	d := &delivery{h: rt, id: id}
+	m.d = d
+	hctx, cancel := ctx, context.CancelFunc(func() {})
+	if rt.timeout > 0 {
+		hctx, cancel = context.WithTimeout(ctx, rt.timeout)
+	}
+	running := rt.running.Add(1)
+	rt.m.inflight.Set(float64(running))
+	start := time.Now()
+	err = safeHandle(hctx, h.Handle, m)
+	rt.m.duration.Update(time.Since(start).Seconds())
+	rt.m.inflight.Set(float64(rt.running.Add(-1)))
+	timedOut := rt.timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancel()
+	if err == nil {
+		rt.m.consumed.Inc()
+		if h.OnSuccess != nil {
+			h.OnSuccess(ctx, m)
+		}
+		if !d.deferred.Load() && !d.acked.Swap(true) {
+			settled = rt.enqueueAck(id)
+		}
+		return
+	}
+	rt.m.errors.Inc()
+	if timedOut {
+		rt.m.timeouts.Inc()
+		err = &handlerTimeoutError{timeout: rt.timeout, err: err}
+	} else if ctx.Err() != nil {
+		return // cut short by the shutdown: stays pending
+	}
+	retry := !rt.noRetry && !IsPermanent(err)
+	if retry && j.deliveries < int64(rt.maxd) {
+		rt.m.retried.Inc()
+		rt.touch(id) // the backoff counts from now
+		rt.scheduleRetry(id, j.deliveries, rt.backoff(j.deliveries))
+		settled = true
+		return
+	}
+	ferr := err
+	if retry {
+		ferr = &MaxRetryError{Deliveries: j.deliveries, Max: rt.maxd, Err: err}
+	}
+	if rt.deadLetter(id, ferr.Error(), 0, c.name, true) && h.OnFailure != nil {
+		h.OnFailure(ctx, m, raw, ferr)
+	}
+}
+
+// expireTyped dead-letters an entry the scan found delivered max times and idle (its
+// consumer vanished during the last delivery), and tells OnFailure.
+func expireTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], e entry, deliveries, minIdle int64) {
+	c := rt.c
+	ferr := error(&MaxRetryError{Deliveries: deliveries, Max: rt.maxd})
+	if !rt.deadLetter(e.id, ferr.Error(), minIdle, "", false) || h.OnFailure == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.report(fmt.Errorf("stream: OnFailure of %s/%s panicked on %s: %v", rt.topic, rt.group, e.id, r))
+		}
+	}()
+	m := &Message[T]{ID: e.id, Topic: rt.topic, Group: rt.group, Consumer: c.name, DeliveryCount: deliveries}
+	raw, err := decodeInto(m, e)
+	if err != nil {
+		if raw == nil {
+			b, _ := e.get(FieldBody)
+			raw = []byte(b)
+		}
+		h.OnFailure(ctx, nil, raw, fmt.Errorf("%w (%w)", ferr, err))
+		return
+	}
+	h.OnFailure(ctx, m, raw, ferr)
+}
+
+func safeHandle[T any](ctx context.Context, f func(context.Context, *Message[T]) error, m *Message[T]) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("stream: handler panicked: %v", r)
+		}
+	}()
+	return f(ctx, m)
+}
+
+// fieldReplayGroup marks an entry replayed from a dead letter for one group only.
+const fieldReplayGroup = "replay_group"

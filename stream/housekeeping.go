@@ -1,0 +1,144 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// housekeeping runs on the scanner's goroutine: it refreshes the gauges every
+// Autoclaim.Interval and removes idle, empty consumers from the group every
+// ConsumerTimeout/4 (within 1 s..1 min).
+func (h *handlerRT) housekeeping() {
+	c := h.c
+	now := time.Now()
+	if last := h.gaugesAt.Load(); last == 0 || now.Sub(time.Unix(0, last)) >= c.cfg.Autoclaim.Interval {
+		h.updateGauges()
+	}
+	if c.cfg.ConsumerTimeout > 0 {
+		period := min(max(c.cfg.ConsumerTimeout/4, time.Second), time.Minute)
+		if h.reapAt.IsZero() || now.Sub(h.reapAt) >= period {
+			h.reapAt = now
+			h.reap()
+		}
+	}
+}
+
+// updateGauges refreshes the pending, lag and dead-letter size gauges (and Stats).
+func (h *handlerRT) updateGauges() {
+	c := h.c
+	cl := c.client
+	ctx, cancel := c.ioContext(c.runCtx)
+	defer cancel()
+	res := cl.DoMulti(ctx, cl.B().XinfoGroups().Key(h.stream).Build(), cl.B().Xlen().Key(h.dlq).Build())
+	h.gaugesAt.Store(time.Now().UnixNano())
+	if n, err := res[1].AsInt64(); err == nil {
+		h.dlqN.Store(n)
+		h.m.dlqSize.Set(float64(n))
+	}
+	groups, err := res[0].ToArray()
+	if err != nil {
+		if c.runCtx.Err() == nil && !isNoGroup(err) {
+			h.m.backgroundError(opGauges)
+			h.gaugeState.fail(h.log, "stream: reading the group's state fails", err)
+		}
+		return
+	}
+	h.gaugeState.ok(h.log, "stream: reading the group's state works again")
+	for _, g := range groups {
+		info, err := g.AsMap()
+		if err != nil {
+			continue
+		}
+		nm, pd, ld := info["name"], info["pending"], info["last-delivered-id"]
+		if name, _ := nm.ToString(); name != h.group {
+			continue
+		}
+		if p, err := pd.AsInt64(); err == nil {
+			h.pendingN.Store(p)
+			h.m.pending.Set(float64(p))
+		}
+		lag, exact := groupLag(info)
+		if !exact {
+			last, _ := ld.ToString()
+			lag = h.countLag(ctx, last)
+		}
+		h.lagN.Store(lag)
+		h.lagExact.Store(exact)
+		if lag >= 0 {
+			h.m.lag.Set(float64(lag))
+		}
+	}
+}
+
+// groupLag returns the lag field of one XINFO GROUPS entry, and false when there is none
+// (Redis 6.2) or it is nil (Redis cannot compute it).
+func groupLag(info map[string]rueidis.RedisMessage) (int64, bool) {
+	l, ok := info["lag"]
+	if !ok {
+		return -1, false
+	}
+	v, err := l.AsInt64()
+	if err != nil {
+		return -1, false
+	}
+	return v, true
+}
+
+// countLag counts the entries after last, up to LagCountCap (lag.lua); -1 on failure.
+func (h *handlerRT) countLag(ctx context.Context, last string) int64 {
+	if last == "" {
+		return -1
+	}
+	n, err := lagScript.Exec(ctx, h.c.client, []string{h.stream}, []string{last, strconv.Itoa(LagCountCap)}).AsInt64()
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// reap deletes the group's consumers that are idle for ConsumerTimeout and own no entry.
+func (h *handlerRT) reap() {
+	c := h.c
+	ctx, cancel := c.ioContext(c.runCtx)
+	defer cancel()
+	removed, err := reapScript.Exec(ctx, c.client, []string{h.stream},
+		[]string{h.group, c.name, strconv.FormatInt(c.cfg.ConsumerTimeout.Milliseconds(), 10)}).AsStrSlice()
+	if err != nil {
+		if c.runCtx.Err() == nil && !isNoGroup(err) {
+			h.m.backgroundError(opHousekeeping)
+			err = fmt.Errorf("stream: remove idle consumers of %s/%s: %w", h.stream, h.group, err)
+			h.houseState.fail(h.log, "stream: removing idle consumers fails", err)
+			c.report(err)
+		}
+		return
+	}
+	h.houseState.ok(h.log, "stream: removing idle consumers works again")
+	if len(removed) > 0 {
+		h.m.consumersRemoved.Add(len(removed))
+		h.log.Info("stream: removed idle consumers without pending entries from the group", "consumers", removed,
+			"consumer_timeout", c.cfg.ConsumerTimeout)
+	}
+}
+
+// leaveGroups deletes this consumer from each group where it owns no pending entry, once
+// every goroutine has exited (Close). It is bounded by Close's deadline, and by one second.
+func (c *Consumer) leaveGroups() {
+	for _, h := range c.handlers {
+		ctx, cancel := c.ioContext(context.Background())
+		ctx, cancel2 := context.WithTimeout(ctx, closeGrace)
+		n, err := leaveScript.Exec(ctx, c.client, []string{h.stream}, []string{h.group, c.name}).AsInt64()
+		cancel2()
+		cancel()
+		switch {
+		case err != nil && !isNoGroup(err):
+			h.m.backgroundError(opHousekeeping)
+			h.log.Warn("stream: could not leave the group; the name stays until another consumer removes it", "error", err)
+		case err == nil && n == 0:
+			h.log.Info("stream: consumer keeps its name in the group: it owns pending entries")
+		}
+	}
+}

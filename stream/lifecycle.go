@@ -1,0 +1,199 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Pause stops reading new entries and redelivering pending ones, in every handler of c; a
+// read in progress is interrupted. Handlers already running finish, and the entries in hand
+// keep their lease. Pause on a paused, new or closed Consumer does nothing.
+func (c *Consumer) Pause() {
+	c.mu.Lock()
+	if c.state == stateClosed || c.resume != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.resume = make(chan struct{})
+	hs := c.handlers
+	c.mu.Unlock()
+	for _, h := range hs {
+		h.cancelRead()
+	}
+	c.log.Info("stream: consumer paused")
+}
+
+// Resume undoes Pause. Resume on a Consumer that is not paused does nothing.
+func (c *Consumer) Resume() {
+	c.mu.Lock()
+	ch := c.resume
+	c.resume = nil
+	c.mu.Unlock()
+	if ch != nil {
+		close(ch)
+		c.log.Info("stream: consumer resumed")
+	}
+}
+
+// IsPaused reports whether c is paused.
+func (c *Consumer) IsPaused() bool { return c.isPaused() }
+
+func (c *Consumer) isPaused() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.resume != nil
+}
+
+// pausedChan returns a channel closed by Resume while c is paused, and nil otherwise.
+func (c *Consumer) pausedChan() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.resume == nil {
+		return nil
+	}
+	return c.resume
+}
+
+// waitResumed waits while c is paused; it reports false once Close has begun.
+func (c *Consumer) waitResumed() bool {
+	c.mu.Lock()
+	ch := c.resume
+	c.mu.Unlock()
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-c.runCtx.Done():
+		}
+	}
+	return c.runCtx.Err() == nil
+}
+
+// IsRunning reports whether c was started and Close has not begun.
+func (c *Consumer) IsRunning() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == stateRunning
+}
+
+// InFlight returns the number of Handle calls running, over every handler.
+func (c *Consumer) InFlight() int {
+	c.mu.Lock()
+	hs := c.handlers
+	c.mu.Unlock()
+	n := 0
+	for _, h := range hs {
+		n += int(h.running.Load())
+	}
+	return n
+}
+
+// Stats is a snapshot of a Consumer's state.
+type Stats struct {
+	Running  bool // started and not closing
+	Paused   bool
+	InFlight int // Handle calls running, over every handler
+	Handlers []HandlerStats
+}
+
+// HandlerStats is the state of one registered handler. Pending, Lag and DeadLetters are read
+// from Redis by the scanner, every Autoclaim.Interval; RefreshedAt says when (zero before the
+// first refresh).
+type HandlerStats struct {
+	Topic, Group string
+	// Reading is true while the reader runs (started, not paused, not closing) and its last
+	// read succeeded.
+	Reading bool
+	// LastRead is the time of the last successful XREADGROUP (zero before the first).
+	LastRead time.Time
+	// InFlight is the number of Handle calls running.
+	InFlight int
+	// Queued is the number of entries read or claimed that wait for a free handler.
+	Queued int
+	// RetriesScheduled is the number of this consumer's failed entries waiting for their
+	// backoff to end.
+	RetriesScheduled int
+	// Pending is the group's pending entries, over all its consumers.
+	Pending int64
+	// Lag is the number of entries not yet delivered to the group, -1 when unknown. LagExact
+	// tells whether it is the server's figure (XINFO GROUPS, Redis 7.0+) or a count of the
+	// entries after the group's last-delivered id, capped at LagCountCap (Redis 6.2, or
+	// when Redis cannot compute the lag).
+	Lag      int64
+	LagExact bool
+	// DeadLetters is the number of entries in the topic's dead-letter stream.
+	DeadLetters int64
+	// RefreshedAt is when Pending, Lag and DeadLetters were read.
+	RefreshedAt time.Time
+}
+
+// LagCountCap caps the lag counted where the server reports none.
+const LagCountCap = 10000
+
+// Stats returns a snapshot of c's state. It sends nothing to Redis.
+func (c *Consumer) Stats() Stats {
+	c.mu.Lock()
+	s := Stats{Running: c.state == stateRunning, Paused: c.resume != nil}
+	hs := c.handlers
+	c.mu.Unlock()
+	for _, h := range hs {
+		h.mu.Lock()
+		held, retries := len(h.held), h.retries.len()
+		h.mu.Unlock()
+		running := int(h.running.Load())
+		hst := HandlerStats{
+			Topic: h.topic, Group: h.group,
+			Reading:          s.Running && !s.Paused && !h.readState.isFailing() && h.lastRead.Load() != 0,
+			InFlight:         running,
+			Queued:           max(held-running, 0),
+			RetriesScheduled: retries,
+			Pending:          h.pendingN.Load(),
+			Lag:              h.lagN.Load(),
+			LagExact:         h.lagExact.Load(),
+			DeadLetters:      h.dlqN.Load(),
+		}
+		if ns := h.lastRead.Load(); ns != 0 {
+			hst.LastRead = time.Unix(0, ns)
+		}
+		if ns := h.gaugesAt.Load(); ns != 0 {
+			hst.RefreshedAt = time.Unix(0, ns)
+		}
+		s.InFlight += running
+		s.Handlers = append(s.Handlers, hst)
+	}
+	return s
+}
+
+// Healthy is a readiness check (a Kubernetes readiness probe, say): it returns nil when c is
+// running, Redis answers a PING within ctx (2 s when ctx has no deadline), and no handler's
+// reads are failing. Otherwise it returns an error saying why: ErrNotRunning before Start,
+// ErrClosed once Close has begun, or the failures joined. A paused Consumer is healthy.
+func (c *Consumer) Healthy(ctx context.Context) error {
+	c.mu.Lock()
+	state, paused, hs := c.state, c.resume != nil, c.handlers
+	c.mu.Unlock()
+	switch state {
+	case stateNew:
+		return ErrNotRunning
+	case stateClosed:
+		return ErrClosed
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+	}
+	var errs []error
+	if err := c.client.Do(ctx, c.client.B().Ping().Build()).Error(); err != nil {
+		errs = append(errs, fmt.Errorf("stream: redis does not answer: %w", err))
+	}
+	if !paused {
+		for _, h := range hs {
+			if h.readState.isFailing() {
+				errs = append(errs, fmt.Errorf("stream: reads of %s/%s are failing", h.topic, h.group))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
