@@ -1,3 +1,3 @@
 package lua
 
-//go:generate go run ../tools/luagen -dir .
+//go:generate go run ../tools/luagen -src src -out .

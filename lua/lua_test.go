@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream/internal/luagen"
+	"github.com/redstream-go/redstream/internal/lualint"
 	"github.com/redstream-go/redstream/internal/redistest"
 	"github.com/redstream-go/redstream/lua"
 )
@@ -43,86 +43,85 @@ func TestScriptsListsEveryFile(t *testing.T) {
 	}
 }
 
-// TestContracts: every script is headed by its name and its KEYS/ARGV/reply contract.
+// TestContracts: every script is generated, then headed by its name and its
+// KEYS/ARGV/reply contract.
 func TestContracts(t *testing.T) {
 	for _, s := range lua.Scripts() {
 		t.Run(s.Name, func(t *testing.T) {
-			if !strings.HasPrefix(s.Source, "-- "+s.Name+".lua: ") {
-				t.Errorf("does not start with %q", "-- "+s.Name+".lua: ")
+			first, rest, _ := strings.Cut(s.Source, "\n")
+			if want := luagen.Header("src/" + s.Name + ".lua"); first != want {
+				t.Errorf("first line %q, want %q", first, want)
 			}
-			head := s.Source[:strings.Index(s.Source, "\n\n")+1]
+			if !strings.HasPrefix(rest, "-- "+s.Name+".lua: ") {
+				t.Errorf("contract does not start with %q", "-- "+s.Name+".lua: ")
+			}
 			for _, want := range []string{"-- KEYS", "-- ARGV[", "-- Reply:"} {
 				if !strings.Contains(s.Source, want) {
 					t.Errorf("contract lacks %q", want)
 				}
 			}
-			if head == "" {
-				t.Error("no header paragraph")
-			}
 		})
 	}
 }
 
-// TestGeneratedUpToDate fails when a script's luagen region is stale: run
-// `go generate ./lua/...`.
+// TestGeneratedUpToDate fails when a committed script differs from what its source in src/
+// assembles to: run `go generate ./lua/...`.
 func TestGeneratedUpToDate(t *testing.T) {
-	marked := 0
+	src := os.DirFS("src")
 	for _, s := range lua.Scripts() {
-		out, ok, err := luagen.Rewrite([]byte(s.Source))
+		want, err := luagen.Assemble(src, s.Name+".lua", "src/"+s.Name+".lua")
 		if err != nil {
 			t.Errorf("%s: %v", s.Name, err)
 			continue
 		}
-		if !ok {
-			continue
-		}
-		marked++
-		if string(out) != s.Source {
-			t.Errorf("%s.lua: generated constants are stale; run go generate ./lua/...", s.Name)
+		if string(want) != s.Source {
+			t.Errorf("%s.lua is stale; run go generate ./lua/...", s.Name)
 		}
 	}
-	if marked < 6 {
-		t.Errorf("only %d scripts carry generated constants, want every script that reads the clock", marked)
+	stale, err := luagen.Generate("src", ".", true)
+	if err != nil || len(stale) != 0 {
+		t.Errorf("luagen -check: stale %v, %v", stale, err)
 	}
 }
 
-// TestLint enforces the package's Lua rules on the source text.
-func TestLint(t *testing.T) {
-	rules := []struct {
-		re  *regexp.Regexp
-		why string
-	}{
-		{regexp.MustCompile(`\btostring\s*\(`), "tostring prints large numbers as 1.7e+15; use string.format('%d', x)"},
-		{regexp.MustCompile(`math\.(floor|ceil)\s*\(`), "floor/ceil of a float quotient can be off by one; use math.fmod"},
+// TestSharedSources: each algorithm, the clock prelude and the helpers are written once, in
+// src/; the scripts that use them include them rather than restate them.
+func TestSharedSources(t *testing.T) {
+	entries, err := filepath.Glob("src/*.lua")
+	if err != nil {
+		t.Fatal(err)
 	}
-	assign := regexp.MustCompile(`^\s*([a-zA-Z_][a-zA-Z_0-9]*)\s*=[^=]`)
-	local := regexp.MustCompile(`\blocal\s+(function\s+)?([a-zA-Z_][a-zA-Z_0-9 ,]*)`)
+	for _, e := range entries {
+		b, err := os.ReadFile(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, restated := range []string{"redis.call('TIME')", "local function quo", "local function pexpire", "local function gcra", "local function slidinglog"} {
+			if strings.Contains(string(b), restated) {
+				t.Errorf("%s restates %q; include the fragment instead", e, restated)
+			}
+		}
+	}
+	uses := map[string]int{}
 	for _, s := range lua.Scripts() {
-		declared := map[string]bool{}
-		for _, line := range strings.Split(s.Source, "\n") {
-			for _, m := range local.FindAllStringSubmatch(line, -1) {
-				for _, name := range strings.Split(m[2], ",") {
-					declared[strings.TrimSpace(name)] = true
-				}
+		for _, frag := range []string{"local now\n", "local function gcra(", "local function slidinglog(", "local function slidingcounter(", "local function fixedwindow("} {
+			if strings.Contains(s.Source, frag) {
+				uses[frag]++
 			}
-			if lhs, rhs, ok := multiAssign(line); ok {
-				for _, name := range lhs {
-					if regexp.MustCompile(`\b` + name + `\b`).MatchString(rhs) {
-						t.Errorf("%s.lua: %q reads %s, which it also assigns: gopher-lua (miniredis) assigns left to right; use a temporary", s.Name, strings.TrimSpace(line), name)
-					}
-				}
-			}
-			if m := assign.FindStringSubmatch(line); m != nil && !declared[m[1]] {
-				t.Errorf("%s.lua: %q assigns the global %s; declare it local", s.Name, strings.TrimSpace(line), m[1])
-			}
-			if strings.HasPrefix(strings.TrimSpace(line), "--") {
-				continue
-			}
-			for _, r := range rules {
-				if r.re.MatchString(line) {
-					t.Errorf("%s.lua: %q: %s", s.Name, strings.TrimSpace(line), r.why)
-				}
-			}
+		}
+	}
+	for frag, want := range map[string]int{"local now\n": 7, "local function gcra(": 2, "local function slidinglog(": 2, "local function slidingcounter(": 2, "local function fixedwindow(": 2} {
+		if uses[frag] != want {
+			t.Errorf("%q is in %d generated scripts, want %d", frag, uses[frag], want)
+		}
+	}
+}
+
+// TestLint applies the repository's Lua rules (internal/lualint) to the embedded scripts.
+func TestLint(t *testing.T) {
+	for _, s := range lua.Scripts() {
+		for _, f := range lualint.Check(s.Name+".lua", []byte(s.Source), lualint.Options{Contract: true}) {
+			t.Errorf("%s.lua:%s", s.Name, f)
 		}
 	}
 }
@@ -212,22 +211,6 @@ func TestTokenBucketReply(t *testing.T) {
 	if err != nil || stored != "1767225605000000" {
 		t.Errorf("stored TAT %q, %v; want the exact integer 1767225605000000", stored, err)
 	}
-}
-
-// multiAssign splits "a, b = x, y" (not a local declaration) into its targets and values.
-func multiAssign(line string) (lhs []string, rhs string, ok bool) {
-	l, r, found := strings.Cut(line, "=")
-	if !found || strings.HasPrefix(r, "=") || strings.ContainsAny(l, "<>~(") || !strings.Contains(l, ",") {
-		return nil, "", false
-	}
-	l = strings.TrimSpace(l)
-	if strings.HasPrefix(l, "local ") {
-		return nil, "", false
-	}
-	for _, n := range strings.Split(l, ",") {
-		lhs = append(lhs, strings.TrimSpace(n))
-	}
-	return lhs, r, true
 }
 
 func equal(a, b []int64) bool {

@@ -11,7 +11,7 @@ local cap = tonumber(ARGV[2])
 local n = 0
 local start = '(' .. ARGV[1]
 while n < cap do
-  local r = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', math.min(100, cap - n))
+  local r = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', string.format('%d', math.min(100, cap - n)))
   n = n + #r
   if #r < 100 then
     break

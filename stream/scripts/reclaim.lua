@@ -39,7 +39,7 @@ end
 if minidle == nil then
   return redis.error_reply('reclaim.lua: no takeover time given')
 end
-local p = redis.call('XPENDING', stream, group, 'IDLE', minidle, ARGV[3], '+', count)
+local p = redis.call('XPENDING', stream, group, 'IDLE', string.format('%d', minidle), ARGV[3], '+', string.format('%d', count))
 local claimed, expired, deleted = {}, {}, {}
 local next = ''
 for _, e in ipairs(p) do
@@ -57,7 +57,7 @@ for _, e in ipairs(p) do
       next = id
       break
     else
-      local c = redis.call('XCLAIM', stream, group, me, need, id)
+      local c = redis.call('XCLAIM', stream, group, me, string.format('%d', need), id)
       if #c > 0 and c[1] then
         claimed[#claimed + 1] = {id, c[1][2], n + 1}
       end

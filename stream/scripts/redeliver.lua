@@ -31,7 +31,7 @@ for i = 4, #ARGV - 1, 2 do
       redis.call('XACK', stream, group, id)
       deleted[#deleted + 1] = id
     else
-      local c = redis.call('XCLAIM', stream, group, me, need, id)
+      local c = redis.call('XCLAIM', stream, group, me, string.format('%d', need), id)
       if #c > 0 and c[1] then
         claimed[#claimed + 1] = {id, c[1][2], p[1][4] + 1}
       else

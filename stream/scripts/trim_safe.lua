@@ -37,7 +37,7 @@ end
 local excess = len - maxlen
 local n = math.min(excess, chunk)
 -- The (n+1)-th oldest entry is the first one kept by a plain trim of n entries.
-local r = redis.call('XRANGE', stream, '-', '+', 'COUNT', n + 1)
+local r = redis.call('XRANGE', stream, '-', '+', 'COUNT', string.format('%d', n + 1))
 local cut = r[#r][1]
 
 local safe = nil

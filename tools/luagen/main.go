@@ -1,65 +1,39 @@
-// Command luagen writes the constants package lua's scripts share with package core into
-// every lua/*.lua script that has a "-- BEGIN luagen" / "-- END luagen" region. It is run by
+// Command luagen assembles package lua's scripts from their sources (internal/luagen
+// documents the directives). It is run by
 //
 //	go generate ./lua/...
 //
-// (from lua/generate.go) and, with -check, by CI: `go run ./tools/luagen -check -dir lua`
-// exits with status 1 and names the stale files when regenerating would change any.
+// (from lua/generate.go: `luagen -src src -out .`) and, with -check, reports the stale
+// scripts without writing: `go run ./tools/luagen -check -src lua/src -out lua` exits with
+// status 1 and names them when regenerating would change any.
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 
 	"github.com/redstream-go/redstream/internal/luagen"
 )
 
 func main() {
-	dir := flag.String("dir", ".", "directory holding the .lua scripts")
+	src := flag.String("src", "src", "directory holding the script sources (fragments in its subdirectories)")
+	out := flag.String("out", ".", "directory the scripts are written to")
 	check := flag.Bool("check", false, "report stale scripts and exit 1 instead of writing them")
 	flag.Parse()
-	stale, err := run(*dir, *check)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "luagen:", err)
-		os.Exit(2)
-	}
-	if *check && len(stale) > 0 {
-		fmt.Fprintf(os.Stderr, "luagen: stale generated constants in %v; run go generate ./lua/...\n", stale)
-		os.Exit(1)
-	}
+	os.Exit(run(*src, *out, *check))
 }
 
-// run regenerates every marked script in dir and returns the names of those that changed
-// (or would change, with check).
-func run(dir string, check bool) ([]string, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.lua"))
+// run generates (or checks) the scripts and returns the exit status.
+func run(src, out string, check bool) int {
+	stale, err := luagen.Generate(src, out, check)
 	if err != nil {
-		return nil, err
+		fmt.Fprintln(os.Stderr, "luagen:", err)
+		return 2
 	}
-	sort.Strings(files)
-	var stale []string
-	for _, f := range files {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		out, marked, err := luagen.Rewrite(src)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		if !marked || bytes.Equal(out, src) {
-			continue
-		}
-		stale = append(stale, filepath.Base(f))
-		if !check {
-			if err := os.WriteFile(f, out, 0o644); err != nil {
-				return nil, err
-			}
-		}
+	if check && len(stale) > 0 {
+		fmt.Fprintf(os.Stderr, "luagen: stale scripts %v; run go generate ./lua/...\n", stale)
+		return 1
 	}
-	return stale, nil
+	return 0
 }

@@ -3,46 +3,31 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
-
-	"github.com/redstream-go/redstream/internal/luagen"
 )
 
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
-	stale := "-- a.lua\n-- BEGIN luagen\nlocal MAX_TIME = 1\n-- END luagen\nreturn 1\n"
-	unmarked := "return 2\n"
-	write := func(name, s string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	src := filepath.Join(dir, "src")
+	if err := os.MkdirAll(filepath.Join(src, "lib"), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	write("a.lua", stale)
-	write("b.lua", unmarked)
-
-	got, err := run(dir, true)
-	if err != nil || !slices.Equal(got, []string{"a.lua"}) {
-		t.Fatalf("check: %v, %v; want [a.lua]", got, err)
+	if err := os.WriteFile(filepath.Join(src, "a.lua"), []byte("-- a.lua: a.\n--@include lib/f.lua\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "a.lua")); string(b) != stale {
-		t.Fatal("-check wrote the file")
+	if err := os.WriteFile(filepath.Join(src, "lib", "f.lua"), []byte("return 1\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if got, err := run(dir, false); err != nil || !slices.Equal(got, []string{"a.lua"}) {
-		t.Fatalf("generate: %v, %v", got, err)
+	if got := run(src, dir, true); got != 1 {
+		t.Errorf("check with a missing script: exit %d, want 1", got)
 	}
-	want, _, _ := luagen.Rewrite([]byte(stale))
-	if b, _ := os.ReadFile(filepath.Join(dir, "a.lua")); string(b) != string(want) {
-		t.Errorf("a.lua after generate:\n%s", b)
+	if got := run(src, dir, false); got != 0 {
+		t.Errorf("generate: exit %d, want 0", got)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "b.lua")); string(b) != unmarked {
-		t.Error("an unmarked script was rewritten")
+	if got := run(src, dir, true); got != 0 {
+		t.Errorf("check after generate: exit %d, want 0", got)
 	}
-	if got, err := run(dir, true); err != nil || len(got) != 0 {
-		t.Errorf("check after generate: %v, %v; want nothing stale", got, err)
-	}
-	write("c.lua", "-- BEGIN luagen\nno end marker\n")
-	if _, err := run(dir, false); err == nil {
-		t.Error("a script without an END marker was accepted")
+	if got := run(filepath.Join(dir, "none"), dir, false); got != 2 {
+		t.Errorf("no sources: exit %d, want 2", got)
 	}
 }

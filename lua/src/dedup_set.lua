@@ -1,0 +1,19 @@
+-- dedup_set.lua: exact set deduplication, check-and-mark of one or more elements (SADD is
+-- atomic, so across processes exactly one caller sees an element as new), with an optional
+-- expiry of the whole set after the last write.
+--
+-- KEYS[1]  set: the elements seen
+-- ARGV[1]  TTL (ms) applied to the set after the write; '0' keeps the set forever
+-- ARGV[2..] the elements (non-empty), checked and added in order
+--
+-- Reply: one integer per element: 1 if it was already in the set (a duplicate), 0 if it is
+--        new.
+
+local out = {}
+for i = 2, #ARGV do
+  out[i - 1] = 1 - redis.call('SADD', KEYS[1], ARGV[i])
+end
+if ARGV[1] ~= '0' then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+end
+return out

@@ -1,0 +1,35 @@
+-- sliding_log.lua: exact sliding-window-log decisions, exactly core.SlidingLog.Step.
+--
+-- KEYS     one or more keys (all in one cluster slot), each decided in turn with the same
+--          ARGV, as if requested one after the other at now; KEYS[i]:
+--          a sorted set, the key's log: one entry per distinct time at which requests were
+--          admitted; score = that time (µs since the Unix epoch), member = the cumulative
+--          number of units admitted on the key up to and including it ('%d'), so a
+--          request of cost n adds one entry, not n. Absent for a new key.
+-- ARGV[1]  now: µs since the Unix epoch in [0, MAX_TIME], or '' to read the server's TIME
+-- ARGV[2]  cost n, in [1, limit]
+-- ARGV[3]  window W (µs)
+-- ARGV[4]  limit L
+-- ARGV[5]  expiry margin (ms): the key expires this long after its newest entry left the window
+--
+-- Semantics (core): a request at now runs at eff = max(now, newest entry); the units
+-- recorded at ts > eff - W count; it is admitted iff count + n <= L and then recorded at
+-- eff, after pruning the entries that left the window. A denial writes nothing.
+--
+-- Counting is O(log N): the live count is the newest member minus the member of the newest
+-- entry that left the window (0 if none). Pruning keeps that newest expired entry (the
+-- anchor), which stays out of the window for every later request, so the count stays exact.
+-- Units admitted at the newest entry's time are merged into it, so scores are distinct.
+--
+-- Reply: 6 integers per key, in KEYS order: allowed (1|0), limit, remaining,
+--        retry_after (µs), reset_after (µs), delay (µs) (always 0)
+-- Errors: 'ERR sliding_log: ...' for malformed arguments.
+
+--@include lib/prelude.lua
+--@include lib/window_args.lua
+--@include lib/math.lua
+--@include lib/expire.lua
+--@include algo/sliding_log.lua
+
+local function decide(key) return slidinglog(key, window, limit) end
+--@include lib/single.lua
