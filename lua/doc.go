@@ -1,7 +1,8 @@
 // Package lua holds redstream's Redis scripts, one operation per .lua file, each embedded
 // into a named string and headed by its contract: KEYS, ARGV, the reply and the errors.
 // Package redisbackend wraps each once in a rueidis.Lua and runs it; other runtimes may load
-// the same files (see [Scripts]).
+// the same files (see [Scripts]). Each file is self-contained (Redis runs one script text) and
+// generated: do not edit it, edit its source in src/ and run `go generate ./lua/...`.
 //
 // Every limiter script decides exactly as its counterpart in package core (the
 // specification), bit for bit:
@@ -25,12 +26,14 @@
 // numbers sent to Redis are formatted with string.format('%d', x), never tostring; replies
 // are integers or strings, never fractions; every key is declared in KEYS, and all the keys
 // of one call share a hash tag. No multiple assignment reads a variable it assigns
-// (a, b = b, a): gopher-lua, which miniredis embeds, assigns left to right. The package's
-// tests lint the sources for these rules. Time is µs since the Unix epoch; an empty ARGV now means
-// "read the server's TIME", which Redis 7 replicates by effects. The scripts need Redis 7.0
-// or later, or Valkey (the oldest servers CI runs; see the README's supported versions).
+// (a, b = b, a): gopher-lua, which miniredis embeds, assigns left to right. internal/lualint
+// checks these rules on every .lua file of the repository. Time is µs since the Unix epoch; an empty ARGV now
+// means "read the server's TIME", which Redis 7 replicates by effects. The scripts need Redis
+// 7.0 or later, or Valkey (the oldest servers CI runs; see the README's supported versions).
 //
-// The constants shared with core (MICROS_PER_SECOND, MAX_TIME, KEY_TTL_MARGIN, ...) are
-// generated into each script's "-- BEGIN luagen" region by `go generate ./lua/...`
-// (tools/luagen); the package's tests fail when a committed script is stale.
+// The sources are in src/: src/<script>.lua holds a script's contract and wiring, src/algo/
+// each limit algorithm once (used by its single-limit script and by multi.lua), src/lib/ the
+// clock prelude, the helpers and the per-key loop. tools/luagen (internal/luagen) assembles
+// them, with the constants shared with core (MICROS_PER_SECOND, MAX_TIME, KEY_TTL_MARGIN, ...)
+// that a script uses; the package's tests fail when a committed script is stale.
 package lua

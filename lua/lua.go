@@ -2,7 +2,8 @@ package lua
 
 import _ "embed" // the scripts are embedded
 
-// The scripts. Each file's head documents its KEYS, ARGV and reply.
+// The scripts, generated from src/ (see the package doc). Each file's head documents its
+// KEYS, ARGV and reply.
 var (
 
 	// GCRA is gcra.lua: one core.TokenBucket or core.LeakyBucket decision (ARGV[7] selects the
