@@ -319,7 +319,14 @@ func Code(src string) string {
 				j++
 			}
 			b.WriteByte(c)
-			i = j + 1
+			if j > len(src) {
+				j = len(src)
+			}
+			newlines(&b, src[i+1:j]) // escaped line breaks
+			if j < len(src) && src[j] == c {
+				j++ // the closing quote; an unterminated string ends before its line break
+			}
+			i = j
 		case c == '[':
 			if lvl, ok := longOpen(src[i:]); ok {
 				end := longClose(src, i+lvl+2, lvl)
