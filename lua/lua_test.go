@@ -169,6 +169,8 @@ func TestErrorReplies(t *testing.T) {
 		{lua.Multi, []string{"k"}, []string{"1", "1", "1000"}, "multi: bad arguments"},
 		{lua.DedupWindow, []string{"{d}z", "{d}m"}, []string{"1", "0", "e"}, "dedup_window: window out of range"},
 		{lua.BloomAdd, []string{"b"}, []string{"3", "1", "2"}, "bloom_add: bad arguments"},
+		{lua.BloomExists, []string{"b"}, []string{"inf"}, "bloom_exists: bad arguments"},
+		{lua.DedupWindowCheck, []string{"{d}z", "{d}m"}, []string{"1", "2251799813685249", ""}, "dedup_window_check: window out of range"},
 	}
 	for _, c := range []struct {
 		name   string
