@@ -28,8 +28,8 @@
 // of one call share a hash tag. No multiple assignment reads a variable it assigns
 // (a, b = b, a): gopher-lua, which miniredis embeds, assigns left to right. internal/lualint
 // checks these rules on every .lua file of the repository. Time is µs since the Unix epoch; an empty ARGV now
-// means "read the server's TIME", which Redis 7 replicates by effects. The scripts need Redis
-// 7.0 or later, or Valkey (the oldest servers CI runs; see the README's supported versions).
+// means "read the server's TIME", which Redis (6.2 and later) replicates by effects. The scripts use only commands of Redis
+// 6.2; CI runs them on Redis 7.0 and later and on Valkey (see the README's supported versions).
 //
 // The sources are in src/: src/<script>.lua holds a script's contract and wiring, src/algo/
 // each limit algorithm once (used by its single-limit script and by multi.lua), src/lib/ the
