@@ -95,8 +95,8 @@ type Config struct {
 	// ConsumerTimeout is how long a consumer of one of this Consumer's groups may stay idle,
 	// with an empty pending list, before this Consumer deletes it from the group (a name
 	// left by a process that crashed). A consumer that owns pending entries is never
-	// deleted. Default 10 minutes; at least MinConsumerTimeout and more than twice
-	// BlockTimeout; negative disables the removal.
+	// deleted. Default 10 minutes (or three times BlockTimeout if that is longer); at least
+	// MinConsumerTimeout and more than twice BlockTimeout; negative disables the removal.
 	ConsumerTimeout time.Duration `yaml:"consumer-timeout-ms" unit:"ms"`
 	// Autoclaim configures the re-claiming of pending entries (retries, crash recovery).
 	Autoclaim AutoclaimConfig `yaml:"autoclaim"`
@@ -178,7 +178,9 @@ func (c Config) WithDefaults() Config {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if c.ConsumerTimeout == 0 {
-		c.ConsumerTimeout = DefaultConsumerTimeout
+		// The default must stay valid for any valid BlockTimeout: a consumer blocked in a
+		// read looks idle to the server for up to BlockTimeout.
+		c.ConsumerTimeout = max(DefaultConsumerTimeout, 3*c.BlockTimeout)
 	}
 	if c.Autoclaim.MinIdle == 0 {
 		c.Autoclaim.MinIdle = DefaultMinIdle

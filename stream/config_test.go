@@ -25,3 +25,21 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultsValidForLongBlock: the defaults filled in stay valid whatever valid
+// BlockTimeout is set (the default ConsumerTimeout grows with it).
+func TestDefaultsValidForLongBlock(t *testing.T) {
+	for _, block := range []time.Duration{time.Millisecond, 2 * time.Second, 700 * time.Second, stream.MaxBlockTimeout} {
+		c := stream.Config{BlockTimeout: block}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("BlockTimeout %v: Validate: %v", block, err)
+		}
+		d := c.WithDefaults()
+		if err := d.Validate(); err != nil {
+			t.Errorf("BlockTimeout %v: defaults %v invalid: %v", block, d.ConsumerTimeout, err)
+		}
+		if d.ConsumerTimeout < stream.DefaultConsumerTimeout {
+			t.Errorf("BlockTimeout %v: ConsumerTimeout %v below the default", block, d.ConsumerTimeout)
+		}
+	}
+}

@@ -12,7 +12,10 @@ import (
 func TestMain(m *testing.M) {
 	code := redistest.Main(m)
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := goleak.Find(
+			goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
+			goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
+		); err != nil {
 			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
 			code = 1
 		}

@@ -73,6 +73,7 @@ func (t *Trimmer) trim(ctx context.Context, stream string) (int64, error) {
 	if t.hasAcked(ctx) {
 		n, err := cl.Do(ctx, cl.B().Xtrim().Key(stream).Maxlen().Exact().Threshold(maxlen).Acked().Build()).AsInt64()
 		if err == nil {
+			t.acked.Store(1)
 			return n, nil
 		}
 		if !strings.Contains(strings.ToLower(err.Error()), "syntax") {
@@ -98,44 +99,9 @@ func (t *Trimmer) trim(ctx context.Context, stream string) (int64, error) {
 	}
 }
 
-// hasAcked reports whether the server supports XTRIM ... ACKED (Redis 8.2+), asking once.
-func (t *Trimmer) hasAcked(ctx context.Context) bool {
-	switch t.acked.Load() {
-	case 1:
-		return true
-	case 2:
-		return false
-	}
-	info, err := t.client.Do(ctx, t.client.B().Info().Section("server").Build()).ToString()
-	if err != nil {
-		return false
-	}
-	ok := versionAtLeast(info, 8, 2)
-	if ok {
-		t.acked.Store(1)
-	} else {
-		t.acked.Store(2)
-	}
-	return ok
-}
-
-// versionAtLeast reports whether INFO server text has redis_version >= major.minor.
-func versionAtLeast(info string, major, minor int) bool {
-	for _, line := range strings.Split(info, "\n") {
-		v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:")
-		if !ok {
-			continue
-		}
-		parts := strings.Split(v, ".")
-		if len(parts) < 2 {
-			return false
-		}
-		ma, err1 := strconv.Atoi(parts[0])
-		mi, err2 := strconv.Atoi(parts[1])
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		return ma > major || (ma == major && mi >= minor)
-	}
-	return false
+// hasAcked reports whether XTRIM ... ACKED (Redis 8.2+) is to be tried: until a server has
+// answered it with a syntax error, the first trim is the probe (no version string is read,
+// so a server that gains ACKED later, such as a newer Valkey, uses it).
+func (t *Trimmer) hasAcked(context.Context) bool {
+	return t.acked.Load() != 2
 }

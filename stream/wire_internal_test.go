@@ -208,22 +208,3 @@ func TestFieldOrder(t *testing.T) {
 		t.Errorf("fields %s, want key,tag,enc,body,ts", got)
 	}
 }
-
-func TestVersionAtLeast(t *testing.T) {
-	for _, tc := range []struct {
-		info string
-		want bool
-	}{
-		{"# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n", false},
-		{"redis_version:8.2.0\r\n", true},
-		{"redis_version:8.10.1\r\n", true},
-		{"redis_version:9.0.0\r\n", true},
-		{"redis_version:8.1.9\r\n", false},
-		{"no version here", false},
-		{"redis_version:x.y\r\n", false},
-	} {
-		if got := versionAtLeast(tc.info, 8, 2); got != tc.want {
-			t.Errorf("versionAtLeast(%q) = %v, want %v", tc.info, got, tc.want)
-		}
-	}
-}
