@@ -30,6 +30,16 @@ func init() {
 	})
 }
 
+const conformanceUsage = `usage: redstream conformance [--redis host:port | --url URL] [--cluster] [--checks N] [--only SUITES]
+
+Runs every conformance suite of the Redis engines against core on a Redis-compatible
+server (the embedded miniredis by default; $REDIS_URL is not read, pass --url) and prints
+a table of suite and result with case counts, and the shrunk counterexample of each
+failure. Keys are created under a unique prefix and deleted afterwards.
+
+flags:
+`
+
 // suite is one conformance suite: an algorithm, the multi-limiter or a dedup strategy.
 type suite struct {
 	name string
@@ -43,17 +53,27 @@ type suite struct {
 func runConformance(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
 	fs.SetOutput(out)
-	addr := fs.String("redis", "", "host:port of the server (comma-separated seeds for a cluster); default: the embedded miniredis")
-	cluster := fs.Bool("cluster", false, "require the server to be a Redis Cluster")
+	conn := addConnFlags(fs, "", false, 30*time.Second)
+	fs.Lookup("timeout").Usage = "deadline of connecting and of the cluster check (the suites' Redis calls are bounded by the engines' own timeouts)"
 	checks := fs.Int("checks", 100, "minimum number of generated cases per suite")
 	only := fs.String("only", "", "comma-separated suites to run (default all), e.g. token-bucket,multi,dedup/bloom")
+	fs.Usage = usageFunc(fs, conformanceUsage)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if *checks < 1 {
 		return fmt.Errorf("conformance: --checks %d, want at least 1", *checks)
 	}
-	client, target, closeFn, err := conformanceClient(ctx, *addr, *cluster)
+	tgt, err := conn.resolve()
+	if err != nil {
+		return fmt.Errorf("conformance: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, conn.timeout)
+	client, target, closeFn, err := conformanceClient(cctx, tgt)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -110,10 +130,11 @@ func runConformance(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
-// conformanceClient connects to addr, or to a new embedded miniredis when addr is empty.
-func conformanceClient(ctx context.Context, addr string, cluster bool) (rueidis.Client, string, func(), error) {
-	if addr == "" {
-		if cluster {
+// conformanceClient connects to the target of the connection flags, or to a new embedded
+// miniredis when they name no server.
+func conformanceClient(ctx context.Context, tgt target) (rueidis.Client, string, func(), error) {
+	if len(tgt.addrs) == 0 {
+		if tgt.cluster {
 			return nil, "", nil, errors.New("conformance: --cluster needs --redis host:port of a cluster node")
 		}
 		m := miniredis.NewMiniRedis()
@@ -127,21 +148,11 @@ func conformanceClient(ctx context.Context, addr string, cluster bool) (rueidis.
 		}
 		return c, "the embedded miniredis (pass --redis host:port for a real server)", func() { c.Close(); m.Close() }, nil
 	}
-	seeds := strings.Split(addr, ",")
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds, DisableCache: true})
+	c, tgt, err := tgt.connect(ctx)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("conformance: connect to %s: %w", addr, err)
+		return nil, "", nil, fmt.Errorf("conformance: %w", err)
 	}
-	target := addr
-	if cluster {
-		info, err := c.Do(ctx, c.B().ClusterInfo().Build()).ToString()
-		if err != nil || !strings.Contains(info, "cluster_state:ok") {
-			c.Close()
-			return nil, "", nil, fmt.Errorf("conformance: --cluster: %s is not a healthy Redis Cluster (CLUSTER INFO: %v)", addr, firstNonNil(err, strings.TrimSpace(info)))
-		}
-		target = fmt.Sprintf("the cluster at %s (%d nodes)", addr, len(c.Nodes()))
-	}
-	return c, target, c.Close, nil
+	return c, tgt.describe, c.Close, nil
 }
 
 func firstNonNil(err error, s string) any {
