@@ -110,6 +110,14 @@ func runDLQ(ctx context.Context, args []string, out io.Writer) error {
 	if *f.topic == "" && sub != "topics" {
 		return fmt.Errorf("dlq %s: --topic is required", sub)
 	}
+	switch ids := splitIDs(*f.ids); {
+	case sub == "delete" && len(ids) == 0:
+		return errors.New("dlq delete: give --id ID (comma-separated)")
+	case sub == "replay" && *f.all && len(ids) > 0:
+		return errors.New("dlq replay: give --id or --all, not both")
+	case sub == "replay" && !*f.all && len(ids) == 0:
+		return errors.New("dlq replay: give --id ID or --all")
+	}
 	if _, err := f.conn.resolve(); err != nil {
 		return fmt.Errorf("dlq: %w", err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -172,4 +173,172 @@ func xlenOf(t *testing.T, client rueidis.Client, key string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// deadLetter fails every message of topic through a real consumer until n dead letters
+// exist, and returns them.
+func deadLetter(t *testing.T, client rueidis.Client, cfg stream.Config, topic string, n int64) []stream.DeadLetter {
+	t.Helper()
+	ctx := context.Background()
+	cfg.BlockTimeout = 50 * time.Millisecond
+	c, err := stream.NewConsumer(client, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Register(c, stream.Handler[demoOrder]{Topic: topic, Group: "g", NoRetry: true,
+		Handle: func(context.Context, *stream.Message[demoOrder]) error { return errors.New("broken: " + topic) }}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := c.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	p, _ := stream.NewProducer(client, cfg)
+	for i := int64(1); i <= n; i++ {
+		if _, err := p.Send(ctx, topic, stream.NewMessage(demoOrder{ID: i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dls, _ := stream.NewDeadLetters(client, cfg)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if l, _ := dls.Len(ctx, topic); l == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %d dead letters on %s", n, topic)
+		}
+	}
+	letters, err := dls.List(ctx, topic, stream.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return letters
+}
+
+func decodeStrict(t *testing.T, out string, v any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("decode %T: %v\n%s", v, err, out)
+	}
+}
+
+// testDLQJSON drives dlq topics/list/delete/replay/purge --json on the server or cluster
+// at addrs (extra: --cluster), and checks the documents against Redis.
+func testDLQJSON(t *testing.T, client rueidis.Client, prefix string, extra ...string) {
+	cfg := stream.Config{}
+	a, b := prefix+"alpha", "{"+prefix+"shop}beta"
+	la := deadLetter(t, client, cfg, a, 3)
+	deadLetter(t, client, cfg, b, 1)
+	dlqRun := func(args ...string) string {
+		t.Helper()
+		out, err := runCmd(t, append(append([]string{"dlq"}, args...), extra...)...)
+		if err != nil {
+			t.Fatalf("dlq %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+
+	var topics dlqTopicsJSON
+	decodeStrict(t, dlqRun("topics", "--json", "--match", "*"+prefix+"*"), &topics)
+	got := map[string]dlqTopicJSON{}
+	for _, tp := range topics.Topics {
+		got[tp.Topic] = tp
+	}
+	if len(got) != 2 || got[a].DeadLetters != 3 || got[a].DeadLetterStream != "{"+a+"}:dlq" || got[a].OldestID != la[0].ID || got[a].NewestID != la[2].ID ||
+		got[b].DeadLetters != 1 || got[b].DeadLetterStream != b+":dlq" || got[b].Stream != b || !topics.Scan.Complete {
+		t.Errorf("topics %+v", topics)
+	}
+	if out := dlqRun("topics", "--match", "*"+prefix+"*"); !strings.Contains(out, a) || !strings.Contains(out, "{"+a+"}:dlq") {
+		t.Errorf("topics text:\n%s", out)
+	}
+
+	var list dlqListJSON
+	decodeStrict(t, dlqRun("list", "--json", "--topic", a, "--count", "2"), &list)
+	if list.Total != 3 || len(list.DeadLetters) != 2 || list.Stream != a {
+		t.Fatalf("list %+v", list)
+	}
+	d0 := list.DeadLetters[0]
+	var body demoOrder
+	if err := json.Unmarshal(d0.Body, &body); err != nil || body.ID != 1 || d0.ID != la[0].ID || d0.Group != "g" || d0.Error != "broken: "+a ||
+		d0.Deliveries != 1 || d0.OriginalID == "" || d0.Time == "" || d0.Fields["body"] == "" {
+		t.Errorf("dead letter %+v (body %v)", d0, err)
+	}
+	if _, err := time.Parse(time.RFC3339, d0.Time); err != nil {
+		t.Errorf("time %q: %v", d0.Time, err)
+	}
+
+	var del dlqDeleteJSON
+	decodeStrict(t, dlqRun("delete", "--json", "--topic", a, "--id", la[1].ID+", 0-1"), &del)
+	if del.Deleted != 1 || len(del.Requested) != 2 {
+		t.Errorf("delete %+v", del)
+	}
+	if n := xlenOf(t, client, "{"+a+"}:dlq"); n != 2 {
+		t.Errorf("%d dead letters after delete, want 2", n)
+	}
+	if out := dlqRun("delete", "--topic", a, "--id", la[1].ID); !strings.Contains(out, "deleted 0 of 1") {
+		t.Errorf("deleting again: %s", out)
+	}
+
+	var rep dlqReplayJSON
+	decodeStrict(t, dlqRun("replay", "--json", "--topic", a, "--id", la[0].ID), &rep)
+	if rep.Replayed != 1 || len(rep.Entries) != 1 || rep.Entries[0].ID != la[0].ID || rep.Entries[0].NewID == "" || rep.Error != "" {
+		t.Errorf("replay %+v", rep)
+	}
+	out, err := runCmd(t, append([]string{"dlq", "replay", "--json", "--topic", a, "--id", la[0].ID}, extra...)...)
+	if err == nil {
+		t.Error("replaying a replayed dead letter: no error")
+	}
+	rep = dlqReplayJSON{}
+	decodeStrict(t, out, &rep)
+	if rep.Replayed != 0 || rep.Error == "" {
+		t.Errorf("failed replay document %+v", rep)
+	}
+	var purge dlqPurgeJSON
+	decodeStrict(t, dlqRun("purge", "--json", "--yes", "--topic", b), &purge)
+	if purge.Purged != 1 || purge.DeadLetterStream != b+":dlq" {
+		t.Errorf("purge %+v", purge)
+	}
+	topics = dlqTopicsJSON{}
+	decodeStrict(t, dlqRun("topics", "--json", "--match", "*"+prefix+"*"), &topics)
+	if len(topics.Topics) != 1 || topics.Topics[0].Topic != a || topics.Topics[0].DeadLetters != 1 {
+		t.Errorf("topics after purge (an empty dead-letter stream is not listed): %+v", topics.Topics)
+	}
+}
+
+func TestDLQJSON(t *testing.T) {
+	srv := redistest.NewServer(t)
+	testDLQJSON(t, redistest.NewClient(t, srv.Addr), "", "--redis", srv.Addr)
+}
+
+func TestDLQJSONCluster(t *testing.T) {
+	seeds := redistest.ClusterAddrs(t)
+	testDLQJSON(t, redistest.ClusterClient(t), "cli-dlq-", "--redis", strings.Join(seeds, ","), "--cluster")
+}
+
+// TestDLQHelp: --help of dlq and of each subcommand lists the flags with their defaults.
+func TestDLQHelp(t *testing.T) {
+	for _, args := range [][]string{{"dlq", "--help"}, {"dlq", "-h"}, {"dlq", "list", "--help"}, {"dlq", "topics", "-h"}} {
+		out, err := runCmd(t, args...)
+		if err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+		for _, want := range []string{"-topic string", "-redis string", `(default "127.0.0.1:6379")`, "-timeout duration", "(default 30s)",
+			"-tls-ca string", "-user string", "-password string", "-db int", "-url string", "-json", "-scan-limit int"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v lacks %q:\n%s", args, want, out)
+			}
+		}
+	}
+	if out, err := runCmd(t, "dlq"); err == nil || !strings.Contains(out, "-topic string") {
+		t.Errorf("dlq without a subcommand: %v\n%s", err, out)
+	}
+	if _, err := runCmd(t, "dlq", "delete", "--topic", "t"); err == nil || !strings.Contains(err.Error(), "--id") {
+		t.Errorf("delete without --id: %v", err)
+	}
 }
