@@ -94,3 +94,31 @@ func TestConformanceFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestConformanceConnFlags: the shared connection flags reach a real server by URL and
+// ACL user, and the real cluster; $REDIS_URL is not read (conformance writes keys, so it
+// needs an explicit target); --help lists the flags with their defaults.
+func TestConformanceConnFlags(t *testing.T) {
+	s := redistest.NewServer(t)
+	c := redistest.NewClient(t, s.Addr)
+	if err := c.Do(context.Background(), c.B().AclSetuser().Username("conf").Rule("reset", "on", ">pw", "~*", "&*", "+@all").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCmd(t, "conformance", "--url", "redis://conf:pw@"+s.Addr, "--only", "fixed", "--checks", "5"); err != nil || !strings.Contains(out, "all 1 suites passed") || !strings.Contains(out, "redis://"+s.Addr) {
+		t.Errorf("--url: %v\n%s", err, out)
+	}
+	t.Setenv(envRedisURL, "redis://"+s.Addr)
+	if out, err := runCmd(t, "conformance", "--only", "fixed", "--checks", "5"); err != nil || !strings.Contains(out, "embedded miniredis") {
+		t.Errorf("$REDIS_URL should not be read: %v\n%s", err, out)
+	}
+	seeds := redistest.ClusterAddrs(t)
+	if out, err := runCmd(t, "conformance", "--redis", strings.Join(seeds, ","), "--cluster", "--only", "token-bucket", "--checks", "5"); err != nil || !strings.Contains(out, "the cluster at") || !strings.Contains(out, "(3 nodes)") {
+		t.Errorf("--cluster: %v\n%s", err, out)
+	}
+	if out, err := runCmd(t, "conformance", "--help"); err != nil || !strings.Contains(out, "-checks int") || !strings.Contains(out, "(default 100)") || !strings.Contains(out, "-tls-ca string") {
+		t.Errorf("--help: %v\n%s", err, out)
+	}
+	if _, err := runCmd(t, "conformance", "--user", "x"); err == nil || !strings.Contains(err.Error(), "need --redis") {
+		t.Errorf("--user without a server: %v", err)
+	}
+}

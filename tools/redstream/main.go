@@ -6,7 +6,17 @@
 //	redstream demo                 run every demo on the embedded default
 //	redstream demo NAME...         run the named demos
 //	redstream config check FILE    print the effective configuration of FILE, or its errors
+//	redstream streams [--topic T]  topics, consumer groups, consumers, pending and lag
+//	redstream dlq topics           topics that have dead letters
+//	redstream dlq list|replay|delete|purge --topic T
+//	                               inspect, replay and delete a topic's dead letters
+//	redstream conformance          prove the Redis engines equal to core on a server
 //	redstream help                 list the commands
+//
+// Every command that talks to Redis takes the same connection flags (--redis, --url or
+// $REDIS_URL, --cluster, --tls, --tls-ca, --tls-cert, --tls-key, --user, --password or
+// $REDIS_PASSWORD, --db, --timeout) and --help lists them with their defaults. streams and
+// dlq print JSON with --json.
 package main
 
 import (
@@ -76,6 +86,8 @@ func usage(out io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(out, "  %-16s %s\n", n, commands[n].summary)
 	}
+	fmt.Fprintln(out, "\nCOMMAND --help lists a command's flags; commands that talk to Redis share --redis, --url ($REDIS_URL),")
+	fmt.Fprintln(out, "--cluster, --tls*, --user, --password ($REDIS_PASSWORD), --db and --timeout.")
 	fmt.Fprintln(out, "\ndemos:")
 	for _, d := range sortedDemos() {
 		fmt.Fprintf(out, "  %-16s %s\n", d.name, d.summary)
