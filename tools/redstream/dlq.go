@@ -295,15 +295,15 @@ func dlqList(ctx context.Context, dlq *stream.DeadLetters, f *dlqFlags, name str
 		}
 		return writeJSON(out, doc)
 	}
-	fmt.Fprintf(out, "%s: %d dead letters\n", stream.DeadLetterStreamName(name), n)
+	fmt.Fprintf(out, "%s: %d dead letters\n", printable(stream.DeadLetterStreamName(name)), n)
 	for _, dl := range letters {
 		body, err := dl.Body()
 		if err != nil {
 			body = []byte(fmt.Sprintf("(undecodable: %v) %q", err, dl.Fields[stream.FieldBody]))
 		}
 		fmt.Fprintf(out, "%s  original=%s group=%s consumer=%s deliveries=%d at=%s\n    key=%s tag=%s error=%s\n    body=%s\n",
-			dl.ID, dl.OriginalID, dl.Group, dl.Consumer, dl.Deliveries, dl.Time.UTC().Format(time.RFC3339),
-			dl.Fields[stream.FieldKey], dl.Fields[stream.FieldTag], dl.Error, body)
+			dl.ID, dl.OriginalID, printable(dl.Group), printable(dl.Consumer), dl.Deliveries, dl.Time.UTC().Format(time.RFC3339),
+			printable(dl.Fields[stream.FieldKey]), printable(dl.Fields[stream.FieldTag]), printable(dl.Error), printable(string(body)))
 	}
 	return nil
 }
@@ -404,7 +404,7 @@ func dlqTopics(ctx context.Context, client rueidis.Client, f *dlqFlags, out io.W
 	const row = "%-24s %-28s %12s  %-22s %-22s\n"
 	fmt.Fprintf(out, row, "TOPIC", "DEAD-LETTER STREAM", "DEAD LETTERS", "OLDEST", "NEWEST")
 	for _, t := range doc.Topics {
-		fmt.Fprintf(out, row, t.Topic, t.DeadLetterStream, fmt.Sprint(t.DeadLetters), t.OldestID, t.NewestID)
+		fmt.Fprintf(out, row, printable(t.Topic), printable(t.DeadLetterStream), fmt.Sprint(t.DeadLetters), t.OldestID, t.NewestID)
 	}
 	if len(doc.Topics) == 0 {
 		fmt.Fprintln(out, "(none)")

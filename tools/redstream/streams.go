@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/redis/rueidis"
 
@@ -341,7 +342,7 @@ func printStreams(out io.Writer, doc streamsJSON, tgt target) {
 		if first == "" {
 			first, last = "-", "-"
 		}
-		fmt.Fprintf(out, "\n%s (stream %s): length %d, first %s, last %s, dead letters %d\n", t.Topic, t.Stream, t.Length, first, last, t.DeadLetters)
+		fmt.Fprintf(out, "\n%s (stream %s): length %d, first %s, last %s, dead letters %d\n", printable(t.Topic), printable(t.Stream), t.Length, first, last, t.DeadLetters)
 		if len(t.Groups) == 0 {
 			fmt.Fprintln(out, "  no consumer group")
 			continue
@@ -353,13 +354,24 @@ func printStreams(out io.Writer, doc streamsJSON, tgt target) {
 			if g.LagKnown {
 				lag = strconv.FormatInt(g.Lag, 10)
 			}
-			fmt.Fprintf(out, row, g.Group, fmt.Sprint(g.Consumers), fmt.Sprint(g.Pending), lag, g.LastDeliveredID)
+			fmt.Fprintf(out, row, printable(g.Group), fmt.Sprint(g.Consumers), fmt.Sprint(g.Pending), lag, g.LastDeliveredID)
 			for _, c := range g.ConsumerList {
-				fmt.Fprintf(out, "      consumer %-28s pending %d, idle %s\n", c.Consumer, c.Pending, (time.Duration(c.IdleMS) * time.Millisecond).String())
+				fmt.Fprintf(out, "      consumer %-28s pending %d, idle %s\n", printable(c.Consumer), c.Pending, (time.Duration(c.IdleMS) * time.Millisecond).String())
 			}
 		}
 	}
 	if doc.Scan != nil {
 		printScanNote(out, *doc.Scan)
 	}
+}
+
+// printable returns s for text output: as is when every rune is printable, else quoted, so
+// a key, group or error text cannot carry terminal escape sequences or fake lines.
+func printable(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }

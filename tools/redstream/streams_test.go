@@ -205,3 +205,37 @@ func TestStreamsCluster(t *testing.T) {
 		t.Errorf("text on the cluster: %v\n%s", err, out)
 	}
 }
+
+// TestHostileNames: keys, groups, consumers and dead-letter errors with terminal escapes
+// and newlines are quoted in text output and exact in JSON.
+func TestHostileNames(t *testing.T) {
+	srv := redistest.NewServer(t)
+	client := redistest.NewClient(t, srv.Addr)
+	evil := "evil\x1b[2J\nfake line"
+	b := client.B()
+	do(t, client,
+		b.Xadd().Key(evil).Id("*").FieldValue().FieldValue("body", "{}").Build(),
+		b.XgroupCreate().Key(evil).Group(evil).Id("0").Build(),
+		b.Xreadgroup().Group(evil, evil).Count(1).Streams().Key(evil).Id(">").Build(),
+		b.Xadd().Key("{"+evil+"}:dlq").Id("*").FieldValue().FieldValue("body", "\x1b]0;title\x07").FieldValue("dl_error", evil).Build())
+	for _, args := range [][]string{{"streams"}, {"dlq", "topics"}, {"dlq", "list", "--topic", evil}} {
+		out, err := runCmd(t, append(args, "--redis", srv.Addr)...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if strings.ContainsAny(out, "\x1b\x07") || strings.Contains(out, "\nfake line") {
+			t.Errorf("%v printed raw control characters:\n%q", args, out)
+		}
+	}
+	out, err := runCmd(t, "streams", "--redis", srv.Addr, "--json")
+	doc := parseStreams(t, out)
+	if err != nil || findTopic(doc, evil) == nil || doc.Topics[0].Groups[0].Group != evil || doc.Topics[0].Groups[0].ConsumerList[0].Consumer != evil {
+		t.Errorf("JSON does not carry the exact names: %v\n%s", err, out)
+	}
+	var list dlqListJSON
+	out, err = runCmd(t, "dlq", "list", "--json", "--redis", srv.Addr, "--topic", evil)
+	decodeStrict(t, out, &list)
+	if err != nil || len(list.DeadLetters) != 1 || list.DeadLetters[0].Error != evil || list.DeadLetters[0].BodyText == nil || *list.DeadLetters[0].BodyText != "\x1b]0;title\x07" {
+		t.Errorf("dlq list --json: %v %+v", err, list)
+	}
+}
