@@ -132,6 +132,8 @@ func FuzzConnFlags(f *testing.F) {
 	f.Add("redis://%zz", "", "", int64(3))
 	f.Add("redis://h:1?db=1&db=2", "h", "--cluster", int64(0))
 	f.Add("redis:opaque", "[::1", "", int64(1<<40))
+	f.Add("", "", "--user ops --password pw --timeout 1ms --tls-server-name x --db 2", int64(0))
+	f.Add("", "", "--timeout -1s --url= --redis", int64(0))
 	f.Fuzz(func(t *testing.T, rawURL, addr, extra string, db int64) {
 		var args []string
 		if rawURL != "" {
@@ -140,8 +142,12 @@ func FuzzConnFlags(f *testing.F) {
 		if addr != "" {
 			args = append(args, "--redis", addr)
 		}
-		if extra == "--tls" || extra == "--cluster" || extra == "--tls-insecure" {
-			args = append(args, extra)
+		for _, a := range strings.Fields(extra) {
+			// Any flag and value, except the ones naming files to read.
+			if strings.HasPrefix(strings.TrimLeft(a, "-"), "tls-c") || strings.HasPrefix(strings.TrimLeft(a, "-"), "tls-k") {
+				return
+			}
+			args = append(args, a)
 		}
 		if db != 0 {
 			args = append(args, "--db", strconv.FormatInt(db, 10))

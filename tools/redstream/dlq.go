@@ -42,6 +42,9 @@ const dlqUsage = `usage: redstream dlq topics|list|replay|delete|purge [flags]
 flags:
 `
 
+// maxListCount bounds dlq list --count: one reply of at most this many dead letters.
+const maxListCount = 10000
+
 // dlqFlags are the flags of one dlq subcommand.
 type dlqFlags struct {
 	conn      *connFlags
@@ -66,7 +69,7 @@ func newDLQFlags(name string, out io.Writer) (*flag.FlagSet, *dlqFlags) {
 	f := &dlqFlags{conn: addConnFlags(fs, "127.0.0.1:6379", true, 30*time.Second)}
 	f.topic = fs.String("topic", "", "topic (required except by topics)")
 	f.env = fs.String("env", "", "environment suffix, when producers use env isolation")
-	f.count = fs.Int64("count", 20, "list: most dead letters to print")
+	f.count = fs.Int64("count", 20, "list: most dead letters to print (at most 10000; page on with --start)")
 	f.start = fs.String("start", "", "list: first dead-letter id")
 	f.ids = fs.String("id", "", "replay, delete: dead-letter id(s), comma-separated")
 	f.all = fs.Bool("all", false, "replay: every dead letter that exists when the command starts (see --limit)")
@@ -110,6 +113,14 @@ func runDLQ(ctx context.Context, args []string, out io.Writer) error {
 	if *f.topic == "" && sub != "topics" {
 		return fmt.Errorf("dlq %s: --topic is required", sub)
 	}
+	switch {
+	case *f.count < 1 || *f.count > maxListCount:
+		return fmt.Errorf("dlq %s: --count %d, want 1 to %d", sub, *f.count, maxListCount)
+	case *f.limit < 0:
+		return fmt.Errorf("dlq %s: --limit %d, want 0 (all) or more", sub, *f.limit)
+	case *f.scanLimit < 1:
+		return fmt.Errorf("dlq %s: --scan-limit %d, want at least 1", sub, *f.scanLimit)
+	}
 	switch ids := splitIDs(*f.ids); {
 	case sub == "delete" && len(ids) == 0:
 		return errors.New("dlq delete: give --id ID (comma-separated)")
@@ -117,6 +128,14 @@ func runDLQ(ctx context.Context, args []string, out io.Writer) error {
 		return errors.New("dlq replay: give --id or --all, not both")
 	case sub == "replay" && !*f.all && len(ids) == 0:
 		return errors.New("dlq replay: give --id ID or --all")
+	}
+	cfg := stream.Config{EnvIsolation: *f.env != "", Env: *f.env}
+	var name string
+	if sub != "topics" {
+		var err error
+		if name, err = stream.StreamName(cfg, *f.topic); err != nil {
+			return fmt.Errorf("dlq %s: --topic: %w", sub, err)
+		}
 	}
 	if _, err := f.conn.resolve(); err != nil {
 		return fmt.Errorf("dlq: %w", err)
@@ -130,17 +149,12 @@ func runDLQ(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("dlq: %w", err)
 	}
 	defer client.Close()
-	cfg := stream.Config{EnvIsolation: *f.env != "", Env: *f.env}
 	dlq, err := stream.NewDeadLetters(client, cfg)
 	if err != nil {
 		return err
 	}
 	if sub == "topics" {
 		return dlqTopics(ctx, client, f, out, tgt)
-	}
-	name, err := stream.StreamName(cfg, *f.topic)
-	if err != nil {
-		return err
 	}
 	var opts []stream.ReplayOption
 	if *f.toAll {

@@ -342,3 +342,25 @@ func TestDLQHelp(t *testing.T) {
 		t.Errorf("delete without --id: %v", err)
 	}
 }
+
+// TestDLQBadInput: out-of-range flags are errors naming the flag, before any connection.
+func TestDLQBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"list", "--topic", "t", "--count", "0"}, "--count 0"},
+		{[]string{"list", "--topic", "t", "--count", "1000000000"}, "--count"},
+		{[]string{"replay", "--topic", "t", "--all", "--limit", "-1"}, "--limit -1"},
+		{[]string{"replay", "--topic", "t", "--all", "--id", "1-0"}, "not both"},
+		{[]string{"topics", "--scan-limit", "0"}, "--scan-limit"},
+		{[]string{"list", "--topic", "a}b"}, "'}'"},
+		{[]string{"list", "--topic", "t", "stray"}, "unexpected argument"},
+		{[]string{"list", "--topic", "t", "--url", "redis://h:1?x=1"}, "unknown query parameter"},
+	} {
+		_, err := runCmd(t, append([]string{"dlq"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("dlq %v: err = %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+}
