@@ -56,6 +56,7 @@ func runConformance(ctx context.Context, args []string, out io.Writer) error {
 	conn := addConnFlags(fs, "", false, 30*time.Second)
 	fs.Lookup("timeout").Usage = "deadline of connecting and of the cluster check (the suites' Redis calls are bounded by the engines' own timeouts)"
 	checks := fs.Int("checks", 100, "minimum number of generated cases per suite")
+	asJSON := fs.Bool("json", false, "print one JSON document instead of the table")
 	only := fs.String("only", "", "comma-separated suites to run (default all), e.g. token-bucket,multi,dedup/bloom")
 	fs.Usage = usageFunc(fs, conformanceUsage)
 	if err := fs.Parse(args); err != nil {
@@ -105,30 +106,63 @@ func runConformance(ctx context.Context, args []string, out io.Writer) error {
 		suites = keep
 	}
 
-	fmt.Fprintf(out, "conformance of the Redis engines against core on %s, at least %d cases per suite\n\n", target, *checks)
+	text := out
+	if *asJSON {
+		text = io.Discard
+	}
+	fmt.Fprintf(text, "conformance of the Redis engines against core on %s, at least %d cases per suite\n\n", target, *checks)
 	const row = "%-16s %-6s %6v %10v\n"
-	fmt.Fprintf(out, row, "SUITE", "RESULT", "CASES", "TIME")
+	fmt.Fprintf(text, row, "SUITE", "RESULT", "CASES", "TIME")
+	doc := conformanceJSON{Target: target, Checks: *checks, Suites: []suiteJSON{}}
 	var failures []*recorder
 	for _, s := range suites {
 		rec := &recorder{name: "conformance/" + s.name, perCheck: min(*checks, 100)}
 		start := time.Now()
 		cases := rec.run(func() int { return s.run(rec, *checks) })
+		took := time.Since(start)
 		result := "PASS"
+		sj := suiteJSON{Suite: s.name, Cases: cases, TimeMS: took.Milliseconds()}
 		if rec.Failed() {
 			result = "FAIL"
 			failures = append(failures, rec)
+			sj.Counterexample = rec.report()
 		}
-		fmt.Fprintf(out, row, s.name, result, cases, time.Since(start).Round(time.Millisecond))
+		sj.Result = result
+		doc.Suites = append(doc.Suites, sj)
+		fmt.Fprintf(text, row, s.name, result, cases, took.Round(time.Millisecond))
 	}
 	for _, f := range failures {
-		fmt.Fprintf(out, "\n--- FAIL %s: shrunk counterexample\n%s\n", strings.TrimPrefix(f.name, "conformance/"), f.report())
+		fmt.Fprintf(text, "\n--- FAIL %s: shrunk counterexample\n%s\n", strings.TrimPrefix(f.name, "conformance/"), f.report())
+	}
+	doc.Passed = len(failures) == 0
+	if *asJSON {
+		if err := writeJSON(out, doc); err != nil {
+			return err
+		}
 	}
 	if len(failures) > 0 {
 		return fmt.Errorf("conformance: %d of %d suites failed on %s", len(failures), len(suites), target)
 	}
-	fmt.Fprintf(out, "\nall %d suites passed\n", len(suites))
+	fmt.Fprintf(text, "\nall %d suites passed\n", len(suites))
 	return nil
 }
+
+// JSON document of conformance --json (field names in README).
+type (
+	conformanceJSON struct {
+		Target string      `json:"target"`
+		Checks int         `json:"checks"`
+		Passed bool        `json:"passed"`
+		Suites []suiteJSON `json:"suites"`
+	}
+	suiteJSON struct {
+		Suite          string `json:"suite"`
+		Result         string `json:"result"` // PASS or FAIL
+		Cases          int    `json:"cases"`
+		TimeMS         int64  `json:"time_ms"`
+		Counterexample string `json:"counterexample,omitempty"` // rapid's report of the shrunk failing case
+	}
+)
 
 // conformanceClient connects to the target of the connection flags, or to a new embedded
 // miniredis when they name no server.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +121,30 @@ func TestConformanceConnFlags(t *testing.T) {
 	}
 	if _, err := runCmd(t, "conformance", "--user", "x"); err == nil || !strings.Contains(err.Error(), "need --redis") {
 		t.Errorf("--user without a server: %v", err)
+	}
+}
+
+// TestConformanceJSON: --json prints one document, for a pass and for a failure.
+func TestConformanceJSON(t *testing.T) {
+	out, err := runCmd(t, "conformance", "--json", "--only", "fixed,dedup/set", "--checks", "5")
+	var doc conformanceJSON
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err != nil || dec.Decode(&doc) != nil || !doc.Passed || len(doc.Suites) != 2 || doc.Suites[0].Result != "PASS" || doc.Suites[0].Cases < 5 || doc.Checks != 5 {
+		t.Fatalf("%v %+v\n%s", err, doc, out)
+	}
+	defer func(old func(rueidis.Client, string) []suite) { suitesFor = old }(suitesFor)
+	suitesFor = func(c rueidis.Client, prefix string) []suite {
+		return []suite{{name: "broken-fixed", run: func(t *recorder, checks int) int {
+			return proptest.CheckLimiter(t, redstream.AlgorithmFixedWindow, func(spec redstream.Spec) (redstream.Limiter, error) {
+				l, err := redisbackend.NewLimiter(c, spec, redisbackend.Options{KeyPrefix: prefix})
+				return alwaysAllow{l}, err
+			}, checks)
+		}}}
+	}
+	out, err = runCmd(t, "conformance", "--json", "--checks", "50")
+	doc = conformanceJSON{}
+	if jerr := json.Unmarshal([]byte(out), &doc); err == nil || jerr != nil || doc.Passed || doc.Suites[0].Result != "FAIL" || !strings.Contains(doc.Suites[0].Counterexample, "[rapid] failed after") {
+		t.Errorf("failure: %v %v %+v\n%s", err, jerr, doc, out)
 	}
 }

@@ -15,8 +15,8 @@
 //
 // Every command that talks to Redis takes the same connection flags (--redis, --url or
 // $REDIS_URL, --cluster, --tls, --tls-ca, --tls-cert, --tls-key, --user, --password or
-// $REDIS_PASSWORD, --db, --timeout) and --help lists them with their defaults. streams and
-// dlq print JSON with --json.
+// $REDIS_PASSWORD, --db, --timeout) and --help lists them with their defaults. streams, dlq
+// and conformance print JSON with --json.
 package main
 
 import (
