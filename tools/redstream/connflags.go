@@ -73,7 +73,7 @@ func addConnFlags(fs *flag.FlagSet, defaultAddr string, readEnvURL bool, timeout
 	fs.StringVar(&c.tlsCA, "tls-ca", "", "PEM file of the CA certificates that verify the server (default: the system roots)")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "PEM file of the client certificate, for servers with tls-auth-clients (with --tls-key)")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM file of the client certificate's private key (with --tls-cert)")
-	fs.StringVar(&c.tlsServerName, "tls-server-name", "", "name the server certificate must carry (default: the host of the address)")
+	fs.StringVar(&c.tlsServerName, "tls-server-name", "", "name the server certificates must carry (default: the host of each address dialed)")
 	fs.BoolVar(&c.tlsInsecure, "tls-insecure", false, "do not verify the server certificate (self-signed test servers only: anyone on the path can impersonate the server)")
 	fs.StringVar(&c.user, "user", "", "ACL user name (default: the URL's, else the default user)")
 	fs.StringVar(&c.password, "password", "", "password (default: the URL's, else $"+envRedisPassword+"; prefer the environment, a flag is visible in ps)")
@@ -102,7 +102,6 @@ type redisURL struct {
 	hasPassword    bool
 	db             int
 	hasDB          bool
-	host           string // host of the first address (the TLS server name)
 }
 
 // parseRedisURL parses redis://[user[:password]@]host[:port][/db][?addr=host:port&db=N]
@@ -134,11 +133,11 @@ func parseRedisURL(s string) (redisURL, error) {
 	if u.Host == "" {
 		return r, fmt.Errorf("--url %q: no host", redact(u))
 	}
-	addr, host, err := normalizeAddr(u.Host)
+	addr, _, err := normalizeAddr(u.Host)
 	if err != nil {
 		return r, fmt.Errorf("--url %q: %w", redact(u), err)
 	}
-	r.addrs, r.host = []string{addr}, host
+	r.addrs = []string{addr}
 	switch p := u.Path; {
 	case p == "" || p == "/":
 	case strings.Count(p, "/") == 1:
@@ -260,15 +259,11 @@ func (c *connFlags) resolve() (target, error) {
 		}
 	}
 	addrs := u.addrs
-	host := u.host
 	if len(addrs) == 0 && c.addr != "" {
 		for _, a := range strings.Split(c.addr, ",") {
-			addr, h, err := normalizeAddr(a)
+			addr, _, err := normalizeAddr(a)
 			if err != nil {
 				return t, fmt.Errorf("--redis: %w", err)
-			}
-			if host == "" {
-				host = h
 			}
 			addrs = append(addrs, addr)
 		}
@@ -299,10 +294,9 @@ func (c *connFlags) resolve() (target, error) {
 		if len(addrs) == 0 {
 			return t, errors.New("--tls needs --redis or --url")
 		}
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host, InsecureSkipVerify: c.tlsInsecure}
-		if c.tlsServerName != "" {
-			cfg.ServerName = c.tlsServerName
-		}
+		// An empty ServerName makes the TLS dialer verify each node against the host it
+		// dials, which a cluster's nodes need; --tls-server-name fixes one name for all.
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.tlsServerName, InsecureSkipVerify: c.tlsInsecure}
 		if c.tlsCA != "" {
 			pem, err := os.ReadFile(c.tlsCA)
 			if err != nil {
