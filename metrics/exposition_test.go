@@ -53,10 +53,10 @@ func TestExpositionMetadata(t *testing.T) {
 	a.GetOrCreateCounter(`redis_cache_hits_total{name="meta-a"}`).Add(2)
 	b.GetOrCreateCounter(`redis_cache_hits_total{name="meta-b"}`).Add(3)
 	a.GetOrCreateGauge(`redis_streaming_mq_lag{topic="meta",group="g"}`, nil).Set(4)
-	h := b.GetOrCreatePrometheusHistogram(`redis_streaming_mq_handler_duration_seconds{topic="meta",group="g"}`)
+	h := b.GetOrCreatePrometheusHistogram(`redis_streaming_mq_handle_latency_seconds{topic="meta",group="g"}`)
 	h.Update(0.002)
 	h.Update(0.3)
-	b.GetOrCreatePrometheusHistogram(`redis_streaming_mq_handler_duration_seconds{topic="meta2",group="g"}`).Update(1)
+	b.GetOrCreatePrometheusHistogram(`redis_streaming_mq_handle_latency_seconds{topic="meta2",group="g"}`).Update(1)
 	a.GetOrCreateCounter(`meta_program_requests_total`).Inc() // a family redstream does not know
 	a.GetOrCreateGauge(`meta_program_temperature`, nil).Set(21.5)
 
@@ -67,7 +67,7 @@ func TestExpositionMetadata(t *testing.T) {
 	for name, want := range map[string]familyView{
 		"redis_cache_hits_total":                      {typ: "counter", n: 2},
 		"redis_streaming_mq_lag":                      {typ: "gauge", n: 1},
-		"redis_streaming_mq_handler_duration_seconds": {typ: "histogram", n: 2},
+		"redis_streaming_mq_handle_latency_seconds": {typ: "histogram", n: 2},
 		"meta_program_requests_total":                 {typ: "counter", n: 1},
 		"meta_program_temperature":                    {typ: "untyped", n: 1},
 	} {
@@ -86,10 +86,10 @@ func TestExpositionMetadata(t *testing.T) {
 	for _, want := range []string{
 		"# TYPE redis_cache_hits_total counter",
 		"# HELP redis_cache_hits_total Cache reads that found a value.",
-		"# TYPE redis_streaming_mq_handler_duration_seconds histogram",
+		"# TYPE redis_streaming_mq_handle_latency_seconds histogram",
 		`redis_cache_hits_total{name="meta-a"} 2`,
 		`redis_cache_hits_total{name="meta-b"} 3`,
-		`redis_streaming_mq_handler_duration_seconds_count{topic="meta",group="g"} 2`,
+		`redis_streaming_mq_handle_latency_seconds_count{topic="meta",group="g"} 2`,
 		`meta_program_temperature 21.5`,
 	} {
 		if n := countLines(body, want); n != 1 {
@@ -104,7 +104,7 @@ func TestExpositionMetadata(t *testing.T) {
 func TestExpositionNamespace(t *testing.T) {
 	s := register(t)
 	s.GetOrCreateCounter(`redis_streaming_rl_allowed_total{name="ns-test"}`).Add(5)
-	s.GetOrCreatePrometheusHistogram(`redis_streaming_mq_handler_duration_seconds{topic="ns",group="g"}`).Update(0.1)
+	s.GetOrCreatePrometheusHistogram(`redis_streaming_mq_handle_latency_seconds{topic="ns",group="g"}`).Update(0.1)
 	s.GetOrCreateCounter(`ns_program_total`).Inc()
 	e, err := metrics.NewExposer(metrics.ExposeOptions{Namespace: "shop"})
 	if err != nil {
@@ -114,15 +114,15 @@ func TestExpositionNamespace(t *testing.T) {
 	e.WritePrometheus(&buf)
 	body := buf.String()
 	fams := parse(t, body)
-	for _, name := range []string{"shop_redis_streaming_rl_allowed_total", "shop_redis_streaming_mq_handler_duration_seconds", "ns_program_total"} {
+	for _, name := range []string{"shop_redis_streaming_rl_allowed_total", "shop_redis_streaming_mq_handle_latency_seconds", "ns_program_total"} {
 		if fams[name] == nil {
 			t.Errorf("family %s missing:\n%s", name, body)
 		}
 	}
 	for _, want := range []string{
 		`shop_redis_streaming_rl_allowed_total{name="ns-test"} 5`,
-		`shop_redis_streaming_mq_handler_duration_seconds_count{topic="ns",group="g"} 1`,
-		"# TYPE shop_redis_streaming_mq_handler_duration_seconds histogram",
+		`shop_redis_streaming_mq_handle_latency_seconds_count{topic="ns",group="g"} 1`,
+		"# TYPE shop_redis_streaming_mq_handle_latency_seconds histogram",
 	} {
 		if countLines(body, want) != 1 {
 			t.Errorf("missing %q:\n%s", want, body)
