@@ -65,11 +65,11 @@ func TestExpositionMetadata(t *testing.T) {
 	body := rec.Body.String()
 	fams := parse(t, body)
 	for name, want := range map[string]familyView{
-		"redis_cache_hits_total":                      {typ: "counter", n: 2},
-		"redis_streaming_mq_lag":                      {typ: "gauge", n: 1},
+		"redis_cache_hits_total":                    {typ: "counter", n: 2},
+		"redis_streaming_mq_lag":                    {typ: "gauge", n: 1},
 		"redis_streaming_mq_handle_latency_seconds": {typ: "histogram", n: 2},
-		"meta_program_requests_total":                 {typ: "counter", n: 1},
-		"meta_program_temperature":                    {typ: "untyped", n: 1},
+		"meta_program_requests_total":               {typ: "counter", n: 1},
+		"meta_program_temperature":                  {typ: "untyped", n: 1},
 	} {
 		f := fams[name]
 		if f == nil {
