@@ -74,6 +74,9 @@ func runConsole(ctx context.Context, args []string, out io.Writer) error {
 			modes++
 		}
 	}
+	if !strings.HasPrefix(*prefix, "/") {
+		return fmt.Errorf("console: --prefix %q must start with '/'", *prefix)
+	}
 	if modes > 1 {
 		return errors.New("console: give one of --redis, --cluster and --demo")
 	}
