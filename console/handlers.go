@@ -2,13 +2,13 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redstream-go/redstream"
@@ -58,13 +58,11 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, msg s
 func (c *Console) redisFail(w http.ResponseWriter, r *http.Request, what string, err error) {
 	c.log.Warn("console: redis call failed", "op", what, "error", err)
 	status := http.StatusBadGateway
-	if errors.Is(err, errTimeout) || strings.Contains(err.Error(), "deadline exceeded") {
+	if errors.Is(err, context.DeadlineExceeded) {
 		status = http.StatusGatewayTimeout
 	}
 	c.fail(w, r, status, fmt.Sprintf("%s: %v", what, err))
 }
-
-var errTimeout = errors.New("timeout")
 
 func (c *Console) topicCrumbs(topic string) []crumb {
 	return []crumb{{"topics", c.link("/")}, {topic, buildLink(c.prefix, "/topic", "t", topic)}}
@@ -367,12 +365,19 @@ func (c *Console) doReplay(w http.ResponseWriter, r *http.Request) {
 	}
 	res := result{Topic: topic, Action: "replay", BackDLQ: buildLink(c.prefix, "/dlq", "t", topic)}
 	replayed := 0
-	for _, id := range ids {
+	for i, id := range ids {
 		ctx, cancel := c.call(r.Context())
 		newID, err := c.dl.Replay(ctx, topic, id, opts...)
 		cancel()
 		if err != nil {
 			res.Errors = append(res.Errors, fmt.Sprintf("%s: %v", id, err))
+			if !errors.Is(err, redstream.ErrNotFound) {
+				// Redis fails or hangs: stop rather than wait out a timeout per entry.
+				if rest := len(ids) - i - 1; rest > 0 {
+					res.Errors = append(res.Errors, fmt.Sprintf("stopped: %d selected dead letters not replayed", rest))
+				}
+				break
+			}
 			continue
 		}
 		replayed++
