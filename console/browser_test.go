@@ -113,6 +113,10 @@ func TestBrowser(t *testing.T) {
 	if err := consumer.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := client.Do(ctx, client.B().XgroupCreateconsumer().Key(topic).Group("billing").Consumer("crashed-worker-7").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	crashedAt := time.Now()
 	defer consumer.Close(context.Background())
 	producer, err := stream.NewProducer(client, cfg)
 	if err != nil {
@@ -127,7 +131,12 @@ func TestBrowser(t *testing.T) {
 	waitFor(t, 20*time.Second, "3 dead letters", func() bool { return xlen(t, client, dlq) == 3 })
 	broken.Store(false) // the payment service is back
 
-	srv, _ := serve(t, console.Options{Client: client, Stream: cfg, Topics: []string{topic}, Title: "redstream console"})
+	// The console is told a short ConsumerTimeout, so that the name a crashed process left
+	// shows as one housekeeping removes (the consumer itself keeps the default, 10 minutes).
+	shown := cfg
+	shown.ConsumerTimeout = 2 * time.Second
+	waitFor(t, 10*time.Second, "the crashed consumer to be idle 2s", func() bool { return time.Since(crashedAt) > 2100*time.Millisecond })
+	srv, _ := serve(t, console.Options{Client: client, Stream: shown, Topics: []string{topic}, Consumers: []*stream.Consumer{consumer}})
 	base := srv.URL
 	shots := screenshotDir(t)
 
@@ -205,6 +214,12 @@ func TestBrowser(t *testing.T) {
 	}
 	shot("topic.png")
 	do("open the group", chromedp.Click(css(`#groups a`)), chromedp.WaitVisible(css("#consumers")))
+	if got := text("#consumers"); !strings.Contains(got, "crashed-worker-7") || !strings.Contains(got, "will be removed") {
+		t.Fatalf("the crashed consumer is not marked for removal:\n%s", got)
+	}
+	if got := text("#local"); !strings.Contains(got, "reading") {
+		t.Fatalf("this process's handler state: %q", got)
+	}
 	shot("group.png")
 
 	// The dead letters.

@@ -70,6 +70,10 @@ type Options struct {
 	MaxBodyBytes int
 	// Title is the page title. Default "redstream console".
 	Title string
+	// Consumers are this process's consumers, if any: the group page then also shows the
+	// state of their handlers of that group (reading, in flight, queued, retries scheduled;
+	// from Consumer.Stats, no Redis call).
+	Consumers []*stream.Consumer
 	// Logger receives a record for each state-changing action (replay, delete, purge) and
 	// each Redis error. Nil means slog.Default().
 	Logger *slog.Logger
@@ -91,6 +95,7 @@ type Console struct {
 	maxBody   int
 	title     string
 	log       *slog.Logger
+	consumers []*stream.Consumer
 	mux       *http.ServeMux
 }
 
@@ -186,6 +191,12 @@ func New(o Options) (*Console, error) {
 	default:
 		c.maxBody = o.MaxBodyBytes
 	}
+	for _, cons := range o.Consumers {
+		if cons == nil {
+			return nil, bad("nil entry in Consumers")
+		}
+	}
+	c.consumers = append([]*stream.Consumer(nil), o.Consumers...)
 	c.title = o.Title
 	if c.title == "" {
 		c.title = "redstream console"

@@ -291,7 +291,7 @@ func TestGroupPage(t *testing.T) {
 		t.Fatalf("%d\n%s", st, body)
 	}
 	mustContain(t, body, "<tr><th>pending</th><td>7</td></tr>", "<td>busy</td><td class=\"n\">7</td>", "owns pending entries",
-		"<td>gone-worker</td>", "removed after")
+		"<td>gone-worker</td>", "kept; removed if idle")
 	time.Sleep(1100 * time.Millisecond)
 	_, body = b.get("/group" + q("t", topic, "g", "g"))
 	if !regexp.MustCompile(`<tr class="removable"><td>gone-worker</td>`).MatchString(body) || !strings.Contains(body, "will be removed") {

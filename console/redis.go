@@ -395,6 +395,23 @@ type GroupPage struct {
 	After     string
 	// ConsumerTimeout is the housekeeping bound used for Removable (negative: disabled).
 	ConsumerTimeout time.Duration
+	// Local is the state of Options.Consumers' handlers of this group.
+	Local []stream.HandlerStats
+}
+
+// localStats returns the Stats of Options.Consumers' handlers of topic (a stream key) and
+// group.
+func (c *Console) localStats(topic, group string) []stream.HandlerStats {
+	var out []stream.HandlerStats
+	for _, cons := range c.consumers {
+		for _, h := range cons.Stats().Handlers {
+			key, err := stream.StreamName(c.cfg, h.Topic)
+			if err == nil && key == topic && h.Group == group {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
 }
 
 var errNoGroup = errors.New("no such consumer group")
@@ -414,7 +431,7 @@ func (c *Console) groupPage(ctx context.Context, topic, group, after string, n i
 		cl.B().XinfoGroups().Key(topic).Build(),
 		cl.B().XinfoConsumers().Key(topic).Group(group).Build(),
 		cl.B().Xpending().Key(topic).Group(group).Start(start).End("+").Count(int64(n)+1).Build())
-	gp := GroupPage{Topic: topic, After: after, ConsumerTimeout: c.cfg.ConsumerTimeout}
+	gp := GroupPage{Topic: topic, After: after, ConsumerTimeout: c.cfg.ConsumerTimeout, Local: c.localStats(topic, group)}
 	groups, err := parseGroups(res[0])
 	if err != nil {
 		return gp, err
