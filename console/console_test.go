@@ -435,6 +435,16 @@ func TestHostileEntries(t *testing.T) {
 	if strings.Contains(body, big) {
 		t.Error("a 5000-byte field shown whole with MaxBodyBytes 1000")
 	}
+	// An entry of 5000 fields shows a bounded page.
+	var many []string
+	for i := 0; i < 5000; i++ {
+		many = append(many, fmt.Sprintf("f%04d", i), strings.Repeat("v", 900))
+	}
+	wide := addDeadLetter(t, c, topic, "g", "e", many...)
+	st, body := b.get("/dlq/entry" + q("t", topic, "id", wide))
+	if st != http.StatusOK || !strings.Contains(body, "4800 more fields not shown") || len(body) > 300<<10 {
+		t.Fatalf("5000-field entry: %d, %d bytes; want the first 200 fields within 300 KiB", st, len(body))
+	}
 	// A gzip body is decoded; a broken one is reported, not shown as garbage or a 500.
 	enc, zbody, err := stream.EncodeBody([]byte(`{"zipped":true}`), true)
 	if err != nil || enc != stream.EncGzip {
@@ -444,7 +454,7 @@ func TestHostileEntries(t *testing.T) {
 	_, body = b.get("/dlq/entry" + q("t", topic, "id", gz))
 	mustContain(t, body, "&#34;zipped&#34;: true", "decoded from gzip")
 	bad := addDeadLetter(t, c, topic, "g", "e", "enc", "gzip", "body", "!!not base64")
-	st, body := b.get("/dlq/entry" + q("t", topic, "id", bad))
+	st, body = b.get("/dlq/entry" + q("t", topic, "id", bad))
 	if st != http.StatusOK || !strings.Contains(body, "cannot decode the body") {
 		t.Fatalf("broken gzip body: %d\n%s", st, body)
 	}

@@ -235,7 +235,7 @@ func checkTopic(topic string) error {
 type deadLetterView struct {
 	Topic   string
 	DL      stream.DeadLetter
-	Fields  []Field
+	Fields  Fields
 	Body    string
 	BodyCut int
 	BodyErr string
@@ -275,11 +275,11 @@ func (c *Console) pageDeadLetter(w http.ResponseWriter, r *http.Request) {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	for _, k := range names {
-		val, cut := cutString(d.Fields[k], c.maxBody)
-		name, ncut := cutString(k, 256)
-		v.Fields = append(v.Fields, Field{Name: name, Value: val, Cut: cut + ncut})
+	pairs := make([][2]string, len(names))
+	for i, k := range names {
+		pairs[i] = [2]string{k, d.Fields[k]}
 	}
+	v.Fields = c.fields(pairs)
 	body, err := d.Body()
 	if err != nil {
 		v.BodyErr = err.Error()

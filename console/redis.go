@@ -156,7 +156,34 @@ func topicOfDeadLetters(key string, keys map[string]bool) (string, bool) {
 type Entry struct {
 	ID     string
 	Time   time.Time // from the id
-	Fields []Field
+	Fields Fields
+}
+
+// Fields are the fields of an entry as shown: at most maxFields of them, and at most
+// 4*MaxBodyBytes bytes of values in all.
+type Fields struct {
+	List    []Field
+	Omitted int // fields not shown
+}
+
+// maxFields bounds the fields shown of one entry.
+const maxFields = 200
+
+// fields returns the fields of name, value pairs, within the page's bounds.
+func (c *Console) fields(pairs [][2]string) Fields {
+	var out Fields
+	budget := 4 * c.maxBody
+	for i, p := range pairs {
+		if i == maxFields {
+			out.Omitted = len(pairs) - i
+			break
+		}
+		v, cut := cutString(p[1], min(c.maxBody, budget))
+		n, ncut := cutString(p[0], 256)
+		budget -= len(v)
+		out.List = append(out.List, Field{Name: n, Value: v, Cut: cut + ncut})
+	}
+	return out
 }
 
 // Field is one field of an entry, its value cut to the console's MaxBodyBytes.
@@ -166,13 +193,11 @@ type Field struct {
 }
 
 func (c *Console) entry(e rueidis.XRangeSlice) Entry {
-	out := Entry{ID: e.ID, Time: idTime(e.ID)}
-	for _, fv := range e.FieldValues {
-		v, cut := cutString(fv.Value, c.maxBody)
-		n, ncut := cutString(fv.Field, 256)
-		out.Fields = append(out.Fields, Field{Name: n, Value: v, Cut: cut + ncut})
+	pairs := make([][2]string, len(e.FieldValues))
+	for i, fv := range e.FieldValues {
+		pairs[i] = [2]string{fv.Field, fv.Value}
 	}
-	return out
+	return Entry{ID: e.ID, Time: idTime(e.ID), Fields: c.fields(pairs)}
 }
 
 // cutString returns s cut to at most n bytes (at a UTF-8 boundary) and the bytes cut.
