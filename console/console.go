@@ -218,7 +218,8 @@ func (c *Console) routes() {
 	m.Handle("POST /dlq/replay", c.action(c.doReplay))
 	m.Handle("POST /dlq/delete", c.action(c.doDelete))
 	m.Handle("POST /dlq/purge", c.action(c.doPurge))
-	for _, p := range []string{"/dlq/replay", "/dlq/delete"} {
+	m.Handle("POST /dlq/replay-all", c.action(c.doReplayAll))
+	for _, p := range []string{"/dlq/replay", "/dlq/delete", "/dlq/replay-all"} {
 		m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", http.MethodPost)
 			c.fail(w, r, http.StatusMethodNotAllowed, "this action needs a POST from the console's own form")

@@ -553,6 +553,21 @@ func TestActions(t *testing.T) {
 			t.Errorf("form %v: %d, want 400", f, st)
 		}
 	}
+	// Replay all: what is left (ids[5]), then nothing.
+	st, body = b.post("/dlq/replay-all", url.Values{"t": {topic}, "csrf": {tok}})
+	if st != http.StatusOK || !strings.Contains(body, "1 dead letters replayed") {
+		t.Fatalf("replay all: %d\n%s", st, body)
+	}
+	if n := xlen(t, c, dlq); n != 0 {
+		t.Fatalf("%d dead letters after replay all", n)
+	}
+	if st, _ := b.post("/dlq/replay-all", url.Values{"t": {topic}}); st != http.StatusForbidden {
+		t.Fatalf("replay all without the token: %d, want 403", st)
+	}
+	if st, _ := b.get("/dlq/replay-all" + q("t", topic)); st != http.StatusMethodNotAllowed {
+		t.Fatalf("GET replay all: %d, want 405", st)
+	}
+	addDeadLetter(t, c, topic, "billing", "again")
 	// Purge asks for the topic's name.
 	if st, _ := b.get("/dlq/purge" + q("t", topic)); st != http.StatusOK {
 		t.Fatalf("purge page: %d", st)
@@ -594,7 +609,7 @@ func TestReadOnly(t *testing.T) {
 	if st, _ := b.get("/dlq/purge" + q("t", topic)); st != http.StatusForbidden {
 		t.Fatalf("read-only purge page: %d, want 403", st)
 	}
-	for _, action := range []string{"/dlq/replay", "/dlq/delete", "/dlq/purge"} {
+	for _, action := range []string{"/dlq/replay", "/dlq/delete", "/dlq/purge", "/dlq/replay-all"} {
 		st, _ := b.post(action, url.Values{"t": {topic}, "id": {id}, "confirm": {topic}, "csrf": {tok}})
 		if st != http.StatusForbidden {
 			t.Errorf("read-only %s: %d, want 403", action, st)

@@ -388,6 +388,40 @@ func (c *Console) doReplay(w http.ResponseWriter, r *http.Request) {
 	c.renderResult(w, r, res)
 }
 
+// replayAllLimit and replayAllTime bound one "replay all" request; the page offers to go on.
+const (
+	replayAllLimit = 1000
+	replayAllTime  = 30 * time.Second
+)
+
+func (c *Console) doReplayAll(w http.ResponseWriter, r *http.Request) {
+	topic := r.PostForm.Get("t")
+	if err := checkTopic(topic); err != nil {
+		c.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	var opts []stream.ReplayOption
+	if r.PostForm.Get("all_groups") != "" {
+		opts = append(opts, stream.ToAllGroups())
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), replayAllTime)
+	n, err := c.dl.ReplayAll(ctx, topic, replayAllLimit, opts...)
+	cancel()
+	res := result{Topic: topic, Action: "replay all", BackDLQ: buildLink(c.prefix, "/dlq", "t", topic),
+		Lines: []string{fmt.Sprintf("%d dead letters replayed", n)}}
+	if err != nil {
+		res.Errors = append(res.Errors, err.Error())
+	}
+	lctx, lcancel := c.call(r.Context())
+	if left, err := c.dl.Len(lctx, topic); err == nil && left > 0 {
+		res.Lines = append(res.Lines, fmt.Sprintf("%d dead letters remain (at most %d are replayed per request, "+
+			"and replays that failed again wait for the next request)", left, replayAllLimit))
+	}
+	lcancel()
+	c.log.Info("console: replayed all dead letters", "topic", topic, "replayed", n, "error", err, "all_groups", len(opts) > 0)
+	c.renderResult(w, r, res)
+}
+
 func (c *Console) doDelete(w http.ResponseWriter, r *http.Request) {
 	topic, ids, err := c.postIDs(r)
 	if err != nil {
