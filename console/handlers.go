@@ -104,7 +104,7 @@ func afterParam(r *http.Request) (string, error) {
 
 // topicsPage is the data of the topics page.
 type topicsPage struct {
-	Topics    []TopicSummary
+	Topics    []topicSummary
 	Total     int
 	Next      string
 	Truncated bool
@@ -144,7 +144,7 @@ func (c *Console) pageTopics(w http.ResponseWriter, r *http.Request) {
 
 // topicPage is the data of a topic's page.
 type topicPage struct {
-	TopicInfo
+	topicData
 	Trim       stream.TrimConfig
 	DeadLetter stream.DeadLetterConfig
 }
@@ -165,7 +165,7 @@ func (c *Console) pageTopic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.render(w, r, http.StatusOK, "topic.html", c.topicCrumbs(topic),
-		topicPage{TopicInfo: ti, Trim: c.cfg.Trim, DeadLetter: c.cfg.DeadLetter})
+		topicPage{topicData: ti, Trim: c.cfg.Trim, DeadLetter: c.cfg.DeadLetter})
 }
 
 func (c *Console) pageGroup(w http.ResponseWriter, r *http.Request) {
@@ -235,7 +235,7 @@ func checkTopic(topic string) error {
 type deadLetterView struct {
 	Topic   string
 	DL      stream.DeadLetter
-	Fields  Fields
+	Fields  fieldList
 	Body    string
 	BodyCut int
 	BodyErr string

@@ -152,17 +152,17 @@ func topicOfDeadLetters(key string, keys map[string]bool) (string, bool) {
 	return "", false
 }
 
-// Entry is one stream entry as shown.
-type Entry struct {
+// entryView is one stream entry as shown.
+type entryView struct {
 	ID     string
 	Time   time.Time // from the id
-	Fields Fields
+	Fields fieldList
 }
 
-// Fields are the fields of an entry as shown: at most maxFields of them, and at most
+// fieldList holds the fields of an entry as shown: at most maxFields of them, and at most
 // 4*MaxBodyBytes bytes of values in all.
-type Fields struct {
-	List    []Field
+type fieldList struct {
+	List    []fieldView
 	Omitted int // fields not shown
 }
 
@@ -170,8 +170,8 @@ type Fields struct {
 const maxFields = 200
 
 // fields returns the fields of name, value pairs, within the page's bounds.
-func (c *Console) fields(pairs [][2]string) Fields {
-	var out Fields
+func (c *Console) fields(pairs [][2]string) fieldList {
+	var out fieldList
 	budget := 4 * c.maxBody
 	for i, p := range pairs {
 		if i == maxFields {
@@ -181,23 +181,23 @@ func (c *Console) fields(pairs [][2]string) Fields {
 		v, cut := cutString(p[1], min(c.maxBody, budget))
 		n, ncut := cutString(p[0], 256)
 		budget -= len(v)
-		out.List = append(out.List, Field{Name: n, Value: v, Cut: cut + ncut})
+		out.List = append(out.List, fieldView{Name: n, Value: v, Cut: cut + ncut})
 	}
 	return out
 }
 
-// Field is one field of an entry, its value cut to the console's MaxBodyBytes.
-type Field struct {
+// fieldView is one field of an entry, its value cut to the console's MaxBodyBytes.
+type fieldView struct {
 	Name, Value string
 	Cut         int // bytes cut from Value
 }
 
-func (c *Console) entry(e rueidis.XRangeSlice) Entry {
+func (c *Console) entry(e rueidis.XRangeSlice) entryView {
 	pairs := make([][2]string, len(e.FieldValues))
 	for i, fv := range e.FieldValues {
 		pairs[i] = [2]string{fv.Field, fv.Value}
 	}
-	return Entry{ID: e.ID, Time: idTime(e.ID), Fields: c.fields(pairs)}
+	return entryView{ID: e.ID, Time: idTime(e.ID), Fields: c.fields(pairs)}
 }
 
 // cutString returns s cut to at most n bytes (at a UTF-8 boundary) and the bytes cut.
@@ -229,8 +229,8 @@ var idRE = regexp.MustCompile(`^[0-9]{1,20}(-[0-9]{1,20})?$`)
 // validID reports whether id is a stream entry id ("ms" or "ms-seq").
 func validID(id string) bool { return idRE.MatchString(id) }
 
-// TopicSummary is one line of the topics page.
-type TopicSummary struct {
+// topicSummary is one line of the topics page.
+type topicSummary struct {
 	Name        string
 	Exists      bool // the topic stream exists (a dead-letter stream may outlive it)
 	Length      int64
@@ -242,7 +242,7 @@ type TopicSummary struct {
 }
 
 // summaries reads one line per topic with one pipelined round of commands.
-func (c *Console) summaries(ctx context.Context, topics []string) []TopicSummary {
+func (c *Console) summaries(ctx context.Context, topics []string) []topicSummary {
 	cl := c.client
 	cmds := make(rueidis.Commands, 0, 5*len(topics))
 	for _, t := range topics {
@@ -256,10 +256,10 @@ func (c *Console) summaries(ctx context.Context, topics []string) []TopicSummary
 	ctx, cancel := c.call(ctx)
 	defer cancel()
 	res := cl.DoMulti(ctx, cmds...)
-	out := make([]TopicSummary, len(topics))
+	out := make([]topicSummary, len(topics))
 	for i, t := range topics {
 		r := res[5*i : 5*i+5]
-		s := TopicSummary{Name: t}
+		s := topicSummary{Name: t}
 		var err error
 		if s.Length, err = r[0].AsInt64(); err != nil {
 			s.Err = err.Error()
@@ -290,21 +290,21 @@ func isNoSuchKey(err error) bool {
 	return errors.As(err, &re) && strings.Contains(strings.ToLower(re.Error()), "no such key")
 }
 
-// TopicInfo is the topic page's data.
-type TopicInfo struct {
-	TopicSummary
+// topicData is the topic page's data.
+type topicData struct {
+	topicSummary
 	LastGenerated  string // last-generated-id
 	MaxDeleted     string // max-deleted-entry-id (Redis 7.0+), "" when unknown
 	EntriesAdded   int64  // -1 when unknown
-	FirstEntry     *Entry
-	LastEntry      *Entry
-	GroupList      []GroupInfo
+	FirstEntry     *entryView
+	LastEntry      *entryView
+	GroupList      []groupInfo
 	GroupsFailed   string
 	StreamInfoFail string
 }
 
-// GroupInfo is one consumer group (XINFO GROUPS).
-type GroupInfo struct {
+// groupInfo is one consumer group (XINFO GROUPS).
+type groupInfo struct {
 	Name          string
 	Consumers     int64
 	Pending       int64
@@ -313,7 +313,7 @@ type GroupInfo struct {
 	Lag           int64 // -1 when unknown (Redis < 7.0, or Redis cannot compute it)
 }
 
-func (c *Console) topicInfo(ctx context.Context, topic string) (TopicInfo, error) {
+func (c *Console) topicInfo(ctx context.Context, topic string) (topicData, error) {
 	cl := c.client
 	ctx, cancel := c.call(ctx)
 	defer cancel()
@@ -323,7 +323,7 @@ func (c *Console) topicInfo(ctx context.Context, topic string) (TopicInfo, error
 		cl.B().Xrevrange().Key(topic).End("+").Start("-").Count(1).Build(),
 		cl.B().XinfoGroups().Key(topic).Build(),
 		cl.B().Xlen().Key(stream.DeadLetterStreamName(topic)).Build())
-	ti := TopicInfo{TopicSummary: TopicSummary{Name: topic}, EntriesAdded: -1}
+	ti := topicData{topicSummary: topicSummary{Name: topic}, EntriesAdded: -1}
 	var err error
 	if ti.DeadLetters, err = res[4].AsInt64(); err != nil {
 		return ti, err
@@ -358,18 +358,18 @@ func (c *Console) topicInfo(ctx context.Context, topic string) (TopicInfo, error
 	return ti, nil
 }
 
-func parseGroups(m rueidis.RedisResult) ([]GroupInfo, error) {
+func parseGroups(m rueidis.RedisResult) ([]groupInfo, error) {
 	arr, err := m.ToArray()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]GroupInfo, 0, len(arr))
+	out := make([]groupInfo, 0, len(arr))
 	for _, g := range arr {
 		info, err := g.AsMap()
 		if err != nil {
 			return out, err
 		}
-		gi := GroupInfo{EntriesRead: -1, Lag: -1}
+		gi := groupInfo{EntriesRead: -1, Lag: -1}
 		gi.Name, _ = mapStr(info, "name")
 		gi.Consumers, _ = mapInt(info, "consumers")
 		gi.Pending, _ = mapInt(info, "pending")
@@ -386,8 +386,8 @@ func parseGroups(m rueidis.RedisResult) ([]GroupInfo, error) {
 	return out, nil
 }
 
-// ConsumerInfo is one consumer of a group (XINFO CONSUMERS).
-type ConsumerInfo struct {
+// consumerInfo is one consumer of a group (XINFO CONSUMERS).
+type consumerInfo struct {
 	Name    string
 	Pending int64
 	Idle    time.Duration // since its last attempted interaction
@@ -401,8 +401,8 @@ type ConsumerInfo struct {
 	RemovableIn time.Duration
 }
 
-// PendingEntry is one entry of a group's pending list (XPENDING).
-type PendingEntry struct {
+// pendingEntry is one entry of a group's pending list (XPENDING).
+type pendingEntry struct {
 	ID         string
 	Time       time.Time
 	Consumer   string
@@ -410,12 +410,12 @@ type PendingEntry struct {
 	Deliveries int64
 }
 
-// GroupPage is the group page's data.
-type GroupPage struct {
+// groupData is the group page's data.
+type groupData struct {
 	Topic     string
-	Group     GroupInfo
-	Consumers []ConsumerInfo
-	Pending   []PendingEntry
+	Group     groupInfo
+	Consumers []consumerInfo
+	Pending   []pendingEntry
 	Next      string // id after which the next page of the pending list starts; "" at the end
 	After     string
 	// ConsumerTimeout is the housekeeping bound used for Removable (negative: disabled).
@@ -444,7 +444,7 @@ var errNoGroup = errors.New("no such consumer group")
 // maxConsumers bounds the consumers a group page lists.
 const maxConsumers = 1000
 
-func (c *Console) groupPage(ctx context.Context, topic, group, after string, n int) (GroupPage, error) {
+func (c *Console) groupPage(ctx context.Context, topic, group, after string, n int) (groupData, error) {
 	cl := c.client
 	ctx, cancel := c.call(ctx)
 	defer cancel()
@@ -456,7 +456,7 @@ func (c *Console) groupPage(ctx context.Context, topic, group, after string, n i
 		cl.B().XinfoGroups().Key(topic).Build(),
 		cl.B().XinfoConsumers().Key(topic).Group(group).Build(),
 		cl.B().Xpending().Key(topic).Group(group).Start(start).End("+").Count(int64(n)+1).Build())
-	gp := GroupPage{Topic: topic, After: after, ConsumerTimeout: c.cfg.ConsumerTimeout, Local: c.localStats(topic, group)}
+	gp := groupData{Topic: topic, After: after, ConsumerTimeout: c.cfg.ConsumerTimeout, Local: c.localStats(topic, group)}
 	groups, err := parseGroups(res[0])
 	if err != nil {
 		return gp, err
@@ -482,7 +482,7 @@ func (c *Console) groupPage(ctx context.Context, topic, group, after string, n i
 		if err != nil {
 			return gp, err
 		}
-		ci := ConsumerInfo{Inactive: -1, RemovableIn: -1}
+		ci := consumerInfo{Inactive: -1, RemovableIn: -1}
 		ci.Name, _ = mapStr(info, "name")
 		ci.Pending, _ = mapInt(info, "pending")
 		idle, _ := mapInt(info, "idle")
@@ -509,7 +509,7 @@ func (c *Console) groupPage(ctx context.Context, topic, group, after string, n i
 		if err != nil || len(f) < 4 {
 			return gp, fmt.Errorf("unexpected XPENDING reply")
 		}
-		var pe PendingEntry
+		var pe pendingEntry
 		pe.ID, _ = f[0].ToString()
 		pe.Consumer, _ = f[1].ToString()
 		idle, _ := f[2].AsInt64()
@@ -525,18 +525,18 @@ func (c *Console) groupPage(ctx context.Context, topic, group, after string, n i
 	return gp, nil
 }
 
-// DeadLetterRow is one dead letter in a list.
-type DeadLetterRow struct {
+// deadLetterRow is one dead letter in a list.
+type deadLetterRow struct {
 	stream.DeadLetter
 	ErrorShort string
 	Key        string
 }
 
-// DeadLetterPage is the dead-letter list's data.
-type DeadLetterPage struct {
+// deadLetterData is the dead-letter list's data.
+type deadLetterData struct {
 	Topic      string
 	Total      int64
-	Rows       []DeadLetterRow
+	Rows       []deadLetterRow
 	Group, Q   string // filters
 	After      string
 	Next       string // id to continue after; "" at the end
@@ -547,8 +547,8 @@ type DeadLetterPage struct {
 
 // listDeadLetters returns up to n dead letters of topic after id after (exclusive) that match
 // the filters, reading at most 10*n of them.
-func (c *Console) listDeadLetters(ctx context.Context, topic, group, q, after string, n int) (DeadLetterPage, error) {
-	p := DeadLetterPage{Topic: topic, Group: group, Q: q, After: after, ScanBudget: 10 * n}
+func (c *Console) listDeadLetters(ctx context.Context, topic, group, q, after string, n int) (deadLetterData, error) {
+	p := deadLetterData{Topic: topic, Group: group, Q: q, After: after, ScanBudget: 10 * n}
 	var err error
 	lctx, cancel := c.call(ctx)
 	p.Total, err = c.dl.Len(lctx, topic)
@@ -591,7 +591,7 @@ func (c *Console) listDeadLetters(ctx context.Context, topic, group, q, after st
 			}
 			short, _ := cutString(d.Error, 200)
 			key, _ := cutString(d.Fields[stream.FieldKey], 200)
-			p.Rows = append(p.Rows, DeadLetterRow{DeadLetter: d, ErrorShort: short, Key: key})
+			p.Rows = append(p.Rows, deadLetterRow{DeadLetter: d, ErrorShort: short, Key: key})
 		}
 		if p.Next != "" || int64(len(letters)) < batch {
 			break // a full page, or the end of the stream
