@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -817,4 +818,69 @@ func TestClusterDiscovery(t *testing.T) {
 	if n := xlen(t, c, topics[0]); n != 2 {
 		t.Fatalf("topic has %d entries after the replay, want 2", n)
 	}
+}
+
+// TestConcurrentReplay: two operators (two consoles, as two replicas of the application)
+// replay the same dead letters at once; each is replayed exactly once.
+func TestConcurrentReplay(t *testing.T) {
+	c := redistest.Client(t)
+	topic := newTopic(t)
+	var ids []string
+	for i := 0; i < 20; i++ {
+		ids = append(ids, addDeadLetter(t, c, topic, "g", "boom"))
+	}
+	s1, _ := serve(t, console.Options{})
+	s2, _ := serve(t, console.Options{})
+	browsers := []*browser{newBrowser(t, s1.URL), newBrowser(t, s2.URL)}
+	toks := []string{browsers[0].token("/dlq" + q("t", topic)), browsers[1].token("/dlq" + q("t", topic))}
+	bodies := make([]string, 2)
+	var wg sync.WaitGroup
+	for i := range browsers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, bodies[i] = browsers[i].post("/dlq/replay", url.Values{"t": {topic}, "id": ids, "csrf": {toks[i]}})
+		}()
+	}
+	wg.Wait()
+	replayed := strings.Count(bodies[0], "replayed as entry") + strings.Count(bodies[1], "replayed as entry")
+	if replayed != 20 {
+		t.Fatalf("%d replays reported for 20 dead letters", replayed)
+	}
+	if n := xlen(t, c, topic); n != 20 {
+		t.Fatalf("topic has %d entries, want 20 (each dead letter once)", n)
+	}
+	if n := xlen(t, c, stream.DeadLetterStreamName(topic)); n != 0 {
+		t.Fatalf("%d dead letters left", n)
+	}
+}
+
+// TestKilledServer: with Redis gone, pages answer 502 or 504 at once, and work again when
+// it is back.
+func TestKilledServer(t *testing.T) {
+	s := redistest.NewServer(t)
+	c := redistest.NewClient(t, s.Addr)
+	topic := newTopic(t)
+	addDeadLetter(t, c, topic, "g", "boom")
+	srv, _ := serve(t, console.Options{Client: c, Timeout: time.Second})
+	b := newBrowser(t, srv.URL)
+	s.Stop()
+	for _, path := range []string{"/", "/dlq" + q("t", topic), "/topic" + q("t", topic)} {
+		start := time.Now()
+		st, body := b.get(path)
+		if st != http.StatusBadGateway && st != http.StatusGatewayTimeout {
+			t.Errorf("%s with Redis killed: %d, want 502 or 504\n%s", path, st, body)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("%s took %v with a 1s timeout per call", path, took)
+		}
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	xadd(t, c, topic, "body", "{}") // the restarted server lost its data
+	waitFor(t, 15*time.Second, "the console to work again", func() bool {
+		st, _ := b.get("/topic" + q("t", topic))
+		return st == http.StatusOK
+	})
 }
