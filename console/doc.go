@@ -1,0 +1,27 @@
+// Package console is an operator's web console for redstream's Redis Streams: an
+// [http.Handler] to mount behind an application's own authentication.
+//
+// It shows the topics (length, first and last entry, the trimming settings), each topic's
+// consumer groups (pending, lag, last delivered id), each group's consumers (idle time,
+// pending count, and which ones the consumers' housekeeping will remove) and pending list
+// (delivery counts, idle times), and each topic's dead letters: a filtered list, one entry
+// with its fields and decoded body, and the actions replay (one or a selection), delete and
+// purge (after a typed confirmation).
+//
+// Everything it reads uses read-only commands (SCAN, XLEN, XRANGE, XREVRANGE, XINFO,
+// XPENDING), each with a deadline; everything it changes goes through [stream.DeadLetters].
+// Topics are found by SCAN for keys of type stream, on every master of a cluster, or given
+// in [Options.Topics].
+//
+// Security: pages are rendered by html/template (stream entries are treated as hostile
+// input: every value is escaped, bodies are cut at [Options.MaxBodyBytes]); a strict
+// Content-Security-Policy allows only the console's own script and style; GET and HEAD
+// never change state; every change is a POST carrying a CSRF token (an HMAC of a per-browser
+// cookie under the console's secret, compared in constant time), and cross-origin POSTs are
+// refused by their Origin and Sec-Fetch-Site headers ([http.CrossOriginProtection]). In
+// [Options.ReadOnly] mode no action is offered and every POST is refused. No page shows more
+// than [Options.PageSize] entries; longer lists are paged by entry id.
+//
+// The console does not authenticate anyone: mount it behind the application's own
+// authentication and authorization.
+package console

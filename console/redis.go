@@ -1,0 +1,628 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redstream-go/redstream/stream"
+)
+
+// call returns ctx bounded by the console's per-call timeout.
+func (c *Console) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.timeout)
+}
+
+// discovery is the outcome of topic discovery.
+type discovery struct {
+	Topics    []string // topic stream keys, sorted
+	Truncated bool     // MaxTopics was reached
+}
+
+// scanCount is the COUNT hint of each SCAN.
+const scanCount = 1000
+
+// discover returns the topics: the explicit list, or every stream key SCAN finds on every
+// master, with dead-letter streams folded into their topics.
+func (c *Console) discover(ctx context.Context) (discovery, error) {
+	if c.topics != nil {
+		t := append([]string(nil), c.topics...)
+		sort.Strings(t)
+		return discovery{Topics: t}, nil
+	}
+	keys := map[string]bool{}
+	truncated := false
+	nodes := c.client.Nodes()
+	addrs := make([]string, 0, len(nodes))
+	for a := range nodes {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	for _, addr := range addrs {
+		node := nodes[addr]
+		if len(nodes) > 1 {
+			master, err := c.isMaster(ctx, node)
+			if err != nil {
+				return discovery{}, fmt.Errorf("role of %s: %w", addr, err)
+			}
+			if !master {
+				continue // its master has the same keys
+			}
+		}
+		full, err := c.scanNode(ctx, node, keys)
+		if err != nil {
+			return discovery{}, fmt.Errorf("scan %s: %w", addr, err)
+		}
+		if full {
+			truncated = true
+			break
+		}
+	}
+	return discovery{Topics: foldTopics(keys), Truncated: truncated}, nil
+}
+
+func (c *Console) isMaster(ctx context.Context, node rueidis.Client) (bool, error) {
+	ctx, cancel := c.call(ctx)
+	defer cancel()
+	role, err := node.Do(ctx, node.B().Role().Build()).ToArray()
+	if err != nil {
+		return false, err
+	}
+	if len(role) == 0 {
+		return false, errors.New("empty ROLE reply")
+	}
+	r, err := role[0].ToString()
+	return r == "master", err
+}
+
+// scanNode adds the stream keys of node to keys, and reports whether MaxTopics was reached.
+// It stops after a bounded number of SCAN calls.
+func (c *Console) scanNode(ctx context.Context, node rueidis.Client, keys map[string]bool) (bool, error) {
+	cursor := uint64(0)
+	maxCalls := c.maxTopics/10 + 100 // SCAN may return few keys per call on a sparse keyspace
+	for calls := 0; calls < maxCalls; calls++ {
+		cctx, cancel := c.call(ctx)
+		e, err := node.Do(cctx, node.B().Scan().Cursor(cursor).Count(scanCount).Type("stream").Build()).AsScanEntry()
+		cancel()
+		if err != nil {
+			return false, err
+		}
+		for _, k := range e.Elements {
+			if len(keys) >= c.maxTopics {
+				return true, nil
+			}
+			keys[k] = true
+		}
+		if e.Cursor == 0 {
+			return false, nil
+		}
+		cursor = e.Cursor
+	}
+	return true, nil
+}
+
+// foldTopics returns the topics among stream keys: every key that is not the dead-letter
+// stream of another, and the topic of every dead-letter stream whose topic stream is gone.
+func foldTopics(keys map[string]bool) []string {
+	topics := map[string]bool{}
+	for k := range keys {
+		if t, ok := topicOfDeadLetters(k, keys); ok {
+			topics[t] = true
+			continue
+		}
+		topics[k] = true
+	}
+	out := make([]string, 0, len(topics))
+	for t := range topics {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// topicOfDeadLetters returns the topic whose dead-letter stream is key, if key is one. Both
+// "orders" and "{orders}" have the dead-letter stream "{orders}:dlq"; the one whose stream
+// exists is chosen, else the plain name.
+func topicOfDeadLetters(key string, keys map[string]bool) (string, bool) {
+	base, ok := strings.CutSuffix(key, ":dlq")
+	if !ok || base == "" {
+		return "", false
+	}
+	if inner, ok := strings.CutPrefix(base, "{"); ok && strings.HasSuffix(inner, "}") {
+		inner = inner[:len(inner)-1]
+		if inner != "" && !strings.ContainsAny(inner, "{}") {
+			if keys[base] && !keys[inner] {
+				return base, true
+			}
+			if stream.DeadLetterStreamName(inner) == key {
+				return inner, true
+			}
+		}
+	}
+	if stream.DeadLetterStreamName(base) == key {
+		return base, true
+	}
+	return "", false
+}
+
+// entryView is one stream entry as shown.
+type entryView struct {
+	ID     string
+	Time   time.Time // from the id
+	Fields fieldList
+}
+
+// fieldList holds the fields of an entry as shown: at most maxFields of them, and at most
+// 4*MaxBodyBytes bytes of values in all.
+type fieldList struct {
+	List    []fieldView
+	Omitted int // fields not shown
+}
+
+// maxFields bounds the fields shown of one entry.
+const maxFields = 200
+
+// fields returns the fields of name, value pairs, within the page's bounds.
+func (c *Console) fields(pairs [][2]string) fieldList {
+	var out fieldList
+	budget := 4 * c.maxBody
+	for i, p := range pairs {
+		if i == maxFields {
+			out.Omitted = len(pairs) - i
+			break
+		}
+		v, cut := cutString(p[1], min(c.maxBody, budget))
+		n, ncut := cutString(p[0], 256)
+		budget -= len(v)
+		out.List = append(out.List, fieldView{Name: n, Value: v, Cut: cut + ncut})
+	}
+	return out
+}
+
+// fieldView is one field of an entry, its value cut to the console's MaxBodyBytes.
+type fieldView struct {
+	Name, Value string
+	Cut         int // bytes cut from Value
+}
+
+func (c *Console) entry(e rueidis.XRangeSlice) entryView {
+	pairs := make([][2]string, len(e.FieldValues))
+	for i, fv := range e.FieldValues {
+		pairs[i] = [2]string{fv.Field, fv.Value}
+	}
+	return entryView{ID: e.ID, Time: idTime(e.ID), Fields: c.fields(pairs)}
+}
+
+// cutString returns s cut to at most n bytes (at a UTF-8 boundary) and the bytes cut.
+func cutString(s string, n int) (string, int) {
+	if len(s) <= n {
+		return s, 0
+	}
+	i := n
+	for i > 0 && i > n-4 && !isRuneStart(s[i]) {
+		i--
+	}
+	return s[:i], len(s) - i
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// idTime returns the time of a stream entry id ("ms-seq"), or zero.
+func idTime(id string) time.Time {
+	ms, _, _ := strings.Cut(id, "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(n)
+}
+
+var idRE = regexp.MustCompile(`^[0-9]{1,20}(-[0-9]{1,20})?$`)
+
+// validID reports whether id is a stream entry id ("ms" or "ms-seq").
+func validID(id string) bool { return idRE.MatchString(id) }
+
+// topicSummary is one line of the topics page.
+type topicSummary struct {
+	Name        string
+	Exists      bool // the topic stream exists (a dead-letter stream may outlive it)
+	Length      int64
+	First, Last string // ids, "" when empty
+	LastTime    time.Time
+	Groups      int
+	DeadLetters int64
+	Err         string
+}
+
+// summaries reads one line per topic with one pipelined round of commands.
+func (c *Console) summaries(ctx context.Context, topics []string) []topicSummary {
+	cl := c.client
+	cmds := make(rueidis.Commands, 0, 5*len(topics))
+	for _, t := range topics {
+		cmds = append(cmds,
+			cl.B().Xlen().Key(t).Build(),
+			cl.B().Xrange().Key(t).Start("-").End("+").Count(1).Build(),
+			cl.B().Xrevrange().Key(t).End("+").Start("-").Count(1).Build(),
+			cl.B().XinfoGroups().Key(t).Build(),
+			cl.B().Xlen().Key(stream.DeadLetterStreamName(t)).Build())
+	}
+	ctx, cancel := c.call(ctx)
+	defer cancel()
+	res := cl.DoMulti(ctx, cmds...)
+	out := make([]topicSummary, len(topics))
+	for i, t := range topics {
+		r := res[5*i : 5*i+5]
+		s := topicSummary{Name: t}
+		var err error
+		if s.Length, err = r[0].AsInt64(); err != nil {
+			s.Err = err.Error()
+		}
+		if e, err := r[1].AsXRange(); err == nil && len(e) > 0 {
+			s.First = e[0].ID
+		}
+		if e, err := r[2].AsXRange(); err == nil && len(e) > 0 {
+			s.Last, s.LastTime = e[0].ID, idTime(e[0].ID)
+		}
+		if g, err := r[3].ToArray(); err == nil {
+			s.Groups, s.Exists = len(g), true
+		} else if !isNoSuchKey(err) && s.Err == "" {
+			s.Err = err.Error()
+		}
+		if n, err := r[4].AsInt64(); err == nil {
+			s.DeadLetters = n
+		} else if s.Err == "" {
+			s.Err = err.Error()
+		}
+		out[i] = s
+	}
+	return out
+}
+
+func isNoSuchKey(err error) bool {
+	var re *rueidis.RedisError
+	return errors.As(err, &re) && strings.Contains(strings.ToLower(re.Error()), "no such key")
+}
+
+// topicData is the topic page's data.
+type topicData struct {
+	topicSummary
+	LastGenerated  string // last-generated-id
+	MaxDeleted     string // max-deleted-entry-id (Redis 7.0+), "" when unknown
+	EntriesAdded   int64  // -1 when unknown
+	FirstEntry     *entryView
+	LastEntry      *entryView
+	GroupList      []groupInfo
+	GroupsFailed   string
+	StreamInfoFail string
+}
+
+// groupInfo is one consumer group (XINFO GROUPS).
+type groupInfo struct {
+	Name          string
+	Consumers     int64
+	Pending       int64
+	LastDelivered string
+	EntriesRead   int64 // -1 when unknown
+	Lag           int64 // -1 when unknown (Redis < 7.0, or Redis cannot compute it)
+}
+
+func (c *Console) topicInfo(ctx context.Context, topic string) (topicData, error) {
+	cl := c.client
+	ctx, cancel := c.call(ctx)
+	defer cancel()
+	res := cl.DoMulti(ctx,
+		cl.B().XinfoStream().Key(topic).Build(),
+		cl.B().Xrange().Key(topic).Start("-").End("+").Count(1).Build(),
+		cl.B().Xrevrange().Key(topic).End("+").Start("-").Count(1).Build(),
+		cl.B().XinfoGroups().Key(topic).Build(),
+		cl.B().Xlen().Key(stream.DeadLetterStreamName(topic)).Build())
+	ti := topicData{topicSummary: topicSummary{Name: topic}, EntriesAdded: -1}
+	var err error
+	if ti.DeadLetters, err = res[4].AsInt64(); err != nil {
+		return ti, err
+	}
+	info, err := res[0].AsMap()
+	if err != nil {
+		if isNoSuchKey(err) {
+			return ti, nil // only the dead letters remain
+		}
+		return ti, err
+	}
+	ti.Exists = true
+	ti.Length, _ = mapInt(info, "length")
+	ti.LastGenerated, _ = mapStr(info, "last-generated-id")
+	ti.MaxDeleted, _ = mapStr(info, "max-deleted-entry-id")
+	if n, err := mapInt(info, "entries-added"); err == nil {
+		ti.EntriesAdded = n
+	}
+	if e, err := res[1].AsXRangeSlices(); err == nil && len(e) > 0 {
+		en := c.entry(e[0])
+		ti.First, ti.FirstEntry = en.ID, &en
+	}
+	if e, err := res[2].AsXRangeSlices(); err == nil && len(e) > 0 {
+		en := c.entry(e[0])
+		ti.Last, ti.LastTime, ti.LastEntry = en.ID, en.Time, &en
+	}
+	groups, err := parseGroups(res[3])
+	if err != nil {
+		ti.GroupsFailed = err.Error()
+	}
+	ti.GroupList, ti.Groups = groups, len(groups)
+	return ti, nil
+}
+
+func parseGroups(m rueidis.RedisResult) ([]groupInfo, error) {
+	arr, err := m.ToArray()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]groupInfo, 0, len(arr))
+	for _, g := range arr {
+		info, err := g.AsMap()
+		if err != nil {
+			return out, err
+		}
+		gi := groupInfo{EntriesRead: -1, Lag: -1}
+		gi.Name, _ = mapStr(info, "name")
+		gi.Consumers, _ = mapInt(info, "consumers")
+		gi.Pending, _ = mapInt(info, "pending")
+		gi.LastDelivered, _ = mapStr(info, "last-delivered-id")
+		if n, err := mapInt(info, "entries-read"); err == nil {
+			gi.EntriesRead = n
+		}
+		if n, err := mapInt(info, "lag"); err == nil {
+			gi.Lag = n
+		}
+		out = append(out, gi)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// consumerInfo is one consumer of a group (XINFO CONSUMERS).
+type consumerInfo struct {
+	Name    string
+	Pending int64
+	Idle    time.Duration // since its last attempted interaction
+	// Inactive is the time since its last successful interaction (Redis 7.2+), -1 when
+	// unknown.
+	Inactive time.Duration
+	// Removable is true when housekeeping removes it at its next pass: it owns no pending
+	// entry and has been idle for ConsumerTimeout. RemovableIn is the idle time it still
+	// needs when it owns nothing but is not idle long enough yet (-1 otherwise).
+	Removable   bool
+	RemovableIn time.Duration
+}
+
+// pendingEntry is one entry of a group's pending list (XPENDING).
+type pendingEntry struct {
+	ID         string
+	Time       time.Time
+	Consumer   string
+	Idle       time.Duration
+	Deliveries int64
+}
+
+// groupData is the group page's data.
+type groupData struct {
+	Topic     string
+	Group     groupInfo
+	Consumers []consumerInfo
+	Pending   []pendingEntry
+	Next      string // id after which the next page of the pending list starts; "" at the end
+	After     string
+	// ConsumerTimeout is the housekeeping bound used for Removable (negative: disabled).
+	ConsumerTimeout time.Duration
+	// Local is the state of Options.Consumers' handlers of this group.
+	Local []stream.HandlerStats
+}
+
+// localStats returns the Stats of Options.Consumers' handlers of topic (a stream key) and
+// group.
+func (c *Console) localStats(topic, group string) []stream.HandlerStats {
+	var out []stream.HandlerStats
+	for _, cons := range c.consumers {
+		for _, h := range cons.Stats().Handlers {
+			key, err := stream.StreamName(c.cfg, h.Topic)
+			if err == nil && key == topic && h.Group == group {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
+
+var errNoGroup = errors.New("no such consumer group")
+
+// maxConsumers bounds the consumers a group page lists.
+const maxConsumers = 1000
+
+func (c *Console) groupPage(ctx context.Context, topic, group, after string, n int) (groupData, error) {
+	cl := c.client
+	ctx, cancel := c.call(ctx)
+	defer cancel()
+	start := "-"
+	if after != "" {
+		start = "(" + after
+	}
+	res := cl.DoMulti(ctx,
+		cl.B().XinfoGroups().Key(topic).Build(),
+		cl.B().XinfoConsumers().Key(topic).Group(group).Build(),
+		cl.B().Xpending().Key(topic).Group(group).Start(start).End("+").Count(int64(n)+1).Build())
+	gp := groupData{Topic: topic, After: after, ConsumerTimeout: c.cfg.ConsumerTimeout, Local: c.localStats(topic, group)}
+	groups, err := parseGroups(res[0])
+	if err != nil {
+		return gp, err
+	}
+	found := false
+	for _, g := range groups {
+		if g.Name == group {
+			gp.Group, found = g, true
+		}
+	}
+	if !found {
+		return gp, errNoGroup
+	}
+	cons, err := res[1].ToArray()
+	if err != nil {
+		return gp, err
+	}
+	for i, m := range cons {
+		if i == maxConsumers {
+			break
+		}
+		info, err := m.AsMap()
+		if err != nil {
+			return gp, err
+		}
+		ci := consumerInfo{Inactive: -1, RemovableIn: -1}
+		ci.Name, _ = mapStr(info, "name")
+		ci.Pending, _ = mapInt(info, "pending")
+		idle, _ := mapInt(info, "idle")
+		ci.Idle = time.Duration(idle) * time.Millisecond
+		if n, err := mapInt(info, "inactive"); err == nil && n >= 0 {
+			ci.Inactive = time.Duration(n) * time.Millisecond
+		}
+		if to := c.cfg.ConsumerTimeout; to > 0 && ci.Pending == 0 {
+			if ci.Idle >= to {
+				ci.Removable = true
+			} else {
+				ci.RemovableIn = to - ci.Idle
+			}
+		}
+		gp.Consumers = append(gp.Consumers, ci)
+	}
+	sort.Slice(gp.Consumers, func(i, j int) bool { return gp.Consumers[i].Name < gp.Consumers[j].Name })
+	pend, err := res[2].ToArray()
+	if err != nil {
+		return gp, err
+	}
+	for _, p := range pend {
+		f, err := p.ToArray()
+		if err != nil || len(f) < 4 {
+			return gp, fmt.Errorf("unexpected XPENDING reply")
+		}
+		var pe pendingEntry
+		pe.ID, _ = f[0].ToString()
+		pe.Consumer, _ = f[1].ToString()
+		idle, _ := f[2].AsInt64()
+		pe.Idle = time.Duration(idle) * time.Millisecond
+		pe.Deliveries, _ = f[3].AsInt64()
+		pe.Time = idTime(pe.ID)
+		gp.Pending = append(gp.Pending, pe)
+	}
+	if len(gp.Pending) > n {
+		gp.Pending = gp.Pending[:n]
+		gp.Next = gp.Pending[n-1].ID
+	}
+	return gp, nil
+}
+
+// deadLetterRow is one dead letter in a list.
+type deadLetterRow struct {
+	stream.DeadLetter
+	ErrorShort string
+	Key        string
+}
+
+// deadLetterData is the dead-letter list's data.
+type deadLetterData struct {
+	Topic      string
+	Total      int64
+	Rows       []deadLetterRow
+	Group, Q   string // filters
+	After      string
+	Next       string // id to continue after; "" at the end
+	Scanned    int    // dead letters read to fill the page
+	ScanBudget int
+	Groups     []string // groups seen on this page, for the filter
+}
+
+// listDeadLetters returns up to n dead letters of topic after id after (exclusive) that match
+// the filters, reading at most 10*n of them.
+func (c *Console) listDeadLetters(ctx context.Context, topic, group, q, after string, n int) (deadLetterData, error) {
+	p := deadLetterData{Topic: topic, Group: group, Q: q, After: after, ScanBudget: 10 * n}
+	var err error
+	lctx, cancel := c.call(ctx)
+	p.Total, err = c.dl.Len(lctx, topic)
+	cancel()
+	if err != nil {
+		return p, err
+	}
+	filtered := group != "" || q != ""
+	ql := strings.ToLower(q)
+	from := after
+	groups := map[string]bool{}
+	for p.Scanned < p.ScanBudget {
+		start := "-"
+		if from != "" {
+			start = "(" + from
+		}
+		batch := int64(n + 1)
+		if filtered {
+			batch = int64(min(p.ScanBudget-p.Scanned, 2*n))
+		}
+		lctx, cancel := c.call(ctx)
+		letters, err := c.dl.List(lctx, topic, stream.ListOptions{Start: start, Count: batch})
+		cancel()
+		if err != nil {
+			return p, err
+		}
+		for _, d := range letters {
+			if len(p.Rows) == n {
+				p.Next = from // more may follow: continue after the last one read
+				break
+			}
+			p.Scanned++
+			from = d.ID
+			groups[d.Group] = true
+			if group != "" && d.Group != group {
+				continue
+			}
+			if q != "" && !strings.Contains(strings.ToLower(d.Error), ql) {
+				continue
+			}
+			short, _ := cutString(d.Error, 200)
+			key, _ := cutString(d.Fields[stream.FieldKey], 200)
+			p.Rows = append(p.Rows, deadLetterRow{DeadLetter: d, ErrorShort: short, Key: key})
+		}
+		if p.Next != "" || int64(len(letters)) < batch {
+			break // a full page, or the end of the stream
+		}
+		if p.Scanned >= p.ScanBudget {
+			p.Next = from // the budget is spent: continue after the last one read
+		}
+	}
+	for g := range groups {
+		p.Groups = append(p.Groups, g)
+	}
+	sort.Strings(p.Groups)
+	return p, nil
+}
+
+var errNoField = errors.New("no such field")
+
+// mapInt returns field k of a XINFO reply as an integer (an error when absent or nil).
+func mapInt(m map[string]rueidis.RedisMessage, k string) (int64, error) {
+	v, ok := m[k]
+	if !ok {
+		return 0, errNoField
+	}
+	return v.AsInt64()
+}
+
+// mapStr returns field k of a XINFO reply as a string (an error when absent or nil).
+func mapStr(m map[string]rueidis.RedisMessage, k string) (string, error) {
+	v, ok := m[k]
+	if !ok {
+		return "", errNoField
+	}
+	return v.ToString()
+}

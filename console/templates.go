@@ -1,0 +1,51 @@
+package console
+
+import (
+	"embed"
+	"html/template"
+	"net/url"
+	"time"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed templates/console.css
+var consoleCSS string
+
+//go:embed templates/console.js
+var consoleJS string
+
+var templates = template.Must(template.New("").Funcs(template.FuncMap{
+	"link": buildLink,
+	"dur":  fmtDur,
+	"ms":   func(ms int64) string { return fmtDur(time.Duration(ms) * time.Millisecond) },
+	"ago": func(t time.Time) string {
+		if t.IsZero() {
+			return "–"
+		}
+		return fmtDur(time.Since(t)) + " ago"
+	},
+	"when": func(t time.Time) string {
+		if t.IsZero() {
+			return "–"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05.000Z")
+	},
+}).ParseFS(templateFS, "templates/*.html"))
+
+// buildLink returns prefix + path with the query kv (name, value, ...), skipping empty
+// values.
+func buildLink(prefix, path string, kv ...string) string {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Add(kv[i], kv[i+1])
+		}
+	}
+	s := prefix + path
+	if len(q) > 0 {
+		s += "?" + q.Encode()
+	}
+	return s
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/stream"
+)
+
+// syncBuffer is an io.Writer safe for the console's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startConsole runs `redstream console ARGS --listen 127.0.0.1:0` until the test ends and
+// returns its URL.
+func startConsole(t *testing.T, args ...string) string {
+	t.Helper()
+	urls := make(chan string, 1)
+	consoleReady = func(u string) { urls <- u }
+	t.Cleanup(func() { consoleReady = nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, append([]string{"console", "--listen", "127.0.0.1:0"}, args...), out) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("console: %v\n%s", err, out.String())
+			}
+		case <-time.After(15 * time.Second):
+			t.Error("console did not stop within 15s of its context's end")
+		}
+	})
+	select {
+	case u := <-urls:
+		return u
+	case err := <-done:
+		t.Fatalf("console ended: %v\n%s", err, out.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("console did not start:\n%s", out.String())
+	}
+	return ""
+}
+
+func getPage(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestConsoleDemo runs `redstream console --demo` as a newcomer would: with no Redis, the
+// page shows the demo's topics, and its failing handler fills the dead-letter stream.
+func TestConsoleDemo(t *testing.T) {
+	base := startConsole(t, "--demo")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, body := getPage(t, base+"dlq?t=orders")
+		if st == http.StatusOK && strings.Contains(body, "payment declined for order 4: card expired") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no dead letter of the demo's failing handler after 30s: %d\n%s", st, body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	st, body := getPage(t, base)
+	if st != http.StatusOK || !strings.Contains(body, ">orders</a>") || !strings.Contains(body, ">emails</a>") {
+		t.Fatalf("topics page: %d\n%s", st, body)
+	}
+	st, body = getPage(t, base+"dlq?t=emails")
+	if st != http.StatusOK || !strings.Contains(body, "poison") {
+		t.Fatalf("the demo's poison entry is not a dead letter: %d\n%s", st, body)
+	}
+	st, body = getPage(t, base+"group?t=orders&g=billing")
+	if st != http.StatusOK || !strings.Contains(body, "crashed-worker-7") {
+		t.Fatalf("group page: %d\n%s", st, body)
+	}
+}
+
+// TestConsoleCommandRedis serves a real redis-server read-only under a prefix.
+func TestConsoleCommandRedis(t *testing.T) {
+	srv := redistest.NewServer(t)
+	c := redistest.NewClient(t, srv.Addr)
+	ctx := context.Background()
+	if err := c.Do(ctx, c.B().Xadd().Key("payments").Id("*").FieldValue().FieldValue("body", "{}").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	dlq := stream.DeadLetterStreamName("payments")
+	if err := c.Do(ctx, c.B().Xadd().Key(dlq).Id("*").FieldValue().FieldValue("body", "{}").
+		FieldValue("dl_group", "g").FieldValue("dl_error", "boom").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	base := startConsole(t, "--redis", srv.Addr, "--read-only", "--prefix", "/ops")
+	if !strings.HasSuffix(base, "/ops/") {
+		t.Fatalf("URL %s, want the prefix /ops/", base)
+	}
+	st, body := getPage(t, base)
+	if st != http.StatusOK || !strings.Contains(body, ">payments</a>") || strings.Contains(body, ">"+dlq+"</a>") {
+		t.Fatalf("topics page: %d\n%s", st, body)
+	}
+	st, body = getPage(t, base+"dlq?t=payments")
+	if st != http.StatusOK || !strings.Contains(body, "boom") || strings.Contains(body, `method="post"`) {
+		t.Fatalf("read-only dead letters: %d\n%s", st, body)
+	}
+}
+
+// TestConsoleCommandCluster serves the real 3-node cluster.
+func TestConsoleCommandCluster(t *testing.T) {
+	addrs := redistest.ClusterAddrs(t)
+	c := redistest.NewClient(t, addrs...)
+	var topics []string
+	for i := 0; i < 12; i++ {
+		tp := fmt.Sprintf("cli-console-%d-%d", os.Getpid(), i)
+		if err := c.Do(context.Background(), c.B().Xadd().Key(tp).Id("*").FieldValue().FieldValue("body", "{}").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		topics = append(topics, tp)
+	}
+	base := startConsole(t, "--cluster", strings.Join(addrs, ","))
+	st, body := getPage(t, base+"?n=500")
+	if st != http.StatusOK {
+		t.Fatalf("%d\n%s", st, body)
+	}
+	for _, tp := range topics {
+		if !strings.Contains(body, ">"+tp+"</a>") {
+			t.Errorf("topic %s, on the cluster, not listed", tp)
+		}
+	}
+}
+
+func TestConsoleCommandFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"console", "--redis", "127.0.0.1:1", "--demo"}, "one of --redis, --cluster and --demo"},
+		{[]string{"console", "extra"}, "unexpected arguments"},
+		{[]string{"console", "--prefix", "nope", "--redis", "127.0.0.1:1"}, "--prefix"},
+		{[]string{"console", "--no-such-flag"}, "no-such-flag"},
+	} {
+		var out bytes.Buffer
+		err := run(context.Background(), tc.args, &out)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"console", "--help"}, &out)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, f := range []string{"-redis", "-cluster", "-listen", "127.0.0.1:8080", "-read-only", "-prefix", "-demo"} {
+		if !strings.Contains(out.String(), f) {
+			t.Errorf("--help lacks %q:\n%s", f, out.String())
+		}
+	}
+}
