@@ -10,6 +10,7 @@
 //	redstream dlq topics           topics that have dead letters
 //	redstream dlq list|replay|delete|purge --topic T
 //	                               inspect, replay and delete a topic's dead letters
+//	redstream console              serve the operator web console (--demo: on the embedded default)
 //	redstream conformance          prove the Redis engines equal to core on a server
 //	redstream help                 list the commands
 //
