@@ -448,7 +448,7 @@ func (l *loader) checkSpec(n yamlx.Node, p PolicySettings) error {
 	if !isBucket(p.Algorithm) && p.WindowMs > maxWindowMs {
 		return l.at(n, "window-ms", "is too large: %d ms (at most %d)", p.WindowMs, maxWindowMs)
 	}
-	_, err := p.Spec().Params()
+	_, err := p.Spec().Core()
 	if err == nil {
 		return nil
 	}

@@ -43,7 +43,7 @@ type BloomDeduplicator struct {
 // stripe is one lock of a BloomDeduplicator, padded to a cache line.
 type stripe struct {
 	mu sync.Mutex
-	_  [cacheLine - 8]byte
+	_  [64 - 8]byte
 }
 
 var _ redstream.Deduplicator = (*BloomDeduplicator)(nil)
@@ -73,8 +73,8 @@ func newBloom(b core.Bloom, opts Options) (*BloomDeduplicator, error) {
 		b:         b,
 		words:     make([]uint64, wps*uint64(b.Shards)),
 		shardWrds: wps,
-		stripes:   make([]stripe, r.shards),
-		mask:      uint64(r.shards - 1),
+		stripes:   make([]stripe, r.Shards),
+		mask:      uint64(r.Shards - 1),
 	}, nil
 }
 

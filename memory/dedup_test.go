@@ -227,7 +227,7 @@ func TestWindowedUniqueCountAndPruning(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		d.MarkSeen(ctx, "c"+strconv.Itoa(i))
 	}
-	if got := d.t.len(); got > 9 {
+	if got := d.t.Len(); got > 9 {
 		t.Errorf("map holds %d entries, want the expired ones pruned (at most 9)", got)
 	}
 	for i := 0; i < 4; i++ {

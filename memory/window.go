@@ -8,6 +8,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/engine"
 )
 
 // WindowedDeduplicator forgets an element Window after it was last seen (core.WindowDedup):
@@ -25,9 +26,9 @@ import (
 // [NewWindowedDeduplicator] or [NewDeduplicator].
 type WindowedDeduplicator struct {
 	w    core.WindowDedup
-	opts resolved
-	t    table[int64] // element -> last seen (µs)
-	high atomic.Int64 // the high-water mark (µs); 0 before the first write
+	opts engine.Config
+	t    engine.Table[int64] // element -> last seen (µs)
+	high atomic.Int64        // the high-water mark (µs); 0 before the first write
 }
 
 var _ redstream.TimedDeduplicator = (*WindowedDeduplicator)(nil)
@@ -44,7 +45,7 @@ func NewWindowedDeduplicator(window time.Duration, opts Options) (*WindowedDedup
 	if err != nil {
 		return nil, err
 	}
-	return &WindowedDeduplicator{w: w, opts: r, t: newTable[int64](r)}, nil
+	return &WindowedDeduplicator{w: w, opts: r, t: engine.NewTable[int64](r)}, nil
 }
 
 // Window returns the deduplication window.
@@ -54,7 +55,7 @@ func (d *WindowedDeduplicator) Window() time.Duration {
 
 // at validates an explicit time and returns it, or the clock's, in µs.
 func (d *WindowedDeduplicator) at(now time.Time) (int64, error) {
-	t := d.opts.micros(now)
+	t := d.opts.Micros(now)
 	if err := core.CheckTime(t); err != nil {
 		return 0, fmt.Errorf("memory: %w", err)
 	}
@@ -97,12 +98,12 @@ func (d *WindowedDeduplicator) IsDuplicateAt(ctx context.Context, element string
 	if err != nil {
 		return false, err
 	}
-	s, tag := d.t.locate(element)
-	s.mu.Lock()
+	s, tag := d.t.Locate(element)
+	s.Lock()
 	eff := d.w.Effective(d.high.Load(), t)
-	i, seen := s.find(element, tag)
-	dup := seen && d.w.IsDuplicate(s.ents[i].val, seen, eff)
-	s.mu.Unlock()
+	i, seen := s.Find(element, tag)
+	dup := seen && d.w.IsDuplicate(*s.Val(i), seen, eff)
+	s.Unlock()
 	return dup, nil
 }
 
@@ -124,24 +125,24 @@ func (d *WindowedDeduplicator) CheckAndMarkAt(ctx context.Context, element strin
 	if err != nil {
 		return false, err
 	}
-	s, tag := d.t.locate(element)
-	s.mu.Lock()
+	s, tag := d.t.Locate(element)
+	s.Lock()
 	eff := d.w.Effective(d.high.Load(), t)
-	i, seen := s.find(element, tag)
-	dup := seen && d.w.IsDuplicate(s.ents[i].val, seen, eff)
+	i, seen := s.Find(element, tag)
+	dup := seen && d.w.IsDuplicate(*s.Val(i), seen, eff)
 	if seen {
-		s.ents[i].val = eff
+		*s.Val(i) = eff
 	} else {
-		d.t.insert(s, i, element, tag, eff, func(v int64) bool { return d.w.Expired(v, eff) })
+		d.t.Insert(s, i, element, tag, eff, func(v int64) bool { return d.w.Expired(v, eff) })
 	}
 	d.raise(eff)
-	s.mu.Unlock()
+	s.Unlock()
 	return dup, nil
 }
 
 // Clear forgets every element. The high-water mark stays. It never returns an error.
 func (d *WindowedDeduplicator) Clear(ctx context.Context) error {
-	d.t.clear()
+	d.t.Clear()
 	return nil
 }
 
@@ -154,18 +155,18 @@ func (d *WindowedDeduplicator) UniqueCount(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	for i := range d.t.shards {
-		s := &d.t.shards[i]
-		s.mu.Lock()
+	for i := range d.t.Shards() {
+		s := d.t.Shard(i)
+		s.Lock()
 		high := d.high.Load()
 		eff := d.w.Effective(high, t)
-		s.filter(func(last int64) bool { return !d.w.Expired(last, high) })
-		for j, tg := range s.tags {
-			if tg != 0 && !d.w.Expired(s.ents[j].val, eff) {
+		s.Filter(func(last int64) bool { return !d.w.Expired(last, high) })
+		s.Each(func(last *int64) {
+			if !d.w.Expired(*last, eff) {
 				n++
 			}
-		}
-		s.mu.Unlock()
+		})
+		s.Unlock()
 	}
 	return n, nil
 }

@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "3adf9b4a61c8ebc4c3d917ce756b6bdc2077685ec55c87b8accb5831749e6d59"
+	ModuleSHA256 = "05dfb1f61751f02a0f94dc296d05006aa45bad1169cf132de755ca23f162b367"
 	// ModuleSize is the size of core.wasm in bytes.
-	ModuleSize = 2672864
+	ModuleSize = 2672872
 )
