@@ -76,7 +76,7 @@ type Options struct {
 	Cost func(r *http.Request) int64
 	// Policies are advertised in RateLimit-Policy. When empty they are discovered from the
 	// limiter: the named limits of a redstream.MultiLimiter, or the single Spec of an
-	// engine, named after a redstream.NamedLimiter ("default" without one). When nothing is
+	// engine, named after a metrics.NamedLimiter ("default" without one). When nothing is
 	// discovered, each response advertises "default" with the Decision's Limit as quota.
 	Policies []Policy
 	// OnDenied writes the response to a denied request, after the rate-limit headers and

@@ -13,7 +13,7 @@
 //   - [SetDeduplicator]: exact, remembers every element until Clear.
 //   - [BloomDeduplicator]: a Bloom filter with core's sizing and bit positions; fixed memory,
 //     no false negatives, false positives at about the configured rate.
-//   - [WindowedDeduplicator]: forgets an element a window after it was last seen; it also
+//   - [WindowDeduplicator]: forgets an element a window after it was last seen; it also
 //     implements redstream.TimedDeduplicator.
 //   - [NewDeduplicator] builds any of them from a redstream.DedupSpec.
 //

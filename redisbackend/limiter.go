@@ -16,7 +16,7 @@ import (
 )
 
 // Default key prefixes, one per engine. A blank Options.KeyPrefix selects the engine's
-// default; the first two are the seed's.
+// default; the first two are the Java starter's.
 const (
 	DefaultTokenBucketPrefix    = "streaming:tb"
 	DefaultSlidingWindowPrefix  = "streaming:rl"

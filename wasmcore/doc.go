@@ -7,7 +7,7 @@
 //
 // # The module
 //
-// [Module] returns the embedded module, core.wasm: tools/wasmguest built with
+// [Module] returns the embedded module, core.wasm: wasmcore/internal/wasmguest built with
 //
 //	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags="-s -w"
 //

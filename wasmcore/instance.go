@@ -10,7 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/redstream-go/redstream/core"
-	"github.com/redstream-go/redstream/internal/wasmabi"
+	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi"
 )
 
 // fn indexes the step exports an instance calls.
@@ -71,7 +71,7 @@ type instance struct {
 }
 
 // initialBuffer is the scratch buffer size the guest allocates at start (see
-// tools/wasmguest).
+// wasmcore/internal/wasmguest).
 const initialBuffer = 4096
 
 func (r *Runtime) instantiate(ctx context.Context) (*instance, error) {

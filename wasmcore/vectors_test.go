@@ -12,8 +12,8 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/redstream-go/redstream/internal/wasmabi"
-	"github.com/redstream-go/redstream/internal/wasmabi/wasmvec"
+	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi"
+	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi/wasmvec"
 )
 
 const vectorsPath = "../examples/node/vectors.json"

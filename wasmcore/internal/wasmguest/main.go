@@ -3,7 +3,7 @@
 // Command wasmguest is redstream's core compiled to a WebAssembly module: a WASI reactor
 // whose exports are documented in wasmcore/ABI.md. It is meant to be built with
 //
-//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags=-s\ -w -o core.wasm ./tools/wasmguest
+//	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags=-s\ -w -o core.wasm ./wasmcore/internal/wasmguest
 //
 // (go generate ./wasmcore does exactly that). Built for any other platform it only says so.
 package main
