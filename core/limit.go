@@ -30,6 +30,9 @@ type Limit interface {
 	CheckState(s *State, now, n int64) (d Decision, next Next, err error)
 	// CommitState records an admitted request in s: next is what CheckState returned.
 	CommitState(s *State, next Next)
+	// StepState is CheckState followed, when the decision admits, by CommitState: the one
+	// call a single-limit engine makes.
+	StepState(s *State, now, n int64) (Decision, error)
 	// IdleState reports whether a key in state s is back to its initial state at now, so
 	// that an engine may forget it.
 	IdleState(s *State, now int64) bool
@@ -86,6 +89,20 @@ func (b LeakyBucket) CheckState(s *State, now, n int64) (Decision, Next, error) 
 // CommitState stores the TAT.
 func (g GCRA) CommitState(s *State, next Next) { s.Words[0] = next[0] }
 
+// StepState is Step on s.Words[0], the TAT.
+func (b TokenBucket) StepState(s *State, now, n int64) (Decision, error) {
+	tat, d, err := b.Decide(s.Words[0], now, n, false)
+	s.Words[0] = tat
+	return d, err
+}
+
+// StepState is Step on s.Words[0], the TAT.
+func (b LeakyBucket) StepState(s *State, now, n int64) (Decision, error) {
+	tat, d, err := b.Decide(s.Words[0], now, n, true)
+	s.Words[0] = tat
+	return d, err
+}
+
 // IdleState is Idle on the TAT.
 func (g GCRA) IdleState(s *State, now int64) bool { return g.Idle(s.Words[0], now) }
 
@@ -116,6 +133,13 @@ func (p FixedWindow) CheckState(s *State, now, n int64) (Decision, Next, error) 
 // CommitState stores the window state.
 func (p FixedWindow) CommitState(s *State, next Next) { s.Words = next }
 
+// StepState is Step on the window state held in s.Words.
+func (p FixedWindow) StepState(s *State, now, n int64) (Decision, error) {
+	w, d, err := p.Step(windowOf(s), now, n)
+	s.Words = Next{w.Start, w.Count, w.Prev}
+	return d, err
+}
+
 // IdleState is Idle on the window state held in s.Words.
 func (p FixedWindow) IdleState(s *State, now int64) bool { return p.Idle(windowOf(s), now) }
 
@@ -139,6 +163,13 @@ func (p SlidingCounter) CheckState(s *State, now, n int64) (Decision, Next, erro
 
 // CommitState stores the window state.
 func (p SlidingCounter) CommitState(s *State, next Next) { s.Words = next }
+
+// StepState is Step on the window state held in s.Words.
+func (p SlidingCounter) StepState(s *State, now, n int64) (Decision, error) {
+	w, d, err := p.Step(windowOf(s), now, n)
+	s.Words = Next{w.Start, w.Count, w.Prev}
+	return d, err
+}
 
 // IdleState is Idle on the window state held in s.Words.
 func (p SlidingCounter) IdleState(s *State, now int64) bool { return p.Idle(windowOf(s), now) }
@@ -185,6 +216,18 @@ func (p SlidingLog) CommitState(s *State, next Next) {
 	for i := int64(0); i < next[1]; i++ {
 		l.push(next[2], p.Limit)
 	}
+}
+
+// StepState is Step on s.Log, creating it for a new key's first admitted request.
+func (p SlidingLog) StepState(s *State, now, n int64) (Decision, error) {
+	if s.Log == nil {
+		d, next, err := p.CheckState(s, now, n)
+		if err == nil && d.Allowed {
+			p.CommitState(s, next)
+		}
+		return d, err
+	}
+	return p.Step(s.Log, now, n)
 }
 
 // IdleState is Idle on s.Log.

@@ -42,7 +42,6 @@ type Limiter struct {
 	buckets *engine.Buckets // a single token or leaky bucket: the lock-free path
 	k       *engine.Limiter // every other limiter
 	limits  []core.Limit
-	native  engine.Stepper // engine.Native(limits), converted once
 }
 
 var _ redstream.Limiter = (*Limiter)(nil)
@@ -70,7 +69,7 @@ func NewMultiLimiter(specs []redstream.Spec, opts Options) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{cfg: c, limits: ls, native: engine.Native(ls)}
+	l := &Limiter{cfg: c, limits: ls}
 	if len(ls) == 1 {
 		if b, ok := engine.NewBuckets(ls[0], c); ok {
 			l.buckets = b
@@ -108,15 +107,14 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 		return redstream.Decision{}, wrap(err)
 	}
 	t := l.cfg.Micros(now)
-	var (
-		d   core.Decision
-		err error
-	)
-	if l.buckets != nil {
-		d, err = l.buckets.Decide(key, t, n)
-	} else {
-		d, err = l.k.Decide(l.native, key, t, n)
+	if b := l.buckets; b != nil {
+		d, err := b.Decide(key, t, n)
+		if err != nil {
+			return redstream.Decision{}, wrap(err)
+		}
+		return engine.Decision(d), nil
 	}
+	d, err := l.k.DecideNative(key, t, n)
 	if err != nil {
 		return redstream.Decision{}, wrap(err)
 	}

@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "6f56776812047e301118c33cdf1f72a8d4c4cbbf862d69489e9c5209bc933fd8"
+	ModuleSHA256 = "26799253a96a47116ca0b9a158ae9fbbb8169016b4cc56b2f8072ebc4a646fd2"
 	// ModuleSize is the size of core.wasm in bytes.
 	ModuleSize = 2673495
 )

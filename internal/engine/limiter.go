@@ -37,6 +37,7 @@ const Inline = 8
 // (each call gets its own).
 type Limiter struct {
 	limits []core.Limit
+	native Stepper // Native(limits)
 	max    int64
 	one    Table[core.State]   // a single limit
 	multi  Table[[]core.State] // several limits
@@ -44,7 +45,7 @@ type Limiter struct {
 
 // NewLimiter returns a limiter of limits (at least one) configured by c.
 func NewLimiter(limits []core.Limit, c Config) *Limiter {
-	l := &Limiter{limits: limits, max: core.MaxCount}
+	l := &Limiter{limits: limits, native: Native(limits), max: core.MaxCount}
 	for _, lim := range limits {
 		l.max = min(l.max, lim.Max())
 	}
@@ -62,34 +63,69 @@ func (l *Limiter) Limits() []core.Limit { return append([]core.Limit(nil), l.lim
 // Max returns the largest cost every limit admits.
 func (l *Limiter) Max() int64 { return l.max }
 
-// Decide decides a request of cost n for key at now with st. An error of limit i of a
+// Decide decides a request of cost n for key at now with st; a nil st steps natively
+// (core.Limit.StepState on a key already held, one call). An error of limit i of a
 // multi-limit is prefixed "limit i: ".
 func (l *Limiter) Decide(st Stepper, key string, now, n int64) (core.Decision, error) {
 	if len(l.limits) == 1 {
 		return l.decideOne(st, key, now, n)
 	}
+	if st == nil {
+		st = l.native
+	}
 	return l.decideMulti(st, key, now, n)
+}
+
+// DecideNative is Decide(nil, key, now, n): core steps, in one call on a key already held.
+func (l *Limiter) DecideNative(key string, now, n int64) (core.Decision, error) {
+	if len(l.limits) != 1 {
+		return l.decideMulti(l.native, key, now, n)
+	}
+	s, tag := l.one.Locate(key)
+	s.Lock()
+	i, ok := s.Find(key, tag)
+	if !ok {
+		d, err := l.decideOneNew(l.native, s, i, key, tag, now, n)
+		s.Unlock()
+		return d, err
+	}
+	d, err := l.limits[0].StepState(s.Val(i), now, n)
+	s.Unlock()
+	return d, err
 }
 
 func (l *Limiter) decideOne(st Stepper, key string, now, n int64) (core.Decision, error) {
 	s, tag := l.one.Locate(key)
 	s.Lock()
-	defer s.Unlock()
 	i, ok := s.Find(key, tag)
 	if !ok {
-		return l.decideOneNew(st, s, i, key, tag, now, n)
+		d, err := l.decideOneNew(st, s, i, key, tag, now, n)
+		s.Unlock()
+		return d, err
 	}
 	p := s.Val(i)
-	d, next, err := st.Check(0, p, now, n)
-	if err == nil && d.Allowed {
-		l.limits[0].CommitState(p, next)
+	var (
+		d   core.Decision
+		err error
+	)
+	if st == nil {
+		d, err = l.limits[0].StepState(p, now, n)
+	} else {
+		var next core.Next
+		if d, next, err = st.Check(0, p, now, n); err == nil && d.Allowed {
+			l.limits[0].CommitState(p, next)
+		}
 	}
+	s.Unlock()
 	return d, err
 }
 
 // decideOneNew decides for a key s (locked) does not hold; i is the slot Find returned. It
 // is apart from decideOne so that only a new key's state is allocated.
 func (l *Limiter) decideOneNew(st Stepper, s *Shard[core.State], i int, key string, tag uint32, now, n int64) (core.Decision, error) {
+	if st == nil {
+		st = Native(l.limits)
+	}
 	lim := l.limits[0]
 	var v core.State
 	d, next, err := st.Check(0, &v, now, n)
