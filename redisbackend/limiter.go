@@ -96,21 +96,16 @@ func NewLimiter(client rueidis.Client, spec redstream.Spec, opts Options) (*Limi
 	if err != nil {
 		return nil, fmt.Errorf("redisbackend: %w", err)
 	}
-	l, err := newLimiter(client, opts, defaultPrefix(spec.Algorithm))
+	as := algScripts[p.Name()]
+	l, err := newLimiter(client, opts, as.prefix)
 	if err != nil {
 		return nil, err
 	}
 	l.specs = []redstream.Spec{spec}
 	l.roles = []string{""}
 	l.limit = p.Max()
-	l.params = append(algParams(p), l.params...)
-	switch spec.Algorithm { // gcra.lua's ARGV[7]: whether decisions carry the shaping delay
-	case redstream.AlgorithmTokenBucket:
-		l.params = append(l.params, "0")
-	case redstream.AlgorithmLeakyBucket:
-		l.params = append(l.params, "1")
-	}
-	l.script = scriptFor(spec.Algorithm)
+	l.params = append(append(algParams(p), l.params...), as.extra...)
+	l.script = as.script
 	return l, nil
 }
 
@@ -137,7 +132,7 @@ func NewMultiLimiter(client rueidis.Client, specs []redstream.Spec, opts Options
 		}
 		l.limit = min(l.limit, p.Max())
 		l.roles = append(l.roles, limitRole(i))
-		l.params = append(l.params, multiCode(s.Algorithm))
+		l.params = append(l.params, algScripts[p.Name()].code)
 		ps := algParams(p)
 		for len(ps) < 3 {
 			ps = append(ps, "0")
@@ -205,20 +200,6 @@ func isBlank(s string) bool {
 	return true
 }
 
-func defaultPrefix(a redstream.Algorithm) string {
-	switch a {
-	case redstream.AlgorithmTokenBucket:
-		return DefaultTokenBucketPrefix
-	case redstream.AlgorithmLeakyBucket:
-		return DefaultLeakyBucketPrefix
-	case redstream.AlgorithmSlidingWindow:
-		return DefaultSlidingWindowPrefix
-	case redstream.AlgorithmSlidingCounter:
-		return DefaultSlidingCounterPrefix
-	}
-	return DefaultFixedWindowPrefix
-}
-
 // algParams returns the script parameters of p, in ARGV order after now and n.
 func algParams(p core.Limit) []string {
 	ints := p.Ints()
@@ -227,20 +208,6 @@ func algParams(p core.Limit) []string {
 		s[i] = strconv.FormatInt(x, 10)
 	}
 	return s
-}
-
-func multiCode(a redstream.Algorithm) string {
-	switch a {
-	case redstream.AlgorithmTokenBucket:
-		return "tb"
-	case redstream.AlgorithmLeakyBucket:
-		return "lb"
-	case redstream.AlgorithmSlidingWindow:
-		return "sl"
-	case redstream.AlgorithmSlidingCounter:
-		return "sc"
-	}
-	return "fw"
 }
 
 // Specs returns the limiter's specs (one, unless built by NewMultiLimiter) in a new slice.
