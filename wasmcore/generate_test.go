@@ -15,7 +15,7 @@ import (
 func TestModuleMatchesInfo(t *testing.T) {
 	sum := sha256.Sum256(module)
 	if got := hex.EncodeToString(sum[:]); got != ModuleSHA256 || len(module) != ModuleSize {
-		t.Fatalf("core.wasm has digest %s and %d bytes; module_gen.go records %s and %d: run go generate ./wasmcore",
+		t.Fatalf("core.wasm has digest %s and %d bytes; module_gen.go records %s and %d: run cd wasmcore && go generate ./...",
 			got, len(module), ModuleSHA256, ModuleSize)
 	}
 	if got := Module(); !bytes.Equal(got, module) || &got[0] == &module[0] {

@@ -29,7 +29,7 @@ func TestVectorsUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is out of date: run go generate ./wasmcore", vectorsPath)
+		t.Fatalf("%s is out of date: run cd wasmcore && go generate ./...", vectorsPath)
 	}
 }
 

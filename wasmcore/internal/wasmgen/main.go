@@ -93,7 +93,7 @@ func run(modulePath, infoPath, vectorsPath string, check bool) error {
 		}
 	}
 	if len(stale) > 0 {
-		return fmt.Errorf("out of date: %v; run go generate ./wasmcore", stale)
+		return fmt.Errorf("out of date: %v; run cd wasmcore && go generate ./...", stale)
 	}
 	return nil
 }

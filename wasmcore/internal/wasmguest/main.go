@@ -5,7 +5,7 @@
 //
 //	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags=-s\ -w -o core.wasm ./wasmcore/internal/wasmguest
 //
-// (go generate ./wasmcore does exactly that). Built for any other platform it only says so.
+// (go generate ./... in wasmcore does exactly that). Built for any other platform it only says so.
 package main
 
 import (
@@ -14,6 +14,6 @@ import (
 )
 
 func main() {
-	fmt.Fprintln(os.Stderr, "wasmguest: build with GOOS=wasip1 GOARCH=wasm -buildmode=c-shared (see go generate ./wasmcore)")
+	fmt.Fprintln(os.Stderr, "wasmguest: build with GOOS=wasip1 GOARCH=wasm -buildmode=c-shared (see go generate ./... in wasmcore)")
 	os.Exit(2)
 }
