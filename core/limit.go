@@ -135,9 +135,7 @@ func (p FixedWindow) CommitState(s *State, next Next) { s.Words = next }
 
 // StepState is Step on the window state held in s.Words.
 func (p FixedWindow) StepState(s *State, now, n int64) (Decision, error) {
-	w, d, err := p.Step(windowOf(s), now, n)
-	s.Words = Next{w.Start, w.Count, w.Prev}
-	return d, err
+	return p.step(&s.Words, now, n)
 }
 
 // IdleState is Idle on the window state held in s.Words.
@@ -166,9 +164,7 @@ func (p SlidingCounter) CommitState(s *State, next Next) { s.Words = next }
 
 // StepState is Step on the window state held in s.Words.
 func (p SlidingCounter) StepState(s *State, now, n int64) (Decision, error) {
-	w, d, err := p.Step(windowOf(s), now, n)
-	s.Words = Next{w.Start, w.Count, w.Prev}
-	return d, err
+	return p.step(&s.Words, now, n)
 }
 
 // IdleState is Idle on the window state held in s.Words.

@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "26799253a96a47116ca0b9a158ae9fbbb8169016b4cc56b2f8072ebc4a646fd2"
+	ModuleSHA256 = "e88cf56bb2a04ba945ca427e3d84c268c5c924257ea70884045b2629c29ea971"
 	// ModuleSize is the size of core.wasm in bytes.
-	ModuleSize = 2673495
+	ModuleSize = 2674837
 )
