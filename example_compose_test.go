@@ -16,7 +16,7 @@ func ExampleNamed() {
 	if err != nil {
 		panic(err)
 	}
-	api, err := redstream.Named("example-api", mem) // counts redis_streaming_rl_*{name="example-api"}
+	api, err := metrics.Named("example-api", mem) // counts redis_streaming_rl_*{name="example-api"}
 	if err != nil {
 		panic(err)
 	}

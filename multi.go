@@ -57,7 +57,7 @@ func Multi(build MultiBuilder, limits ...Limit) (*MultiLimiter, error) {
 			return nil, fmt.Errorf("redstream: Multi: %w: limits[%d].Name %q is repeated", ErrInvalidConfig, i, lim.Name)
 		}
 		seen[lim.Name] = true
-		if _, err := lim.Spec.Params(); err != nil {
+		if _, err := lim.Spec.Core(); err != nil {
 			return nil, fmt.Errorf("redstream: Multi: limits[%d] (%q).Spec: %w", i, lim.Name, err)
 		}
 		specs[i] = lim.Spec
@@ -92,26 +92,6 @@ func (m *MultiLimiter) AllowAt(ctx context.Context, key string, now time.Time) (
 // smallest limit is ErrCostTooLarge.
 func (m *MultiLimiter) AllowN(ctx context.Context, key string, now time.Time, n int64) (Decision, error) {
 	return m.l.AllowN(ctx, key, now, n)
-}
-
-// Period returns the time over which the limit's quota (Params.Limit) is granted: the window
-// of the window algorithms, and for the buckets the time to earn a full burst back
-// (Burst × emission interval). It is the "w" of an HTTP RateLimit-Policy header.
-func (p Params) Period() time.Duration {
-	var us int64
-	switch p.Algorithm {
-	case AlgorithmTokenBucket:
-		us = p.TokenBucket.Burst * p.TokenBucket.Interval
-	case AlgorithmLeakyBucket:
-		us = p.LeakyBucket.Burst * p.LeakyBucket.Interval
-	case AlgorithmSlidingWindow:
-		us = p.SlidingLog.Window
-	case AlgorithmSlidingCounter:
-		us = p.SlidingCounter.Window
-	case AlgorithmFixedWindow:
-		us = p.FixedWindow.Window
-	}
-	return time.Duration(us) * time.Microsecond
 }
 
 // ParseFailurePolicy parses "fail-closed", "fail-open" or "fallback" (the String forms; case

@@ -52,8 +52,8 @@ func TestMultiAllOrNothing(t *testing.T) {
 	if m.Limits()[0].Name != "per-second" {
 		t.Errorf("Limits() returned internal storage")
 	}
-	if _, ok := m.Unwrap().(*memory.MultiLimiter); !ok {
-		t.Errorf("Unwrap() = %T, want *memory.MultiLimiter", m.Unwrap())
+	if _, ok := m.Unwrap().(*memory.Limiter); !ok {
+		t.Errorf("Unwrap() = %T, want *memory.Limiter", m.Unwrap())
 	}
 }
 
@@ -147,7 +147,7 @@ func TestParseFailurePolicy(t *testing.T) {
 	}
 }
 
-func TestParamsPeriod(t *testing.T) {
+func TestLimitPeriod(t *testing.T) {
 	tests := []struct {
 		spec redstream.Spec
 		want time.Duration
@@ -159,11 +159,11 @@ func TestParamsPeriod(t *testing.T) {
 		{redstream.LeakyBucket(10, 5), 2 * time.Second},
 	}
 	for _, tt := range tests {
-		p, err := tt.spec.Params()
+		p, err := tt.spec.Core()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := p.Period(); got != tt.want {
+		if got := time.Duration(p.Period()) * time.Microsecond; got != tt.want {
 			t.Errorf("%v Period() = %v, want %v", tt.spec, got, tt.want)
 		}
 	}

@@ -27,18 +27,6 @@ type Decision struct {
 	Delay time.Duration
 }
 
-// DecisionFromCore converts a core decision (microseconds) into a Decision.
-func DecisionFromCore(d core.Decision) Decision {
-	return Decision{
-		Allowed:    d.Allowed,
-		Limit:      d.Limit,
-		Remaining:  d.Remaining,
-		RetryAfter: time.Duration(d.RetryAfter) * time.Microsecond,
-		ResetAfter: time.Duration(d.ResetAfter) * time.Microsecond,
-		Delay:      time.Duration(d.Delay) * time.Microsecond,
-	}
-}
-
 // Limiter decides whether requests for a key may proceed. Implementations are safe for
 // concurrent use.
 //
@@ -104,28 +92,3 @@ var (
 	// ErrNotFound is returned when a name is not registered.
 	ErrNotFound = errors.New("redstream: not found")
 )
-
-// MicrosOf converts t to core microseconds since the Unix epoch; the zero time maps to 0,
-// which engines read as "use your own clock".
-func MicrosOf(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMicro()
-}
-
-// CheckRequest validates the arguments shared by every limiter call: a non-empty key, a
-// positive cost and, unless now is zero, a time in [Unix epoch, core.MaxTime]. Engines call
-// it first so every engine reports the same error for the same bad input.
-func CheckRequest(key string, now time.Time, n int64) error {
-	if key == "" {
-		return ErrEmptyKey
-	}
-	if n <= 0 {
-		return core.ErrInvalidCost
-	}
-	if !now.IsZero() {
-		return core.CheckTime(now.UnixMicro())
-	}
-	return nil
-}

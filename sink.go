@@ -42,9 +42,9 @@ func (p DenyPolicy) String() string {
 	return fmt.Sprintf("DenyPolicy(%d)", int(p))
 }
 
-// NullKey is the key a LimitingSink uses when its key selector returns the empty string: the
+// nullKey is the key a LimitingSink uses when its key selector returns the empty string: the
 // Java system mapped a null key to the string "null", and limiters reject the empty key.
-const NullKey = "null"
+const nullKey = "null"
 
 // RateLimitedError is returned by components that turn a denial into an error. It matches
 // ErrRateLimited under errors.Is and carries the denied Decision (RetryAfter says when to
@@ -63,7 +63,8 @@ func (e *RateLimitedError) Error() string {
 func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimited }
 
 // LimitingSink passes values to another Sink while its limiter admits them. Each value costs
-// 1 under the key its key selector returns. On a denial it drops the value (DenyDrop) or
+// 1 under the key its key selector returns (an empty key becomes "null", as in the Java
+// system, since limiters reject the empty key). On a denial it drops the value (DenyDrop) or
 // returns a *RateLimitedError (DenyThrow); a limiter error is returned as is, wrapped, and the
 // value is not delivered (the limiter's FailurePolicy has already been applied by the limiter).
 //
@@ -100,7 +101,7 @@ func NewLimitingSink[T any](l Limiter, key func(T) string, next Sink[T], policy 
 func (s *LimitingSink[T]) Invoke(ctx context.Context, value T) error {
 	k := s.key(value)
 	if k == "" {
-		k = NullKey
+		k = nullKey
 	}
 	d, err := s.l.AllowN(ctx, k, time.Time{}, 1)
 	if err != nil {

@@ -25,11 +25,13 @@ const (
 	AlgorithmFixedWindow Algorithm = "fixed"
 )
 
-// Algorithms lists every algorithm, in a fixed order.
-var Algorithms = []Algorithm{AlgorithmTokenBucket, AlgorithmLeakyBucket, AlgorithmSlidingWindow, AlgorithmSlidingCounter, AlgorithmFixedWindow}
+// Algorithms returns every algorithm, in a fixed order, in a new slice.
+func Algorithms() []Algorithm {
+	return []Algorithm{AlgorithmTokenBucket, AlgorithmLeakyBucket, AlgorithmSlidingWindow, AlgorithmSlidingCounter, AlgorithmFixedWindow}
+}
 
 // Spec describes a limiter in user-facing units; engines take a Spec and validate it with
-// Params. The buckets use Capacity and Rate, the windows use Window and Limit.
+// [Spec.Core]. The buckets use Capacity and Rate, the windows use Window and Limit.
 type Spec struct {
 	Algorithm Algorithm
 	// Capacity is the bucket size (burst), at least 1. Buckets only.
@@ -78,53 +80,31 @@ func (s Spec) String() string {
 	return fmt.Sprintf("%s(window=%v, limit=%d)", s.Algorithm, s.Window, s.Limit)
 }
 
-// Params is a validated Spec in core units. Exactly the field of its Algorithm is set.
-type Params struct {
-	Algorithm      Algorithm
-	TokenBucket    core.TokenBucket
-	LeakyBucket    core.LeakyBucket
-	SlidingLog     core.SlidingLog
-	SlidingCounter core.SlidingCounter
-	FixedWindow    core.FixedWindow
-}
-
-// Params validates the spec and converts it to core parameters. Errors wrap ErrInvalidConfig.
-func (s Spec) Params() (Params, error) {
-	p := Params{Algorithm: s.Algorithm}
-	var err error
+// Core validates the spec and returns its algorithm in core units, the one value every
+// engine decides with. Errors wrap ErrInvalidConfig and name the bad parameter.
+func (s Spec) Core() (core.Limit, error) {
 	w := s.Window.Microseconds()
 	switch s.Algorithm {
 	case AlgorithmTokenBucket:
-		p.TokenBucket, err = core.NewTokenBucket(s.Capacity, s.Rate)
+		return limitOf(core.NewTokenBucket(s.Capacity, s.Rate))
 	case AlgorithmLeakyBucket:
-		p.LeakyBucket, err = core.NewLeakyBucket(s.Capacity, s.Rate)
+		return limitOf(core.NewLeakyBucket(s.Capacity, s.Rate))
 	case AlgorithmSlidingWindow:
-		p.SlidingLog, err = core.NewSlidingLog(w, s.Limit)
+		return limitOf(core.NewSlidingLog(w, s.Limit))
 	case AlgorithmSlidingCounter:
-		p.SlidingCounter, err = core.NewSlidingCounter(w, s.Limit)
+		return limitOf(core.NewSlidingCounter(w, s.Limit))
 	case AlgorithmFixedWindow:
-		p.FixedWindow, err = core.NewFixedWindow(w, s.Limit)
-	default:
-		err = fmt.Errorf("%w: unknown algorithm %q", ErrInvalidConfig, s.Algorithm)
+		return limitOf(core.NewFixedWindow(w, s.Limit))
 	}
-	return p, err
+	return nil, fmt.Errorf("%w: unknown algorithm %q", ErrInvalidConfig, s.Algorithm)
 }
 
-// Limit returns the most one key can admit at once: the bucket's burst or the window's limit.
-func (p Params) Limit() int64 {
-	switch p.Algorithm {
-	case AlgorithmTokenBucket:
-		return p.TokenBucket.Burst
-	case AlgorithmLeakyBucket:
-		return p.LeakyBucket.Burst
-	case AlgorithmSlidingWindow:
-		return p.SlidingLog.Limit
-	case AlgorithmSlidingCounter:
-		return p.SlidingCounter.Limit
-	case AlgorithmFixedWindow:
-		return p.FixedWindow.Limit
+// limitOf returns l as a core.Limit, or nil with err.
+func limitOf[L core.Limit](l L, err error) (core.Limit, error) {
+	if err != nil {
+		return nil, err
 	}
-	return 0
+	return l, nil
 }
 
 // DedupStrategy names a deduplication strategy.
@@ -140,7 +120,7 @@ const (
 	DedupWindowed DedupStrategy = "windowed"
 )
 
-// Defaults of DedupSpec, those of the seed's deduplicator factory.
+// Defaults of DedupSpec, those of the Java starter's deduplicator factory.
 const (
 	DefaultBloomInsertions int64         = 1_000_000
 	DefaultBloomFPRate     float64       = 0.03

@@ -83,16 +83,17 @@ func BenchmarkMemoryHotKey(b *testing.B) {
 	})
 	// The floor under every engine: core's GCRA step alone, no key, no lock, no clock.
 	b.Run("lib=core/op=TokenBucket.Step", func(b *testing.B) {
-		p, err := hotSpec.Params()
+		lim, err := hotSpec.Core()
 		if err != nil {
 			b.Fatal(err)
 		}
+		p := lim.(core.TokenBucket)
 		now := time.Now().UnixMicro()
 		var tat int64
 		b.ReportAllocs()
 		for b.Loop() {
 			var d core.Decision
-			if tat, d, _ = p.TokenBucket.Step(tat, now, 1); !d.Allowed {
+			if tat, d, _ = p.Step(tat, now, 1); !d.Allowed {
 				b.Fatal("denied")
 			}
 		}

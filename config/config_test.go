@@ -208,9 +208,9 @@ func TestFullExample(t *testing.T) {
 		}
 	}
 	login, _ := rl.Registry.Get("login")
-	multi, ok := login.(*redstream.NamedLimiter).Unwrap().(*redstream.MultiLimiter)
+	multi, ok := login.(*metrics.NamedLimiter).Unwrap().(*redstream.MultiLimiter)
 	if !ok || len(multi.Limits()) != 2 || multi.Limits()[0].Name != "per-minute" {
-		t.Fatalf("login is not a two-limit MultiLimiter: %T", login.(*redstream.NamedLimiter).Unwrap())
+		t.Fatalf("login is not a two-limit MultiLimiter: %T", login.(*metrics.NamedLimiter).Unwrap())
 	}
 	if engine(t, login).(*redisbackend.Limiter).KeyPrefix() != "auth:login" {
 		t.Errorf("login key prefix = %q", engine(t, login).(*redisbackend.Limiter).KeyPrefix())

@@ -10,6 +10,7 @@ import (
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/internal/yamlx"
 	"github.com/redstream-go/redstream/memory"
+	"github.com/redstream-go/redstream/metrics"
 	"github.com/redstream-go/redstream/redisbackend"
 )
 
@@ -39,7 +40,7 @@ const (
 type RateLimit struct {
 	// Settings are the section's values after defaults.
 	Settings RateLimitSettings
-	// Registry holds one redstream.NamedLimiter per policy (or, without policies, the
+	// Registry holds one metrics.NamedLimiter per policy (or, without policies, the
 	// single default limiter under DefaultName). Empty when the section is not enabled.
 	Registry *redstream.Registry
 	// Default is the default limiter: the policy named default-name (or, without policies,
@@ -448,7 +449,7 @@ func (l *loader) checkSpec(n yamlx.Node, p PolicySettings) error {
 	if !isBucket(p.Algorithm) && p.WindowMs > maxWindowMs {
 		return l.at(n, "window-ms", "is too large: %d ms (at most %d)", p.WindowMs, maxWindowMs)
 	}
-	_, err := p.Spec().Params()
+	_, err := p.Spec().Core()
 	if err == nil {
 		return nil
 	}
@@ -525,7 +526,7 @@ type builder struct {
 	l    *loader
 }
 
-// build returns the policy's limiter wrapped by redstream.Named. n is the policy's node, for
+// build returns the policy's limiter wrapped by metrics.Named. n is the policy's node, for
 // warnings.
 func (b builder) build(p PolicySettings, n yamlx.Node) (redstream.Limiter, error) {
 	backend := p.Backend
@@ -545,7 +546,7 @@ func (b builder) build(p PolicySettings, n yamlx.Node) (redstream.Limiter, error
 	if err != nil {
 		return nil, n.Errorf("%v", err)
 	}
-	return redstream.Named(p.Name, lim)
+	return metrics.Named(p.Name, lim)
 }
 
 func (b builder) single(spec redstream.Spec, p PolicySettings, backend string) (redstream.Limiter, error) {

@@ -34,13 +34,20 @@ func NewFixedWindow(window, limit int64) (FixedWindow, error) {
 // Step decides a request of cost n at now and returns the state to store: the updated state
 // when admitted, s unchanged when denied (a denial changes nothing).
 func (p FixedWindow) Step(s WindowState, now, n int64) (WindowState, Decision, error) {
+	w := [3]int64{s.Start, s.Count, s.Prev}
+	d, err := p.step(&w, now, n)
+	return WindowState{Start: w[0], Count: w[1], Prev: w[2]}, d, err
+}
+
+// step is Step on the state words (start, count, prev), changed in place only when admitted.
+func (p FixedWindow) step(w *[3]int64, now, n int64) (Decision, error) {
 	if err := CheckTime(now); err != nil {
-		return s, Decision{}, err
+		return Decision{}, err
 	}
 	if err := checkCost(n, p.Limit); err != nil {
-		return s, Decision{}, err
+		return Decision{}, err
 	}
-	orig := s
+	s := WindowState{Start: w[0], Count: w[1], Prev: w[2]}
 	eff := max64(now, s.Start)
 	start := eff - eff%p.Window
 	if start != s.Start {
@@ -49,15 +56,16 @@ func (p FixedWindow) Step(s WindowState, now, n int64) (WindowState, Decision, e
 	d := Decision{Limit: p.Limit}
 	if s.Count+n <= p.Limit {
 		s.Count += n
+		*w = [3]int64{s.Start, s.Count, s.Prev}
 		d.Allowed = true
 		d.Remaining = p.Limit - s.Count
 		d.ResetAfter = start + p.Window - now
-		return s, d, nil
+		return d, nil
 	}
 	d.Remaining = p.Limit - s.Count
 	d.RetryAfter = start + p.Window - now
 	d.ResetAfter = d.RetryAfter
-	return orig, d, nil
+	return d, nil
 }
 
 // Idle reports whether the key holds no count that still matters at now.
@@ -97,14 +105,21 @@ func NewSlidingCounter(window, limit int64) (SlidingCounter, error) {
 // Step decides a request of cost n at now and returns the state to store: the updated state
 // when admitted, s unchanged when denied (a denial changes nothing).
 func (p SlidingCounter) Step(s WindowState, now, n int64) (WindowState, Decision, error) {
+	w := [3]int64{s.Start, s.Count, s.Prev}
+	d, err := p.step(&w, now, n)
+	return WindowState{Start: w[0], Count: w[1], Prev: w[2]}, d, err
+}
+
+// step is Step on the state words (start, count, prev), changed in place only when admitted.
+func (p SlidingCounter) step(ws *[3]int64, now, n int64) (Decision, error) {
 	if err := CheckTime(now); err != nil {
-		return s, Decision{}, err
+		return Decision{}, err
 	}
 	if err := checkCost(n, p.Limit); err != nil {
-		return s, Decision{}, err
+		return Decision{}, err
 	}
 	w := p.Window
-	orig := s
+	s := WindowState{Start: ws[0], Count: ws[1], Prev: ws[2]}
 	eff := max64(now, s.Start)
 	start := eff - eff%w
 	switch {
@@ -118,10 +133,11 @@ func (p SlidingCounter) Step(s WindowState, now, n int64) (WindowState, Decision
 	d := Decision{Limit: p.Limit}
 	if s.Count+n <= p.Limit && weighted <= (p.Limit-s.Count-n)*w {
 		s.Count += n
+		*ws = [3]int64{s.Start, s.Count, s.Prev}
 		d.Allowed = true
 		d.Remaining = p.Limit - s.Count - ceilDiv(weighted, w)
 		d.ResetAfter = p.resetAt(s) - now
-		return s, d, nil
+		return d, nil
 	}
 	d.Remaining = max64(0, p.Limit-s.Count-ceilDiv(weighted, w))
 	var at int64
@@ -134,7 +150,7 @@ func (p SlidingCounter) Step(s WindowState, now, n int64) (WindowState, Decision
 	}
 	d.RetryAfter = at - now
 	d.ResetAfter = p.resetAt(s) - now
-	return orig, d, nil
+	return d, nil
 }
 
 func (p SlidingCounter) resetAt(s WindowState) int64 {

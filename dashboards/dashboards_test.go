@@ -290,7 +290,7 @@ func exposition(t *testing.T) map[string]map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	named, err := redstream.Named("dash-api", l)
+	named, err := metrics.Named("dash-api", l)
 	if err != nil {
 		t.Fatal(err)
 	}

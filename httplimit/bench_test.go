@@ -9,6 +9,7 @@ import (
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/httplimit"
 	"github.com/redstream-go/redstream/memory"
+	"github.com/redstream-go/redstream/metrics"
 )
 
 var noop = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
@@ -47,7 +48,7 @@ func BenchmarkMiddlewareFake(b *testing.B) {
 // BenchmarkMiddlewareMemory adds a real in-process limiter (token bucket, hot key).
 func BenchmarkMiddlewareMemory(b *testing.B) {
 	mem, _ := memory.NewLimiter(redstream.TokenBucket(1e9, 1e6), memory.Options{})
-	named, _ := redstream.Named("bench-http", mem)
+	named, _ := metrics.Named("bench-http", mem)
 	m, _ := httplimit.New(httplimit.Options{Limiter: named, Key: byUser})
 	serveLoop(b, m.Wrap(noop))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/httplimit"
 	"github.com/redstream-go/redstream/memory"
+	"github.com/redstream-go/redstream/metrics"
 )
 
 func ExampleMiddleware() {
@@ -17,7 +18,7 @@ func ExampleMiddleware() {
 	if err != nil {
 		panic(err)
 	}
-	api, _ := redstream.Named("api", limiter)
+	api, _ := metrics.Named("api", limiter)
 	mw, err := httplimit.New(httplimit.Options{Limiter: api, Key: httplimit.ByRemoteIP})
 	if err != nil {
 		panic(err)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/core"
 )
 
 // KeyFunc returns the rate-limit key of a request, e.g. a client IP, a user or an API key.
@@ -75,7 +76,7 @@ type Options struct {
 	Cost func(r *http.Request) int64
 	// Policies are advertised in RateLimit-Policy. When empty they are discovered from the
 	// limiter: the named limits of a redstream.MultiLimiter, or the single Spec of an
-	// engine, named after a redstream.NamedLimiter ("default" without one). When nothing is
+	// engine, named after a metrics.NamedLimiter ("default" without one). When nothing is
 	// discovered, each response advertises "default" with the Decision's Limit as quota.
 	Policies []Policy
 	// OnDenied writes the response to a denied request, after the rate-limit headers and
@@ -278,13 +279,13 @@ type limiterInfo struct {
 }
 
 // discover walks the Unwrap chain of l for a name (Name() string), a failure policy
-// (FailurePolicy()) and the limits: Limits() []redstream.Limit, Specs() []redstream.Spec,
-// Params() redstream.Params or Params() []redstream.Params.
+// (FailurePolicy()) and the limits: Limits() []redstream.Limit, Specs() []redstream.Spec
+// or Limits() []core.Limit.
 func discover(l redstream.Limiter) limiterInfo {
 	var (
 		info   limiterInfo
 		name   string
-		params []redstream.Params
+		params []core.Limit
 		names  []string
 		havePo bool
 	)
@@ -301,21 +302,19 @@ func discover(l redstream.Limiter) limiterInfo {
 			switch v := l.(type) {
 			case interface{ Limits() []redstream.Limit }:
 				for _, lim := range v.Limits() {
-					if p, err := lim.Spec.Params(); err == nil {
+					if p, err := lim.Spec.Core(); err == nil {
 						params = append(params, p)
 						names = append(names, lim.Name)
 					}
 				}
 			case interface{ Specs() []redstream.Spec }:
 				for _, s := range v.Specs() {
-					if p, err := s.Params(); err == nil {
+					if p, err := s.Core(); err == nil {
 						params = append(params, p)
 					}
 				}
-			case interface{ Params() redstream.Params }:
-				params = []redstream.Params{v.Params()}
-			case interface{ Params() []redstream.Params }:
-				params = v.Params()
+			case interface{ Limits() []core.Limit }:
+				params = v.Limits()
 			}
 		}
 		u, ok := l.(interface{ Unwrap() redstream.Limiter })
@@ -335,7 +334,7 @@ func discover(l redstream.Limiter) limiterInfo {
 		case len(params) > 1:
 			n = name + "-" + strconv.Itoa(i)
 		}
-		info.policies = append(info.policies, Policy{Name: n, Quota: p.Limit(), Window: p.Period()})
+		info.policies = append(info.policies, Policy{Name: n, Quota: p.Max(), Window: time.Duration(p.Period()) * time.Microsecond})
 	}
 	return info
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/redstream-go/redstream/httplimit"
 	"github.com/redstream-go/redstream/internal/redistest"
 	"github.com/redstream-go/redstream/memory"
+	"github.com/redstream-go/redstream/metrics"
 	"github.com/redstream-go/redstream/redisbackend"
 )
 
@@ -102,7 +103,7 @@ func TestHeadersNamedSingle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	named, _ := redstream.Named("api", mem)
+	named, _ := metrics.Named("api", mem)
 	m, err := httplimit.New(httplimit.Options{Limiter: named, Key: byUser})
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +283,7 @@ func TestServerRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	named, _ := redstream.Named("redis-api", rl)
+	named, _ := metrics.Named("redis-api", rl)
 	m, err := httplimit.New(httplimit.Options{Limiter: named, Key: httplimit.ByRemoteIP})
 	if err != nil {
 		t.Fatal(err)

@@ -12,10 +12,11 @@ import (
 	"github.com/redstream-go/redstream/core"
 )
 
-// MaxBloomBytes is the largest in-memory Bloom filter NewBloomDeduplicator accepts: 1 GiB,
-// about 1.2 billion expected insertions at a 1% false-positive rate. A larger request is
-// almost always a typo, and would take the memory at construction.
-const MaxBloomBytes = 1 << 30
+// MaxBloomBits is the largest in-memory Bloom filter (all shards together, in bits)
+// NewBloomDeduplicator accepts: 2^33 bits, 1 GiB, about 1.2 billion expected insertions at a
+// 1% false-positive rate. A larger request is almost always a typo, and would take the
+// memory at construction.
+const MaxBloomBits = 1 << 33
 
 // BloomDeduplicator is a probabilistic deduplicator: a Bloom filter in an in-memory bitset,
 // sized and addressed exactly as core.Bloom defines (MurmurHash3 x64_128 positions, split
@@ -43,17 +44,22 @@ type BloomDeduplicator struct {
 // stripe is one lock of a BloomDeduplicator, padded to a cache line.
 type stripe struct {
 	mu sync.Mutex
-	_  [cacheLine - 8]byte
+	_  [64 - 8]byte
 }
 
 var _ redstream.Deduplicator = (*BloomDeduplicator)(nil)
 
-// NewBloomDeduplicator returns an empty Bloom filter deduplicator sized for
-// expectedInsertions distinct elements at falseProbability (in (0, 1)), in one block. Of
-// opts only Shards is used, as the number of locks. It returns an error wrapping
-// redstream.ErrInvalidConfig for bad parameters or a filter above MaxBloomBytes.
-func NewBloomDeduplicator(expectedInsertions int64, falseProbability float64, opts Options) (*BloomDeduplicator, error) {
-	b, err := core.NewBloom(expectedInsertions, falseProbability, 1)
+// NewBloomDeduplicator returns an empty Bloom filter deduplicator sized by spec's
+// Insertions, FPRate and Shards (zero fields take redstream's defaults: 1,000,000 at 0.03,
+// one shard), as every engine's NewBloomDeduplicator. spec.Strategy must be
+// redstream.DedupBloom or empty. Of opts only Shards is used, as the number of locks. It
+// returns an error wrapping redstream.ErrInvalidConfig for bad parameters or a filter above
+// MaxBloomBits.
+func NewBloomDeduplicator(spec redstream.DedupSpec, opts Options) (*BloomDeduplicator, error) {
+	if spec.Strategy != "" && spec.Strategy != redstream.DedupBloom {
+		return nil, fmt.Errorf("memory: %w: strategy %q is not %q", redstream.ErrInvalidConfig, spec.Strategy, redstream.DedupBloom)
+	}
+	b, err := spec.BloomParams()
 	if err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
@@ -66,15 +72,15 @@ func newBloom(b core.Bloom, opts Options) (*BloomDeduplicator, error) {
 		return nil, err
 	}
 	wps := (b.ShardBits + 63) / 64
-	if wps*uint64(b.Shards) > MaxBloomBytes/8 {
-		return nil, fmt.Errorf("memory: %w: a Bloom filter of %d bits exceeds MaxBloomBytes", redstream.ErrInvalidConfig, b.Bits)
+	if wps*uint64(b.Shards) > MaxBloomBits/64 {
+		return nil, fmt.Errorf("memory: %w: a Bloom filter of %d bits exceeds MaxBloomBits", redstream.ErrInvalidConfig, b.Bits)
 	}
 	return &BloomDeduplicator{
 		b:         b,
 		words:     make([]uint64, wps*uint64(b.Shards)),
 		shardWrds: wps,
-		stripes:   make([]stripe, r.shards),
-		mask:      uint64(r.shards - 1),
+		stripes:   make([]stripe, r.Shards),
+		mask:      uint64(r.Shards - 1),
 	}, nil
 }
 

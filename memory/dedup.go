@@ -12,7 +12,7 @@ import (
 //   - redstream.DedupSet: a [SetDeduplicator].
 //   - redstream.DedupBloom: a [BloomDeduplicator] sized by spec.BloomParams (Insertions,
 //     FPRate and Shards, the blocks the positions are computed in).
-//   - redstream.DedupWindowed: a [WindowedDeduplicator] of spec.Window; it implements
+//   - redstream.DedupWindowed: a [WindowDeduplicator] of spec.Window; it implements
 //     redstream.TimedDeduplicator.
 //
 // An unknown strategy or invalid parameters return an error wrapping
@@ -40,8 +40,8 @@ func NewDeduplicator(spec redstream.DedupSpec, opts Options) (redstream.Deduplic
 			d = bf
 		}
 	case redstream.DedupWindowed:
-		var w *WindowedDeduplicator
-		if w, err = NewWindowedDeduplicator(spec.Window, opts); err == nil {
+		var w *WindowDeduplicator
+		if w, err = NewWindowDeduplicator(spec.Window, opts); err == nil {
 			d = w
 		}
 	default:

@@ -49,9 +49,9 @@ func TestNewDeduplicator(t *testing.T) {
 	})
 	t.Run("windowed defaults", func(t *testing.T) {
 		d := newDedup(t, redstream.DedupSpec{Strategy: redstream.DedupWindowed}, Options{})
-		w, ok := d.(*WindowedDeduplicator)
+		w, ok := d.(*WindowDeduplicator)
 		if !ok {
-			t.Fatal("not a *WindowedDeduplicator")
+			t.Fatal("not a *WindowDeduplicator")
 		}
 		if w.Window() != redstream.DefaultDedupWindow {
 			t.Errorf("Window = %v, want %v", w.Window(), redstream.DefaultDedupWindow)
@@ -75,7 +75,7 @@ func TestNewDeduplicatorErrors(t *testing.T) {
 		{"bloom fp rate negative", redstream.DedupSpec{Strategy: redstream.DedupBloom, FPRate: -0.1}, Options{}},
 		{"bloom fp rate NaN", redstream.DedupSpec{Strategy: redstream.DedupBloom, FPRate: math.NaN()}, Options{}},
 		{"bloom shards negative", redstream.DedupSpec{Strategy: redstream.DedupBloom, Shards: -1}, Options{}},
-		{"bloom above MaxBloomBytes", redstream.DedupSpec{Strategy: redstream.DedupBloom, Insertions: 1 << 40, FPRate: 0.01}, Options{}},
+		{"bloom above MaxBloomBits", redstream.DedupSpec{Strategy: redstream.DedupBloom, Insertions: 1 << 40, FPRate: 0.01}, Options{}},
 		{"windowed window negative", redstream.DedupSpec{Strategy: redstream.DedupWindowed, Window: -time.Second}, Options{}},
 		{"windowed window below 1µs", redstream.DedupSpec{Strategy: redstream.DedupWindowed, Window: time.Nanosecond}, Options{}},
 		{"set bad shards", redstream.DedupSpec{Strategy: redstream.DedupSet}, Options{Shards: 6}},
@@ -96,11 +96,11 @@ func TestNewDeduplicatorErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewBloomDeduplicator(0, 0.01, Options{}); !errors.Is(err, redstream.ErrInvalidConfig) {
-		t.Errorf("NewBloomDeduplicator(0, 0.01): %v, want ErrInvalidConfig", err)
+	if _, err := NewBloomDeduplicator(redstream.DedupSpec{Insertions: -1, FPRate: 0.01}, Options{}); !errors.Is(err, redstream.ErrInvalidConfig) {
+		t.Errorf("NewBloomDeduplicator(-1, 0.01): %v, want ErrInvalidConfig", err)
 	}
-	if _, err := NewWindowedDeduplicator(0, Options{}); !errors.Is(err, redstream.ErrInvalidConfig) {
-		t.Errorf("NewWindowedDeduplicator(0): %v, want ErrInvalidConfig", err)
+	if _, err := NewWindowDeduplicator(0, Options{}); !errors.Is(err, redstream.ErrInvalidConfig) {
+		t.Errorf("NewWindowDeduplicator(0): %v, want ErrInvalidConfig", err)
 	}
 }
 
@@ -170,7 +170,7 @@ func TestDedupBasics(t *testing.T) {
 func TestSeedWindowed(t *testing.T) {
 	ctx := context.Background()
 	const w = time.Hour
-	d, err := NewWindowedDeduplicator(w, Options{})
+	d, err := NewWindowDeduplicator(w, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestSeedWindowed(t *testing.T) {
 func TestWindowedUniqueCountAndPruning(t *testing.T) {
 	ctx := context.Background()
 	clk := &fakeClock{now: t0}
-	d, err := NewWindowedDeduplicator(time.Minute, Options{Clock: clk.Now, Shards: 1, SweepThreshold: 4})
+	d, err := NewWindowDeduplicator(time.Minute, Options{Clock: clk.Now, Shards: 1, SweepThreshold: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestWindowedUniqueCountAndPruning(t *testing.T) {
 	for i := 0; i < 8; i++ {
 		d.MarkSeen(ctx, "c"+strconv.Itoa(i))
 	}
-	if got := d.t.len(); got > 9 {
+	if got := d.t.Len(); got > 9 {
 		t.Errorf("map holds %d entries, want the expired ones pruned (at most 9)", got)
 	}
 	for i := 0; i < 4; i++ {
@@ -239,7 +239,7 @@ func TestWindowedUniqueCountAndPruning(t *testing.T) {
 
 func TestDedupBadTime(t *testing.T) {
 	ctx := context.Background()
-	d, err := NewWindowedDeduplicator(time.Second, Options{})
+	d, err := NewWindowDeduplicator(time.Second, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestBloomMatchesCore(t *testing.T) {
 func TestBloomAccuracy(t *testing.T) {
 	const n, p = 20_000, 0.01
 	ctx := context.Background()
-	d, err := NewBloomDeduplicator(n, p, Options{})
+	d, err := NewBloomDeduplicator(redstream.DedupSpec{Insertions: n, FPRate: p}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,14 +6,14 @@
 //   - [NewLimiter] builds a [Limiter] for any redstream.Spec: token bucket, leaky bucket
 //     (with Decision.Delay for shaping), exact sliding window log, sliding window counter,
 //     fixed window. It implements redstream.Limiter.
-//   - [NewMultiLimiter] builds a [MultiLimiter]: several limits on one key, all-or-nothing
-//     (for example 10 per second and 10,000 per day).
+//   - [NewMultiLimiter] builds the same [Limiter] type of several limits on one key,
+//     all-or-nothing (for example 10 per second and 10,000 per day).
 //
 // Deduplication, each implementing redstream.Deduplicator:
 //   - [SetDeduplicator]: exact, remembers every element until Clear.
 //   - [BloomDeduplicator]: a Bloom filter with core's sizing and bit positions; fixed memory,
 //     no false negatives, false positives at about the configured rate.
-//   - [WindowedDeduplicator]: forgets an element a window after it was last seen; it also
+//   - [WindowDeduplicator]: forgets an element a window after it was last seen; it also
 //     implements redstream.TimedDeduplicator.
 //   - [NewDeduplicator] builds any of them from a redstream.DedupSpec.
 //

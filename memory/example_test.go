@@ -153,8 +153,8 @@ func ExampleNewDeduplicator() {
 
 // A windowed deduplicator forgets an element one window after it was last seen; exactly
 // one window later it is new again.
-func ExampleNewWindowedDeduplicator() {
-	dedup, err := memory.NewWindowedDeduplicator(time.Hour, memory.Options{})
+func ExampleNewWindowDeduplicator() {
+	dedup, err := memory.NewWindowDeduplicator(time.Hour, memory.Options{})
 	if err != nil {
 		panic(err)
 	}
@@ -173,7 +173,7 @@ func ExampleNewWindowedDeduplicator() {
 // A Bloom filter sized for a million elements at a 1% false-positive rate takes about
 // 1.2 MB; it never forgets an element.
 func ExampleNewBloomDeduplicator() {
-	dedup, err := memory.NewBloomDeduplicator(1_000_000, 0.01, memory.Options{})
+	dedup, err := memory.NewBloomDeduplicator(redstream.DedupSpec{Insertions: 1_000_000, FPRate: 0.01}, memory.Options{})
 	if err != nil {
 		panic(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/engine"
 	"pgregory.net/rapid"
 )
 
@@ -271,13 +272,13 @@ func TestBadInput(t *testing.T) {
 
 // reference decides like proptest's model: core's step over per-key state, no eviction.
 type reference struct {
-	p    redstream.Params
+	p    core.Limit
 	ints map[string]int64
 	wins map[string]core.WindowState
 	logs map[string]*core.Log
 }
 
-func newReference(p redstream.Params) *reference {
+func newReference(p core.Limit) *reference {
 	return &reference{p: p, ints: map[string]int64{}, wins: map[string]core.WindowState{}, logs: map[string]*core.Log{}}
 }
 
@@ -286,32 +287,32 @@ func (r *reference) decide(key string, now, n int64) (core.Decision, error) {
 		d   core.Decision
 		err error
 	)
-	switch r.p.Algorithm {
-	case redstream.AlgorithmTokenBucket:
+	switch p := r.p.(type) {
+	case core.TokenBucket:
 		var tat int64
-		if tat, d, err = r.p.TokenBucket.Step(r.ints[key], now, n); err == nil {
+		if tat, d, err = p.Step(r.ints[key], now, n); err == nil {
 			r.ints[key] = tat
 		}
-	case redstream.AlgorithmLeakyBucket:
+	case core.LeakyBucket:
 		var tat int64
-		if tat, d, err = r.p.LeakyBucket.Step(r.ints[key], now, n); err == nil {
+		if tat, d, err = p.Step(r.ints[key], now, n); err == nil {
 			r.ints[key] = tat
 		}
-	case redstream.AlgorithmSlidingCounter:
+	case core.SlidingCounter:
 		var s core.WindowState
-		if s, d, err = r.p.SlidingCounter.Step(r.wins[key], now, n); err == nil {
+		if s, d, err = p.Step(r.wins[key], now, n); err == nil {
 			r.wins[key] = s
 		}
-	case redstream.AlgorithmFixedWindow:
+	case core.FixedWindow:
 		var s core.WindowState
-		if s, d, err = r.p.FixedWindow.Step(r.wins[key], now, n); err == nil {
+		if s, d, err = p.Step(r.wins[key], now, n); err == nil {
 			r.wins[key] = s
 		}
-	case redstream.AlgorithmSlidingWindow:
+	case core.SlidingLog:
 		if r.logs[key] == nil {
 			r.logs[key] = new(core.Log)
 		}
-		d, err = r.p.SlidingLog.Step(r.logs[key], now, n)
+		d, err = p.Step(r.logs[key], now, n)
 	}
 	return d, err
 }
@@ -324,7 +325,7 @@ func TestTimeGoesBackwards(t *testing.T) {
 	for _, spec := range allSpecs {
 		t.Run(string(spec.Algorithm), func(t *testing.T) {
 			l := newLimiter(t, spec, Options{})
-			ref := newReference(l.Params())
+			ref := newReference(l.Limits()[0])
 			for i, off := range offsets {
 				at := t0.Add(off)
 				want, werr := ref.decide("k", at.UnixMicro(), 1)
@@ -332,7 +333,7 @@ func TestTimeGoesBackwards(t *testing.T) {
 				if err != nil || werr != nil {
 					t.Fatalf("request %d: %v (reference %v)", i, err, werr)
 				}
-				if w := redstream.DecisionFromCore(want); got != w {
+				if w := engine.Decision(want); got != w {
 					t.Fatalf("request %d at t0%+v:\n got %+v\nwant %+v", i, off, got, w)
 				}
 				if got.Remaining < 0 || got.RetryAfter < 0 || got.Delay < 0 {
@@ -398,12 +399,12 @@ func TestDefaultClock(t *testing.T) {
 	if err != nil || !d.Allowed {
 		t.Fatalf("Allow: %+v, %v", d, err)
 	}
-	got := monoMicros()
+	got := engine.MonoMicros()
 	if got < before.UnixMicro()-1000 || got > after.Add(time.Second).UnixMicro() {
 		t.Errorf("default clock %d µs, time.Now between %d and %d", got, before.UnixMicro(), after.UnixMicro())
 	}
 	// The TAT the default clock stored is within a second of time.Now.
-	tat, _ := l.tbShort.get("k", packShort("k"))
+	tat, _ := l.buckets.TAT("k")
 	if diff := tat - after.UnixMicro(); diff < -1e6 || diff > 1e6 {
 		t.Errorf("stored TAT %d is %d µs away from time.Now", tat, diff)
 	}
@@ -684,6 +685,7 @@ func TestHammerWhileRebuilding(t *testing.T) {
 func TestKeyForms(t *testing.T) {
 	var keys []string
 	seen := map[string]bool{}
+	const maxShortKey = 15 // the longest key the bucket table keeps inline
 	for n := 1; n <= 2*maxShortKey+2; n++ {
 		for _, k := range []string{strings.Repeat("k", n), strings.Repeat("k", n-1) + "\x00", "\x00" + strings.Repeat("\xff", n-1)} {
 			if !seen[k] {

@@ -1,22 +1,20 @@
 package memory
 
 import (
-	"fmt"
-	"math/bits"
 	"time"
 
-	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/engine"
 )
 
 // Defaults of Options.
 const (
 	// DefaultShards is the number of shards of every map when Options.Shards is 0.
-	DefaultShards = 64
+	DefaultShards = engine.DefaultShards
 	// DefaultSweepThreshold is the number of keys a shard may hold before its first sweep
-	// when Options.SweepThreshold is 0 (the seed's DEFAULT_SWEEP_THRESHOLD).
-	DefaultSweepThreshold = 256
+	// when Options.SweepThreshold is 0 (the Java starter's DEFAULT_SWEEP_THRESHOLD).
+	DefaultSweepThreshold = engine.DefaultSweepThreshold
 	// MaxShards is the largest accepted Options.Shards.
-	MaxShards = 1 << 16
+	MaxShards = engine.MaxShards
 )
 
 // Options configures every engine of this package. The zero value means the defaults.
@@ -46,38 +44,7 @@ type Options struct {
 	SweepThreshold int
 }
 
-// resolved is Options after defaults and validation.
-type resolved struct {
-	clock     func() time.Time // nil: monoMicros
-	shards    int
-	threshold int
-}
-
-func (o Options) resolve() (resolved, error) {
-	r := resolved{clock: o.Clock, shards: o.Shards, threshold: o.SweepThreshold}
-	if r.shards == 0 {
-		r.shards = DefaultShards
-	}
-	if r.threshold == 0 {
-		r.threshold = DefaultSweepThreshold
-	}
-	if r.shards < 1 || r.shards > MaxShards || bits.OnesCount(uint(r.shards)) != 1 {
-		return r, fmt.Errorf("memory: %w: Shards = %d, want a power of two in [1, %d]", redstream.ErrInvalidConfig, o.Shards, MaxShards)
-	}
-	if r.threshold < 1 {
-		return r, fmt.Errorf("memory: %w: SweepThreshold = %d, want at least 1", redstream.ErrInvalidConfig, o.SweepThreshold)
-	}
-	return r, nil
-}
-
-// micros converts now to core microseconds, reading the clock for the zero time. It does
-// not validate the result; core's steps do.
-func (r *resolved) micros(now time.Time) int64 {
-	if !now.IsZero() {
-		return now.UnixMicro()
-	}
-	if r.clock == nil {
-		return monoMicros()
-	}
-	return r.clock().UnixMicro()
+// resolve validates o into the kernel's configuration.
+func (o Options) resolve() (engine.Config, error) {
+	return engine.Resolve("memory", engine.Options{Clock: o.Clock, Shards: o.Shards, SweepThreshold: o.SweepThreshold})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/engine"
 )
 
 // SetDeduplicator is the exact deduplicator: it remembers every element until Clear, in a
@@ -15,7 +16,7 @@ import (
 // never a duplicate and is never recorded. Its zero value is not usable; call
 // [NewSetDeduplicator].
 type SetDeduplicator struct {
-	t table[struct{}]
+	t engine.Table[struct{}]
 }
 
 var _ redstream.Deduplicator = (*SetDeduplicator)(nil)
@@ -27,7 +28,7 @@ func NewSetDeduplicator(opts Options) (*SetDeduplicator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &SetDeduplicator{t: newTable[struct{}](r)}, nil
+	return &SetDeduplicator{t: engine.NewTable[struct{}](r)}, nil
 }
 
 // IsDuplicate reports whether element was recorded. It never returns an error.
@@ -35,10 +36,10 @@ func (d *SetDeduplicator) IsDuplicate(ctx context.Context, element string) (bool
 	if element == "" {
 		return false, nil
 	}
-	s, tag := d.t.locate(element)
-	s.mu.Lock()
-	_, ok := s.find(element, tag)
-	s.mu.Unlock()
+	s, tag := d.t.Locate(element)
+	s.Lock()
+	_, ok := s.Find(element, tag)
+	s.Unlock()
 	return ok, nil
 }
 
@@ -54,24 +55,24 @@ func (d *SetDeduplicator) CheckAndMark(ctx context.Context, element string) (boo
 	if element == "" {
 		return false, nil
 	}
-	s, tag := d.t.locate(element)
-	s.mu.Lock()
-	i, ok := s.find(element, tag)
+	s, tag := d.t.Locate(element)
+	s.Lock()
+	i, ok := s.Find(element, tag)
 	if !ok {
-		d.t.insert(s, i, element, tag, struct{}{}, nil)
+		d.t.Insert(s, i, element, tag, struct{}{}, nil)
 	}
-	s.mu.Unlock()
+	s.Unlock()
 	return ok, nil
 }
 
 // Clear forgets every element. It never returns an error.
 func (d *SetDeduplicator) Clear(ctx context.Context) error {
-	d.t.clear()
+	d.t.Clear()
 	return nil
 }
 
 // UniqueCount returns the exact number of distinct elements recorded since the last Clear.
 // It never returns an error.
 func (d *SetDeduplicator) UniqueCount(ctx context.Context) (int64, error) {
-	return int64(d.t.len()), nil
+	return int64(d.t.Len()), nil
 }

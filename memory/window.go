@@ -8,9 +8,10 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/engine"
 )
 
-// WindowedDeduplicator forgets an element Window after it was last seen (core.WindowDedup):
+// WindowDeduplicator forgets an element Window after it was last seen (core.WindowDedup):
 // a sighting is a duplicate iff the element was seen less than Window ago, exactly Window
 // later it is new again, and CheckAndMark refreshes the last-seen time of a duplicate too.
 //
@@ -20,22 +21,22 @@ import (
 // and runs every operation at max(mark, now) (core.WindowDedup.Effective), so a clock going
 // backwards never brings an expired element back.
 //
-// A WindowedDeduplicator is safe for concurrent use; CheckAndMark is atomic. The empty
+// A WindowDeduplicator is safe for concurrent use; CheckAndMark is atomic. The empty
 // element is never a duplicate and is never recorded. Its zero value is not usable; call
-// [NewWindowedDeduplicator] or [NewDeduplicator].
-type WindowedDeduplicator struct {
+// [NewWindowDeduplicator] or [NewDeduplicator].
+type WindowDeduplicator struct {
 	w    core.WindowDedup
-	opts resolved
-	t    table[int64] // element -> last seen (µs)
-	high atomic.Int64 // the high-water mark (µs); 0 before the first write
+	opts engine.Config
+	t    engine.Table[int64] // element -> last seen (µs)
+	high atomic.Int64        // the high-water mark (µs); 0 before the first write
 }
 
-var _ redstream.TimedDeduplicator = (*WindowedDeduplicator)(nil)
+var _ redstream.TimedDeduplicator = (*WindowDeduplicator)(nil)
 
-// NewWindowedDeduplicator returns an empty windowed deduplicator. window is truncated to
+// NewWindowDeduplicator returns an empty windowed deduplicator. window is truncated to
 // whole microseconds and must be in (0, core.MaxDuration]; otherwise, or when opts is
 // invalid, the error wraps redstream.ErrInvalidConfig.
-func NewWindowedDeduplicator(window time.Duration, opts Options) (*WindowedDeduplicator, error) {
+func NewWindowDeduplicator(window time.Duration, opts Options) (*WindowDeduplicator, error) {
 	w, err := core.NewWindowDedup(window.Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("memory: %w", err)
@@ -44,17 +45,17 @@ func NewWindowedDeduplicator(window time.Duration, opts Options) (*WindowedDedup
 	if err != nil {
 		return nil, err
 	}
-	return &WindowedDeduplicator{w: w, opts: r, t: newTable[int64](r)}, nil
+	return &WindowDeduplicator{w: w, opts: r, t: engine.NewTable[int64](r)}, nil
 }
 
 // Window returns the deduplication window.
-func (d *WindowedDeduplicator) Window() time.Duration {
+func (d *WindowDeduplicator) Window() time.Duration {
 	return time.Duration(d.w.Window) * time.Microsecond
 }
 
 // at validates an explicit time and returns it, or the clock's, in µs.
-func (d *WindowedDeduplicator) at(now time.Time) (int64, error) {
-	t := d.opts.micros(now)
+func (d *WindowDeduplicator) at(now time.Time) (int64, error) {
+	t := d.opts.Micros(now)
 	if err := core.CheckTime(t); err != nil {
 		return 0, fmt.Errorf("memory: %w", err)
 	}
@@ -62,7 +63,7 @@ func (d *WindowedDeduplicator) at(now time.Time) (int64, error) {
 }
 
 // raise moves the high-water mark up to t.
-func (d *WindowedDeduplicator) raise(t int64) {
+func (d *WindowDeduplicator) raise(t int64) {
 	for {
 		h := d.high.Load()
 		if h >= t || d.high.CompareAndSwap(h, t) {
@@ -72,24 +73,24 @@ func (d *WindowedDeduplicator) raise(t int64) {
 }
 
 // IsDuplicate is shorthand for IsDuplicateAt(ctx, element, time.Time{}).
-func (d *WindowedDeduplicator) IsDuplicate(ctx context.Context, element string) (bool, error) {
+func (d *WindowDeduplicator) IsDuplicate(ctx context.Context, element string) (bool, error) {
 	return d.IsDuplicateAt(ctx, element, time.Time{})
 }
 
 // MarkSeen is shorthand for MarkSeenAt(ctx, element, time.Time{}).
-func (d *WindowedDeduplicator) MarkSeen(ctx context.Context, element string) error {
+func (d *WindowDeduplicator) MarkSeen(ctx context.Context, element string) error {
 	return d.MarkSeenAt(ctx, element, time.Time{})
 }
 
 // CheckAndMark is shorthand for CheckAndMarkAt(ctx, element, time.Time{}).
-func (d *WindowedDeduplicator) CheckAndMark(ctx context.Context, element string) (bool, error) {
+func (d *WindowDeduplicator) CheckAndMark(ctx context.Context, element string) (bool, error) {
 	return d.CheckAndMarkAt(ctx, element, time.Time{})
 }
 
 // IsDuplicateAt reports whether element was seen less than Window before now (the zero time
 // means Options.Clock), without recording it. It returns an error wrapping
 // redstream.ErrInvalidTime for a time before the Unix epoch or after core.MaxTime.
-func (d *WindowedDeduplicator) IsDuplicateAt(ctx context.Context, element string, now time.Time) (bool, error) {
+func (d *WindowDeduplicator) IsDuplicateAt(ctx context.Context, element string, now time.Time) (bool, error) {
 	if element == "" {
 		return false, nil
 	}
@@ -97,18 +98,18 @@ func (d *WindowedDeduplicator) IsDuplicateAt(ctx context.Context, element string
 	if err != nil {
 		return false, err
 	}
-	s, tag := d.t.locate(element)
-	s.mu.Lock()
+	s, tag := d.t.Locate(element)
+	s.Lock()
 	eff := d.w.Effective(d.high.Load(), t)
-	i, seen := s.find(element, tag)
-	dup := seen && d.w.IsDuplicate(s.ents[i].val, seen, eff)
-	s.mu.Unlock()
+	i, seen := s.Find(element, tag)
+	dup := seen && d.w.IsDuplicate(*s.Val(i), seen, eff)
+	s.Unlock()
 	return dup, nil
 }
 
 // MarkSeenAt records a sighting of element at now (the zero time means Options.Clock). Its
 // errors are those of IsDuplicateAt.
-func (d *WindowedDeduplicator) MarkSeenAt(ctx context.Context, element string, now time.Time) error {
+func (d *WindowDeduplicator) MarkSeenAt(ctx context.Context, element string, now time.Time) error {
 	_, err := d.CheckAndMarkAt(ctx, element, now)
 	return err
 }
@@ -116,7 +117,7 @@ func (d *WindowedDeduplicator) MarkSeenAt(ctx context.Context, element string, n
 // CheckAndMarkAt atomically reports whether element is a duplicate at now (the zero time
 // means Options.Clock) and records the sighting, refreshing the last-seen time of a
 // duplicate. Its errors are those of IsDuplicateAt.
-func (d *WindowedDeduplicator) CheckAndMarkAt(ctx context.Context, element string, now time.Time) (bool, error) {
+func (d *WindowDeduplicator) CheckAndMarkAt(ctx context.Context, element string, now time.Time) (bool, error) {
 	if element == "" {
 		return false, nil
 	}
@@ -124,48 +125,48 @@ func (d *WindowedDeduplicator) CheckAndMarkAt(ctx context.Context, element strin
 	if err != nil {
 		return false, err
 	}
-	s, tag := d.t.locate(element)
-	s.mu.Lock()
+	s, tag := d.t.Locate(element)
+	s.Lock()
 	eff := d.w.Effective(d.high.Load(), t)
-	i, seen := s.find(element, tag)
-	dup := seen && d.w.IsDuplicate(s.ents[i].val, seen, eff)
+	i, seen := s.Find(element, tag)
+	dup := seen && d.w.IsDuplicate(*s.Val(i), seen, eff)
 	if seen {
-		s.ents[i].val = eff
+		*s.Val(i) = eff
 	} else {
-		d.t.insert(s, i, element, tag, eff, func(v int64) bool { return d.w.Expired(v, eff) })
+		d.t.Insert(s, i, element, tag, eff, func(v int64) bool { return d.w.Expired(v, eff) })
 	}
 	d.raise(eff)
-	s.mu.Unlock()
+	s.Unlock()
 	return dup, nil
 }
 
 // Clear forgets every element. The high-water mark stays. It never returns an error.
-func (d *WindowedDeduplicator) Clear(ctx context.Context) error {
-	d.t.clear()
+func (d *WindowDeduplicator) Clear(ctx context.Context) error {
+	d.t.Clear()
 	return nil
 }
 
 // UniqueCount returns the number of elements that would be duplicates at the clock's time
 // (Options.Clock, or the high-water mark if later). It first prunes every element expired
 // at the high-water mark, so it reads the whole map.
-func (d *WindowedDeduplicator) UniqueCount(ctx context.Context) (int64, error) {
+func (d *WindowDeduplicator) UniqueCount(ctx context.Context) (int64, error) {
 	t, err := d.at(time.Time{})
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	for i := range d.t.shards {
-		s := &d.t.shards[i]
-		s.mu.Lock()
+	for i := range d.t.Shards() {
+		s := d.t.Shard(i)
+		s.Lock()
 		high := d.high.Load()
 		eff := d.w.Effective(high, t)
-		s.filter(func(last int64) bool { return !d.w.Expired(last, high) })
-		for j, tg := range s.tags {
-			if tg != 0 && !d.w.Expired(s.ents[j].val, eff) {
+		s.Filter(func(last int64) bool { return !d.w.Expired(last, high) })
+		s.Each(func(last *int64) {
+			if !d.w.Expired(*last, eff) {
 				n++
 			}
-		}
-		s.mu.Unlock()
+		})
+		s.Unlock()
 	}
 	return n, nil
 }

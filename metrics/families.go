@@ -6,7 +6,7 @@ type family struct{ typ, help string }
 // known lists every family redstream's packages create, with its type and help text (the
 // names are the Java system's, kept for its dashboards).
 var known = map[string]family{
-	// Named rate limiters (redstream.Named), label name.
+	// Named rate limiters (metrics.Named), label name.
 	RateLimitAllowedTotal: {TypeCounter, "Decisions a named rate limiter admitted."},
 	RateLimitDeniedTotal:  {TypeCounter, "Decisions a named rate limiter denied."},
 	RateLimitErrorsTotal:  {TypeCounter, "Calls of a named rate limiter that returned an error (backend failure under fail-closed, or bad input)."},

@@ -11,75 +11,75 @@ import (
 // limitModel is the reference model of one limiter: core's step functions over a map of
 // per-key states. It is what every engine must agree with.
 type limitModel struct {
-	p    redstream.Params
+	p    core.Limit
 	tat  map[string]int64
 	logs map[string]*core.Log
 	ws   map[string]core.WindowState
 }
 
-func newLimitModel(p redstream.Params) *limitModel {
+func newLimitModel(p core.Limit) *limitModel {
 	return &limitModel{p: p, tat: map[string]int64{}, logs: map[string]*core.Log{}, ws: map[string]core.WindowState{}}
 }
 
 // decide runs one request through the model. commit=false computes the decision without
 // recording anything (used by the multi-limit model).
 func (m *limitModel) decide(key string, now time.Time, n int64, commit bool) (core.Decision, error) {
-	if err := redstream.CheckRequest(key, now, n); err != nil {
+	if err := checkRequest(key, now, n); err != nil {
 		return core.Decision{}, err
 	}
 	t := now.UnixMicro()
-	switch m.p.Algorithm {
-	case redstream.AlgorithmTokenBucket:
-		next, d, err := m.p.TokenBucket.Step(m.tat[key], t, n)
+	switch p := m.p.(type) {
+	case core.TokenBucket:
+		next, d, err := p.Step(m.tat[key], t, n)
 		if err == nil && commit {
 			m.tat[key] = next
 		}
 		return d, err
-	case redstream.AlgorithmLeakyBucket:
-		next, d, err := m.p.LeakyBucket.Step(m.tat[key], t, n)
+	case core.LeakyBucket:
+		next, d, err := p.Step(m.tat[key], t, n)
 		if err == nil && commit {
 			m.tat[key] = next
 		}
 		return d, err
-	case redstream.AlgorithmSlidingWindow:
+	case core.SlidingLog:
 		l := m.logs[key]
 		if l == nil {
 			l = &core.Log{}
 			m.logs[key] = l
 		}
-		d, err := m.p.SlidingLog.Check(l, t, n)
+		d, err := p.Check(l, t, n)
 		if err == nil && d.Allowed && commit {
-			m.p.SlidingLog.Record(l, t, n)
+			p.Record(l, t, n)
 		}
 		return d, err
-	case redstream.AlgorithmSlidingCounter:
-		next, d, err := m.p.SlidingCounter.Step(m.ws[key], t, n)
+	case core.SlidingCounter:
+		next, d, err := p.Step(m.ws[key], t, n)
 		if err == nil && commit {
 			m.ws[key] = next
 		}
 		return d, err
-	case redstream.AlgorithmFixedWindow:
-		next, d, err := m.p.FixedWindow.Step(m.ws[key], t, n)
+	case core.FixedWindow:
+		next, d, err := p.Step(m.ws[key], t, n)
 		if err == nil && commit {
 			m.ws[key] = next
 		}
 		return d, err
 	}
-	panic("proptest: unknown algorithm " + string(m.p.Algorithm))
+	panic(fmt.Sprintf("proptest: unknown limit %T", m.p))
 }
 
 // multiModel is the all-or-nothing combination of several limits on one key.
 type multiModel struct{ limits []*limitModel }
 
 func (m *multiModel) decide(key string, now time.Time, n int64) (core.Decision, error) {
-	if err := redstream.CheckRequest(key, now, n); err != nil {
+	if err := checkRequest(key, now, n); err != nil {
 		return core.Decision{}, err
 	}
 	// Bad input is rejected before any limit is consulted, so it never changes state (the
 	// sliding log prunes while it checks).
 	for _, l := range m.limits {
-		if n > l.p.Limit() {
-			return core.Decision{}, fmt.Errorf("%w: n = %d, limit = %d", core.ErrCostTooLarge, n, l.p.Limit())
+		if n > l.p.Max() {
+			return core.Decision{}, fmt.Errorf("%w: n = %d, limit = %d", core.ErrCostTooLarge, n, l.p.Max())
 		}
 		if err := core.CheckTime(now.UnixMicro()); err != nil {
 			return core.Decision{}, err
@@ -139,4 +139,32 @@ func (m *bloomModel) add(e string) bool {
 		m.unique++
 	}
 	return changed
+}
+
+// checkRequest is the reference of the argument checks every limiter makes first: a
+// non-empty key, a positive cost and, unless now is zero, a time in [Unix epoch,
+// core.MaxTime].
+func checkRequest(key string, now time.Time, n int64) error {
+	if key == "" {
+		return redstream.ErrEmptyKey
+	}
+	if n <= 0 {
+		return core.ErrInvalidCost
+	}
+	if !now.IsZero() {
+		return core.CheckTime(now.UnixMicro())
+	}
+	return nil
+}
+
+// decisionOf is the reference conversion of a core decision (µs) to a redstream.Decision.
+func decisionOf(d core.Decision) redstream.Decision {
+	return redstream.Decision{
+		Allowed:    d.Allowed,
+		Limit:      d.Limit,
+		Remaining:  d.Remaining,
+		RetryAfter: time.Duration(d.RetryAfter) * time.Microsecond,
+		ResetAfter: time.Duration(d.ResetAfter) * time.Microsecond,
+		Delay:      time.Duration(d.Delay) * time.Microsecond,
+	}
 }

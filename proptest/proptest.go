@@ -84,7 +84,7 @@ func TestLimiter(t *testing.T, f LimiterFactory, o Options) {
 	t.Helper()
 	algs := o.Algorithms
 	if len(algs) == 0 {
-		algs = redstream.Algorithms
+		algs = redstream.Algorithms()
 	}
 	for _, alg := range algs {
 		t.Run(string(alg), func(t *testing.T) {
@@ -161,7 +161,7 @@ func CheckLimiter(t rapid.TB, alg redstream.Algorithm, f LimiterFactory, checks 
 	t.Helper()
 	return repeat(t, checks, func(rt *rapid.T) {
 		spec := drawSpec(rt, alg, "spec")
-		p, err := spec.Params()
+		p, err := spec.Core()
 		if err != nil {
 			rt.Fatalf("generated an invalid spec %v: %v", spec, err)
 		}
@@ -170,7 +170,7 @@ func CheckLimiter(t rapid.TB, alg redstream.Algorithm, f LimiterFactory, checks 
 			rt.Fatalf("factory(%v): %v", spec, err)
 		}
 		m := newLimitModel(p)
-		runLimiter(rt, l, spec, p.Limit(), func(key string, now time.Time, n int64) (core.Decision, error) {
+		runLimiter(rt, l, spec, p.Max(), func(key string, now time.Time, n int64) (core.Decision, error) {
 			return m.decide(key, now, n, true)
 		}, 60)
 	})
@@ -185,14 +185,14 @@ func CheckMultiLimiter(t rapid.TB, f MultiFactory, checks, maxSteps int) int {
 		mm := &multiModel{}
 		limit := int64(1 << 62)
 		for i := range specs {
-			alg := rapid.SampledFrom(redstream.Algorithms).Draw(rt, fmt.Sprintf("alg%d", i))
+			alg := rapid.SampledFrom(redstream.Algorithms()).Draw(rt, fmt.Sprintf("alg%d", i))
 			specs[i] = drawSpec(rt, alg, fmt.Sprintf("spec%d", i))
-			p, err := specs[i].Params()
+			p, err := specs[i].Core()
 			if err != nil {
 				rt.Fatalf("generated an invalid spec %v: %v", specs[i], err)
 			}
 			mm.limits = append(mm.limits, newLimitModel(p))
-			limit = min(limit, p.Limit())
+			limit = min(limit, p.Max())
 		}
 		l, err := f(specs)
 		if err != nil {
@@ -287,7 +287,7 @@ func runLimiter(rt *rapid.T, l redstream.Limiter, spec redstream.Spec, limit int
 		if werr != nil {
 			continue
 		}
-		if w := redstream.DecisionFromCore(want); got != w {
+		if w := decisionOf(want); got != w {
 			rt.Fatalf("step %d AllowN(%q, %d, n=%d):\n got %+v\nwant %+v", i, key, at.UnixMicro(), n, got, w)
 		}
 		last = want

@@ -49,19 +49,19 @@ func (l *modelLimiter) AllowN(_ context.Context, key string, now time.Time, n in
 	if err != nil {
 		return redstream.Decision{}, err
 	}
-	return redstream.DecisionFromCore(d), nil
+	return decisionOf(d), nil
 }
 
 // forceConsume records a request whatever the limit says.
 func (l *modelLimiter) forceConsume(key string, now, n int64) {
 	m := l.m
-	switch m.p.Algorithm {
-	case redstream.AlgorithmTokenBucket:
-		m.tat[key] = max(m.tat[key], now) + n*m.p.TokenBucket.Interval
-	case redstream.AlgorithmLeakyBucket:
-		m.tat[key] = max(m.tat[key], now) + n*m.p.LeakyBucket.Interval
-	case redstream.AlgorithmSlidingWindow:
-		m.p.SlidingLog.Record(m.logs[key], now, n)
+	switch p := m.p.(type) {
+	case core.TokenBucket:
+		m.tat[key] = max(m.tat[key], now) + n*p.Interval
+	case core.LeakyBucket:
+		m.tat[key] = max(m.tat[key], now) + n*p.Interval
+	case core.SlidingLog:
+		p.Record(m.logs[key], now, n)
 	default:
 		s := m.ws[key]
 		s.Count += n
@@ -71,7 +71,7 @@ func (l *modelLimiter) forceConsume(key string, now, n int64) {
 
 func factory(mutate func(string, int64, *core.Decision, *error) bool) LimiterFactory {
 	return func(spec redstream.Spec) (redstream.Limiter, error) {
-		p, err := spec.Params()
+		p, err := spec.Core()
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +123,7 @@ func TestReferenceModelPasses(t *testing.T) {
 	TestMultiLimiter(t, func(specs []redstream.Spec) (redstream.Limiter, error) {
 		ms := &multiModel{}
 		for _, s := range specs {
-			p, err := s.Params()
+			p, err := s.Core()
 			if err != nil {
 				return nil, err
 			}
@@ -148,7 +148,7 @@ func (l *multiLimiter) AllowN(_ context.Context, key string, now time.Time, n in
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	d, err := l.m.decide(key, now, n)
-	return redstream.DecisionFromCore(d), err
+	return decisionOf(d), err
 }
 
 // TestMutantsAreCaught shows the suite finds each kind of bug an engine port typically has.
@@ -158,34 +158,34 @@ func TestMutantsAreCaught(t *testing.T) {
 		algs   []redstream.Algorithm
 		mutate func(key string, n int64, d *core.Decision, err *error) bool
 	}{
-		{"RetryAfter off by 1µs", redstream.Algorithms, func(_ string, _ int64, d *core.Decision, err *error) bool {
+		{"RetryAfter off by 1µs", redstream.Algorithms(), func(_ string, _ int64, d *core.Decision, err *error) bool {
 			if !d.Allowed && *err == nil {
 				d.RetryAfter++
 			}
 			return *err == nil && d.Allowed
 		}},
-		{"empty key accepted", redstream.Algorithms, func(key string, _ int64, d *core.Decision, err *error) bool {
+		{"empty key accepted", redstream.Algorithms(), func(key string, _ int64, d *core.Decision, err *error) bool {
 			if key == "" {
 				*err = nil
 				*d = core.Decision{Allowed: true}
 			}
 			return false
 		}},
-		{"ErrCostTooLarge reported as denial", redstream.Algorithms, func(_ string, _ int64, d *core.Decision, err *error) bool {
+		{"ErrCostTooLarge reported as denial", redstream.Algorithms(), func(_ string, _ int64, d *core.Decision, err *error) bool {
 			if *err != nil && strings.Contains((*err).Error(), "exceeds") {
 				*err = nil
 				*d = core.Decision{}
 			}
 			return *err == nil && d.Allowed
 		}},
-		{"Remaining off by one", redstream.Algorithms, func(_ string, _ int64, d *core.Decision, err *error) bool {
+		{"Remaining off by one", redstream.Algorithms(), func(_ string, _ int64, d *core.Decision, err *error) bool {
 			if d.Remaining > 0 {
 				d.Remaining--
 			}
 			return *err == nil && d.Allowed
 		}},
 	}
-	for _, alg := range redstream.Algorithms {
+	for _, alg := range redstream.Algorithms() {
 		t.Run("denied request consumes/"+string(alg), func(t *testing.T) {
 			f := func(spec redstream.Spec) (redstream.Limiter, error) {
 				l, err := factory(nil)(spec)

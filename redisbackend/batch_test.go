@@ -21,7 +21,7 @@ func TestBatchEqualsSequential(t *testing.T) {
 			c := b.client(t)
 			ctx := context.Background()
 			rapid.Check(t, func(rt *rapid.T) {
-				alg := rapid.SampledFrom(redstream.Algorithms).Draw(rt, "alg")
+				alg := rapid.SampledFrom(redstream.Algorithms()).Draw(rt, "alg")
 				spec := redstream.Spec{
 					Algorithm: alg,
 					Capacity:  float64(rapid.IntRange(1, 5).Draw(rt, "capacity")),

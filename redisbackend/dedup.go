@@ -17,11 +17,11 @@ type DedupOptions struct {
 	KeyPrefix string
 	// SetTTL, for the set strategy only, expires the whole set this long after its last
 	// write (rounded up to whole milliseconds). Zero, the default, keeps the set until
-	// Clear, as the seed does.
+	// Clear, as the Java starter does.
 	SetTTL time.Duration
 }
 
-// NewDeduplicator returns the deduplicator of spec.Strategy named name (the seed's factory):
+// NewDeduplicator returns the deduplicator of spec.Strategy named name (the Java starter's factory):
 // a *SetDeduplicator, a *BloomDeduplicator (default 1,000,000 expected insertions at a 3%
 // false-positive rate) or a *WindowDeduplicator (default window one hour). Zero fields of
 // spec take redstream's defaults; an unknown strategy or bad parameters are errors wrapping

@@ -19,7 +19,7 @@
 // Keys: all the keys of one call share a hash tag derived from the user key in one key
 // schema (keys.go), so user keys holding '{', '}', spaces, binary bytes or megabytes of data
 // work and stay in one cluster slot. Default key prefixes: [DefaultTokenBucketPrefix]
-// (the seed's "streaming:tb"), [DefaultSlidingWindowPrefix] (the seed's "streaming:rl") and
+// (the Java starter's "streaming:tb"), [DefaultSlidingWindowPrefix] (the Java starter's "streaming:rl") and
 // one per other engine.
 //
 // Failures: a limiter follows its [Options.FailurePolicy] when Redis fails (fail-closed by

@@ -159,7 +159,7 @@ func ExampleNewDeduplicator() {
 	defer stop()
 	ctx := context.Background()
 
-	// The seed's WindowedDeduplicator("dedup:orders", 1 hour).
+	// The seed's WindowDeduplicator("dedup:orders", 1 hour).
 	d, err := redisbackend.NewDeduplicator(client, "dedup:orders",
 		redstream.DedupSpec{Strategy: redstream.DedupWindowed, Window: time.Hour}, redisbackend.DedupOptions{})
 	if err != nil {

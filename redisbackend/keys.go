@@ -18,7 +18,7 @@ import (
 //
 // A user key is plain when it is 1 to maxPlainTag bytes of printable ASCII without '{', '}'
 // or a space and does not start with '#'; its tag is the key itself, so plain keys read as in
-// the seed ("streaming:rl:{user:1}"). Any other key (braces, spaces, binary bytes, very long)
+// the Java starter ("streaming:rl:{user:1}"). Any other key (braces, spaces, binary bytes, very long)
 // gets the tag "#" + 16 hex digits of MurmurHash3 x64 128 (core.Murmur3x64_128, seed 0, the
 // first half) and is appended whole after a '|', so two different user keys never share a
 // Redis key. Roles never contain ':', '|', '{' or '}'. Redis Cluster hashes only the text

@@ -12,10 +12,11 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/engine"
 )
 
 // Default key prefixes, one per engine. A blank Options.KeyPrefix selects the engine's
-// default; the first two are the seed's.
+// default; the first two are the Java starter's.
 const (
 	DefaultTokenBucketPrefix    = "streaming:tb"
 	DefaultSlidingWindowPrefix  = "streaming:rl"
@@ -91,25 +92,20 @@ var _ redstream.Limiter = (*Limiter)(nil)
 // redstream.ErrInvalidConfig) and opts. The client stays the caller's: the limiter never
 // closes it.
 func NewLimiter(client rueidis.Client, spec redstream.Spec, opts Options) (*Limiter, error) {
-	p, err := spec.Params()
+	p, err := spec.Core()
 	if err != nil {
 		return nil, fmt.Errorf("redisbackend: %w", err)
 	}
-	l, err := newLimiter(client, opts, defaultPrefix(spec.Algorithm))
+	as := algScripts[p.Name()]
+	l, err := newLimiter(client, opts, as.prefix)
 	if err != nil {
 		return nil, err
 	}
 	l.specs = []redstream.Spec{spec}
 	l.roles = []string{""}
-	l.limit = p.Limit()
-	l.params = append(algParams(p), l.params...)
-	switch spec.Algorithm { // gcra.lua's ARGV[7]: whether decisions carry the shaping delay
-	case redstream.AlgorithmTokenBucket:
-		l.params = append(l.params, "0")
-	case redstream.AlgorithmLeakyBucket:
-		l.params = append(l.params, "1")
-	}
-	l.script = scriptFor(spec.Algorithm)
+	l.limit = p.Max()
+	l.params = append(append(algParams(p), l.params...), as.extra...)
+	l.script = as.script
 	return l, nil
 }
 
@@ -130,13 +126,13 @@ func NewMultiLimiter(client rueidis.Client, specs []redstream.Spec, opts Options
 	l.multi = true
 	l.limit = core.MaxCount // l.params holds the margin, the multi script's ARGV[3]
 	for i, s := range specs {
-		p, err := s.Params()
+		p, err := s.Core()
 		if err != nil {
 			return nil, fmt.Errorf("redisbackend: limit %d (%v): %w", i, s, err)
 		}
-		l.limit = min(l.limit, p.Limit())
+		l.limit = min(l.limit, p.Max())
 		l.roles = append(l.roles, limitRole(i))
-		l.params = append(l.params, multiCode(s.Algorithm))
+		l.params = append(l.params, algScripts[p.Name()].code)
 		ps := algParams(p)
 		for len(ps) < 3 {
 			ps = append(ps, "0")
@@ -204,56 +200,14 @@ func isBlank(s string) bool {
 	return true
 }
 
-func defaultPrefix(a redstream.Algorithm) string {
-	switch a {
-	case redstream.AlgorithmTokenBucket:
-		return DefaultTokenBucketPrefix
-	case redstream.AlgorithmLeakyBucket:
-		return DefaultLeakyBucketPrefix
-	case redstream.AlgorithmSlidingWindow:
-		return DefaultSlidingWindowPrefix
-	case redstream.AlgorithmSlidingCounter:
-		return DefaultSlidingCounterPrefix
-	}
-	return DefaultFixedWindowPrefix
-}
-
 // algParams returns the script parameters of p, in ARGV order after now and n.
-func algParams(p redstream.Params) []string {
-	f := func(v ...int64) []string {
-		s := make([]string, len(v))
-		for i, x := range v {
-			s[i] = strconv.FormatInt(x, 10)
-		}
-		return s
+func algParams(p core.Limit) []string {
+	ints := p.Ints()
+	s := make([]string, len(ints))
+	for i, x := range ints {
+		s[i] = strconv.FormatInt(x, 10)
 	}
-	switch p.Algorithm {
-	case redstream.AlgorithmTokenBucket:
-		g := p.TokenBucket.GCRA
-		return f(g.Interval, g.Tolerance, g.Burst)
-	case redstream.AlgorithmLeakyBucket:
-		g := p.LeakyBucket.GCRA
-		return f(g.Interval, g.Tolerance, g.Burst)
-	case redstream.AlgorithmSlidingWindow:
-		return f(p.SlidingLog.Window, p.SlidingLog.Limit)
-	case redstream.AlgorithmSlidingCounter:
-		return f(p.SlidingCounter.Window, p.SlidingCounter.Limit)
-	}
-	return f(p.FixedWindow.Window, p.FixedWindow.Limit)
-}
-
-func multiCode(a redstream.Algorithm) string {
-	switch a {
-	case redstream.AlgorithmTokenBucket:
-		return "tb"
-	case redstream.AlgorithmLeakyBucket:
-		return "lb"
-	case redstream.AlgorithmSlidingWindow:
-		return "sl"
-	case redstream.AlgorithmSlidingCounter:
-		return "sc"
-	}
-	return "fw"
+	return s
 }
 
 // Specs returns the limiter's specs (one, unless built by NewMultiLimiter) in a new slice.
@@ -303,7 +257,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 
 // check validates a request before any Redis call.
 func (l *Limiter) check(key string, now time.Time, n int64) error {
-	if err := redstream.CheckRequest(key, now, n); err != nil {
+	if err := engine.CheckRequest(key, now, n); err != nil {
 		return fmt.Errorf("redisbackend: %w", err)
 	}
 	if n > l.limit {
@@ -334,13 +288,13 @@ func (l *Limiter) parse(r rueidis.RedisResult) (redstream.Decision, error) {
 		return redstream.Decision{}, l.script.wrap(fmt.Errorf("unexpected reply %v (%v)", r, err))
 	}
 	if len(l.roles) == 1 {
-		return redstream.DecisionFromCore(coreDecision(vs)), nil
+		return engine.Decision(coreDecision(vs)), nil
 	}
 	ds := make([]core.Decision, len(l.roles))
 	for i := range ds {
 		ds[i] = coreDecision(vs[6*i:])
 	}
-	return redstream.DecisionFromCore(core.Combine(ds)), nil
+	return engine.Decision(core.Combine(ds)), nil
 }
 
 // parseN turns the reply of a script call deciding k keys into k Decisions.
@@ -358,7 +312,7 @@ func (l *Limiter) parseN(r rueidis.RedisResult, k int) ([]redstream.Decision, er
 	}
 	ds := make([]redstream.Decision, k)
 	for i := range ds {
-		ds[i] = redstream.DecisionFromCore(coreDecision(vs[6*i:]))
+		ds[i] = engine.Decision(coreDecision(vs[6*i:]))
 	}
 	return ds, nil
 }

@@ -209,7 +209,7 @@ func TestOneRoundTrip(t *testing.T) {
 	admin := redistest.NewClient(t, s.Addr)
 	cc := &counting{Client: redistest.NewClient(t, s.Addr)}
 	ctx := context.Background()
-	for _, alg := range redstream.Algorithms {
+	for _, alg := range redstream.Algorithms() {
 		t.Run(string(alg), func(t *testing.T) {
 			spec := redstream.Spec{Algorithm: alg, Capacity: 10, Rate: 10, Window: time.Second, Limit: 10}
 			l := mustLimiter(t, cc, spec, Options{})
@@ -292,7 +292,7 @@ func TestScriptFlush(t *testing.T) {
 func TestScriptErrorNamesScript(t *testing.T) {
 	c := redistest.Client(t)
 	ctx := context.Background()
-	for _, alg := range redstream.Algorithms {
+	for _, alg := range redstream.Algorithms() {
 		t.Run(string(alg), func(t *testing.T) {
 			spec := redstream.Spec{Algorithm: alg, Capacity: 10, Rate: 10, Window: time.Second, Limit: 10}
 			l := mustLimiter(t, c, spec, Options{KeyPrefix: uniq("bad")})

@@ -49,17 +49,27 @@ var (
 	scriptBloomCount       = newScript("bloom_count.lua", lua.BloomCount, true)
 )
 
-func scriptFor(a redstream.Algorithm) *script {
-	switch a {
-	case redstream.AlgorithmTokenBucket, redstream.AlgorithmLeakyBucket:
-		return scriptGCRA
-	case redstream.AlgorithmSlidingWindow:
-		return scriptSlidingLog
-	case redstream.AlgorithmSlidingCounter:
-		return scriptSlidingCounter
-	}
-	return scriptFixedWindow
+// algScript is how one algorithm (core.Limit.Name) runs on Redis: the default key prefix
+// of its single-limit limiter, its script, its code in multi.lua, and the ARGV its script
+// takes after the expiry margin (gcra.lua's ARGV[7]: whether decisions carry the leaky
+// bucket's shaping delay). A new algorithm adds one row.
+type algScript struct {
+	prefix string
+	script *script
+	code   string
+	extra  []string
 }
+
+var algScripts = map[string]algScript{
+	"token-bucket":    {DefaultTokenBucketPrefix, scriptGCRA, "tb", []string{"0"}},
+	"leaky-bucket":    {DefaultLeakyBucketPrefix, scriptGCRA, "lb", []string{"1"}},
+	"sliding":         {DefaultSlidingWindowPrefix, scriptSlidingLog, "sl", nil},
+	"sliding-counter": {DefaultSlidingCounterPrefix, scriptSlidingCounter, "sc", nil},
+	"fixed":           {DefaultFixedWindowPrefix, scriptFixedWindow, "fw", nil},
+}
+
+// scriptFor returns the script of algorithm a.
+func scriptFor(a redstream.Algorithm) *script { return algScripts[string(a)].script }
 
 // exec runs the script once. keys must share one hash tag (the key schema guarantees it).
 // A read-only script that a server refuses to run read-only (miniredis counts TIME as a

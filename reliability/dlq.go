@@ -12,8 +12,8 @@ import (
 	"github.com/redstream-go/redstream"
 )
 
-// UnknownError is FailedElement.ErrorMessage for a nil error or an empty message.
-const UnknownError = "Unknown error"
+// unknownError is FailedElement.ErrorMessage for a nil error or an empty message.
+const unknownError = "Unknown error"
 
 // FailedElement is an element whose processing failed, with the error and the context of the
 // failure. It is a plain value.
@@ -42,15 +42,16 @@ func NewFailedElement[T any](element T, err error, attempts int) FailedElement[T
 	return fe
 }
 
-// ErrorMessage returns Err's message, or UnknownError when Err is nil or its message empty.
+// ErrorMessage returns Err's message, or "Unknown error" (the Java system's text) when Err
+// is nil or its message empty.
 func (f FailedElement[T]) ErrorMessage() string {
 	if f.Err == nil {
-		return UnknownError
+		return unknownError
 	}
 	if m := f.Err.Error(); m != "" {
 		return m
 	}
-	return UnknownError
+	return unknownError
 }
 
 // CanRetry reports whether AttemptCount < maxAttempts.

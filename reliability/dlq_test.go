@@ -150,8 +150,8 @@ func TestFailedElement(t *testing.T) {
 		stack   bool
 	}{
 		{"with error", errors.New("boom"), "boom", true},
-		{"nil error", nil, reliability.UnknownError, false},
-		{"empty message", emptyErr{}, reliability.UnknownError, true},
+		{"nil error", nil, "Unknown error", false},
+		{"empty message", emptyErr{}, "Unknown error", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,26 +24,27 @@ var benchSpecs = []redstream.Spec{
 // nativeStep returns a function deciding with core directly on one key's state: the floor
 // any engine can reach.
 func nativeStep(b *testing.B, spec redstream.Spec) func(now int64) {
-	p, err := spec.Params()
+	lim, err := spec.Core()
 	if err != nil {
 		b.Fatal(err)
 	}
-	switch spec.Algorithm {
-	case redstream.AlgorithmTokenBucket:
+	switch p := lim.(type) {
+	case core.TokenBucket:
 		var tat int64
-		return func(now int64) { tat, _, _ = p.TokenBucket.Step(tat, now, 1) }
-	case redstream.AlgorithmLeakyBucket:
+		return func(now int64) { tat, _, _ = p.Step(tat, now, 1) }
+	case core.LeakyBucket:
 		var tat int64
-		return func(now int64) { tat, _, _ = p.LeakyBucket.Step(tat, now, 1) }
-	case redstream.AlgorithmFixedWindow:
+		return func(now int64) { tat, _, _ = p.Step(tat, now, 1) }
+	case core.FixedWindow:
 		var s core.WindowState
-		return func(now int64) { s, _, _ = p.FixedWindow.Step(s, now, 1) }
-	case redstream.AlgorithmSlidingCounter:
+		return func(now int64) { s, _, _ = p.Step(s, now, 1) }
+	case core.SlidingCounter:
 		var s core.WindowState
-		return func(now int64) { s, _, _ = p.SlidingCounter.Step(s, now, 1) }
+		return func(now int64) { s, _, _ = p.Step(s, now, 1) }
 	}
+	p := lim.(core.SlidingLog)
 	var lg core.Log
-	return func(now int64) { _, _ = p.SlidingLog.Step(&lg, now, 1) }
+	return func(now int64) { _, _ = p.Step(&lg, now, 1) }
 }
 
 // BenchmarkDecision compares, per algorithm, one decision on a hot key: core called natively,
@@ -76,24 +77,25 @@ func BenchmarkDecision(b *testing.B) {
 			var (
 				tat int64
 				ws  core.WindowState
-				lg  []int64
+				lg  core.State
 			)
+			a := l.abi[0]
 			now := start.UnixMicro()
 			b.ReportAllocs()
 			for b.Loop() {
 				now++
 				var err error
-				switch l.fn {
+				switch a.fn {
 				case fnTokenBucket, fnLeakyBucket:
-					tat, _, err = in.gcraStep(ctx, l.fn, spec.Capacity, spec.Rate, tat, now, 1)
+					tat, _, err = in.gcraStep(ctx, a.fn, spec.Capacity, spec.Rate, tat, now, 1)
 				case fnFixedWindow:
-					ws, _, err = in.fixedWindowStep(ctx, l.window, spec.Limit, ws, now, 1)
+					ws, _, err = in.fixedWindowStep(ctx, a.window, spec.Limit, ws, now, 1)
 				case fnSlidingCounter:
-					ws, _, err = in.slidingCounterStep(ctx, l.window, spec.Limit, ws, now, 1)
+					ws, _, err = in.slidingCounterStep(ctx, a.window, spec.Limit, ws, now, 1)
 				default:
 					var d logDelta
-					d, _, err = in.slidingLogStep(ctx, l.window, spec.Limit, lg, now, 1)
-					lg = applyDelta(lg, d)
+					d, _, err = in.slidingLogStep(ctx, a.window, spec.Limit, lg.Log, now, 1)
+					l.limits[0].CommitState(&lg, core.Next{d.Pruned, d.Appended, d.At})
 				}
 				if err != nil {
 					b.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/redstream-go/redstream/core"
-	"github.com/redstream-go/redstream/internal/wasmabi"
+	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi"
 )
 
 // checkN runs prop until at least n cases ran.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/engine"
 )
 
 // MaxBloomBits is the largest Bloom filter (all shards together) a Deduplicator holds in
@@ -38,7 +39,7 @@ type Deduplicator struct {
 	// windowed
 	window int64
 	high   atomic.Int64
-	last   table[int64]
+	last   engine.Table[int64]
 
 	// bloom
 	bloom  core.Bloom
@@ -46,7 +47,7 @@ type Deduplicator struct {
 	unique atomic.Int64
 
 	// set
-	set table[struct{}]
+	set engine.Table[struct{}]
 }
 
 // bloomBlock is one shard of a Bloom filter; words is nil until the first write.
@@ -78,7 +79,7 @@ func NewDeduplicator(spec redstream.DedupSpec, opts Options) (*Deduplicator, err
 	switch spec.Strategy {
 	case redstream.DedupWindowed:
 		d.window = spec.Window.Microseconds()
-		d.last = newTable[int64](r)
+		d.last = engine.NewTable[int64](r.cfg)
 	case redstream.DedupBloom:
 		in, err := r.rt.acquire(context.Background())
 		if err != nil {
@@ -95,7 +96,7 @@ func NewDeduplicator(spec redstream.DedupSpec, opts Options) (*Deduplicator, err
 		d.bloom = b
 		d.blocks = make([]bloomBlock, b.Shards)
 	default:
-		d.set = newTable[struct{}](r)
+		d.set = engine.NewTable[struct{}](r.cfg)
 	}
 	return d, nil
 }
@@ -151,14 +152,14 @@ func (d *Deduplicator) op(ctx context.Context, element string, now time.Time, ma
 	case redstream.DedupBloom:
 		return d.bloomOp(ctx, element, mark)
 	}
-	s := d.set.shard(element)
-	s.mu.Lock()
-	_, dup := s.m[element]
+	s, tag := d.set.Locate(element)
+	s.Lock()
+	i, dup := s.Find(element, tag)
 	if mark && !dup {
-		d.set.insert(s, element, struct{}{}, func(struct{}) bool { return false })
+		d.set.Insert(s, i, element, tag, struct{}{}, nil)
 		d.unique.Add(1)
 	}
-	s.mu.Unlock()
+	s.Unlock()
 	return dup, nil
 }
 
@@ -172,19 +173,23 @@ func (d *Deduplicator) windowed(ctx context.Context, element string, now time.Ti
 		return false, err
 	}
 	defer d.opts.rt.release(in)
-	s := d.last.shard(element)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	last, seen := s.m[element]
+	s, tag := d.last.Locate(element)
+	s.Lock()
+	defer s.Unlock()
+	i, seen := s.Find(element, tag)
+	var last int64
+	if seen {
+		last = *s.Val(i)
+	}
 	dup, eff, err := in.windowDedupCheck(ctx, d.window, d.high.Load(), last, seen, t)
 	if err != nil || !mark {
 		return dup, err
 	}
 	if seen {
-		s.m[element] = eff
+		*s.Val(i) = eff
 	} else {
 		w := d.window
-		d.last.insert(s, element, eff, func(v int64) bool { return v <= eff-w }) // WindowDedup.Expired
+		d.last.Insert(s, i, element, tag, eff, func(v int64) bool { return v <= eff-w }) // WindowDedup.Expired
 	}
 	for {
 		h := d.high.Load()
@@ -239,7 +244,7 @@ func (d *Deduplicator) bloomOp(ctx context.Context, element string, mark bool) (
 func (d *Deduplicator) Clear(ctx context.Context) error {
 	switch d.strategy {
 	case redstream.DedupWindowed:
-		d.last.clear()
+		d.last.Clear()
 		d.high.Store(0)
 	case redstream.DedupBloom:
 		for i := range d.blocks {
@@ -250,7 +255,7 @@ func (d *Deduplicator) Clear(ctx context.Context) error {
 		}
 		d.unique.Store(0)
 	default:
-		d.set.clear()
+		d.set.Clear()
 		d.unique.Store(0)
 	}
 	return nil
@@ -266,15 +271,15 @@ func (d *Deduplicator) UniqueCount(ctx context.Context) (int64, error) {
 	}
 	t := max(d.high.Load(), d.opts.micros(time.Time{}))
 	var n int64
-	for i := range d.last.shards {
-		s := &d.last.shards[i]
-		s.mu.Lock()
-		for _, last := range s.m {
-			if last > t-d.window { // not WindowDedup.Expired
+	for i := range d.last.Shards() {
+		s := d.last.Shard(i)
+		s.Lock()
+		s.Each(func(last *int64) {
+			if *last > t-d.window { // not WindowDedup.Expired
 				n++
 			}
-		}
-		s.mu.Unlock()
+		})
+		s.Unlock()
 	}
 	return n, nil
 }

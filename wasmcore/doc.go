@@ -1,13 +1,13 @@
 // Package wasmcore runs redstream's algorithms (package core) compiled to WebAssembly, hosted
-// by wazero, and offers engines on top of them: [Limiter] and [MultiLimiter] for every
-// redstream.Algorithm and [Deduplicator] for every redstream.DedupStrategy, implementing the
-// contracts of package redstream. They give exactly the answers of package memory (the
+// by wazero, and offers engines on top of them: [Limiter] (one limit or, by
+// [NewMultiLimiter], several all-or-nothing) for every redstream.Algorithm and [Deduplicator]
+// for every redstream.DedupStrategy, implementing the contracts of package redstream. They give exactly the answers of package memory (the
 // conformance suites of package proptest prove both equal to core); what they add is that
 // the algorithms run from one portable module, the same bytes another runtime embeds.
 //
 // # The module
 //
-// [Module] returns the embedded module, core.wasm: tools/wasmguest built with
+// [Module] returns the embedded module, core.wasm: wasmcore/internal/wasmguest built with
 //
 //	GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags="-s -w"
 //

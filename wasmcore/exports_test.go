@@ -12,7 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/redstream-go/redstream/core"
-	"github.com/redstream-go/redstream/internal/wasmabi"
+	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi"
 )
 
 // native calls the native implementation of an export: the same functions the guest wraps,

@@ -15,7 +15,7 @@ import (
 func TestModuleMatchesInfo(t *testing.T) {
 	sum := sha256.Sum256(module)
 	if got := hex.EncodeToString(sum[:]); got != ModuleSHA256 || len(module) != ModuleSize {
-		t.Fatalf("core.wasm has digest %s and %d bytes; module_gen.go records %s and %d: run go generate ./wasmcore",
+		t.Fatalf("core.wasm has digest %s and %d bytes; module_gen.go records %s and %d: run cd wasmcore && go generate ./...",
 			got, len(module), ModuleSHA256, ModuleSize)
 	}
 	if got := Module(); !bytes.Equal(got, module) || &got[0] == &module[0] {
@@ -23,9 +23,9 @@ func TestModuleMatchesInfo(t *testing.T) {
 	}
 }
 
-// TestGeneratedUpToDate rebuilds the module and the vectors with tools/wasmgen -check and
+// TestGeneratedUpToDate rebuilds the module and the vectors with wasmcore/internal/wasmgen -check and
 // fails if the committed files differ. The module is compared only when this Go version
-// built it (tools/wasmgen says SKIP otherwise); go test -short skips the rebuild.
+// built it (wasmcore/internal/wasmgen says SKIP otherwise); go test -short skips the rebuild.
 func TestGeneratedUpToDate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("rebuilds the module; skipped with -short")
@@ -37,12 +37,12 @@ func TestGeneratedUpToDate(t *testing.T) {
 	if root := os.Getenv("GOROOT"); root != "" {
 		goBin = filepath.Join(root, "bin", "go")
 	}
-	cmd := exec.Command(goBin, "run", "../tools/wasmgen", "-check",
+	cmd := exec.Command(goBin, "run", "./internal/wasmgen", "-check",
 		"-module", "core.wasm", "-info", "module_gen.go", "-vectors", "../examples/node/vectors.json")
 	cmd.Env = append(os.Environ(), "GOFLAGS=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("tools/wasmgen -check: %v\n%s", err, out)
+		t.Fatalf("wasmcore/internal/wasmgen -check: %v\n%s", err, out)
 	}
 	if len(out) > 0 {
 		t.Logf("%s", out)

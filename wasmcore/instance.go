@@ -10,7 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/redstream-go/redstream/core"
-	"github.com/redstream-go/redstream/internal/wasmabi"
+	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi"
 )
 
 // fn indexes the step exports an instance calls.
@@ -66,10 +66,12 @@ type instance struct {
 	broken bool
 	// slot is the pool slot the instance lives in.
 	slot *poolSlot
+	// stepper decides a limiter's limits with this instance (its in is this instance).
+	stepper stepper
 }
 
 // initialBuffer is the scratch buffer size the guest allocates at start (see
-// tools/wasmguest).
+// wasmcore/internal/wasmguest).
 const initialBuffer = 4096
 
 func (r *Runtime) instantiate(ctx context.Context) (*instance, error) {
@@ -79,6 +81,7 @@ func (r *Runtime) instantiate(ctx context.Context) (*instance, error) {
 		return nil, fmt.Errorf("wasmcore: instantiating the module: %w", err)
 	}
 	in := &instance{mod: mod, mem: mod.Memory()}
+	in.stepper.in = in
 	fail := func(format string, args ...any) (*instance, error) {
 		mod.Close(ctx)
 		return nil, fmt.Errorf("wasmcore: "+format, args...)
@@ -243,22 +246,27 @@ func (in *instance) slidingCounterStep(ctx context.Context, window, limit int64,
 // append Appended entries at At.
 type logDelta struct{ Pruned, Appended, At int64 }
 
-// slidingLogStep calls redstream_sliding_log_step with log (oldest first).
-func (in *instance) slidingLogStep(ctx context.Context, window, limit int64, log []int64, now, n int64) (logDelta, core.Decision, error) {
-	if len(log) > wasmabi.MaxLog {
-		return logDelta{}, core.Decision{}, fmt.Errorf("wasmcore: a log of %d entries exceeds %d", len(log), wasmabi.MaxLog)
+// slidingLogStep calls redstream_sliding_log_step with the entries of log (nil for an empty
+// log), oldest first.
+func (in *instance) slidingLogStep(ctx context.Context, window, limit int64, log *core.Log, now, n int64) (logDelta, core.Decision, error) {
+	entries := 0
+	if log != nil {
+		entries = log.Len()
 	}
-	if err := in.ensure(ctx, 8*len(log)); err != nil {
+	if entries > wasmabi.MaxLog {
+		return logDelta{}, core.Decision{}, fmt.Errorf("wasmcore: a log of %d entries exceeds %d", entries, wasmabi.MaxLog)
+	}
+	if err := in.ensure(ctx, 8*entries); err != nil {
 		return logDelta{}, core.Decision{}, err
 	}
-	if len(log) > 0 {
-		b := in.bytes(8 * len(log))
-		for i, ts := range log {
-			binary.LittleEndian.PutUint64(b[8*i:], uint64(ts))
+	if entries > 0 {
+		b := in.bytes(8 * entries)
+		for i := range entries {
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(log.At(i)))
 		}
 	}
 	st := &in.stack
-	st[0], st[1], st[2], st[3], st[4] = uint64(window), uint64(limit), i32(int32(len(log))), uint64(now), uint64(n)
+	st[0], st[1], st[2], st[3], st[4] = uint64(window), uint64(limit), i32(int32(entries)), uint64(now), uint64(n)
 	s, err := in.call(ctx, fnSlidingLog)
 	if err != nil {
 		return logDelta{}, core.Decision{}, err
@@ -268,7 +276,7 @@ func (in *instance) slidingLogStep(ctx context.Context, window, limit int64, log
 	}
 	b := in.slots()
 	d := logDelta{slot(b, wasmabi.SlotState0), slot(b, wasmabi.SlotState1), slot(b, wasmabi.SlotState2)}
-	if d.Pruned < 0 || d.Pruned > int64(len(log)) || d.Appended < 0 || d.Appended > limit {
+	if d.Pruned < 0 || d.Pruned > int64(entries) || d.Appended < 0 || d.Appended > limit {
 		in.broken = true
 		return logDelta{}, core.Decision{}, fmt.Errorf("%w: %s returned an impossible delta %+v", ErrTrapped, fnNames[fnSlidingLog], d)
 	}

@@ -7,74 +7,92 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/engine"
 )
 
-// Limiter is a rate limiter for any [redstream.Algorithm] whose every decision is computed
-// by redstream's core compiled to WebAssembly, running in a pooled instance of a [Runtime].
+// Limiter is a rate limiter of one [redstream.Spec] ([NewLimiter]) or of several applied
+// all-or-nothing ([NewMultiLimiter]) whose every decision is computed by redstream's core
+// compiled to WebAssembly, running in a pooled instance of a [Runtime].
 //
-// The guest is stateless: the state of each key lives on the host, in a sharded map (one
-// mutex per shard), and is passed to the step export and back on every decision. Per key it
-// stores one int64 (the TAT of a token or leaky bucket), the window start and counts
-// (windows), or the timestamps of admitted units (sliding window log, at most Limit entries,
-// copied into guest memory on each decision, so a decision costs O(entries)). Keys whose
-// state has fully recovered are evicted by amortized sweeping.
+// The guest is stateless: the state of each key lives on the host, in a sharded table (one
+// mutex per shard), and is passed to the step export and back on every decision. Per key
+// and limit it stores one int64 (the TAT of a token or leaky bucket), the window start and
+// counts (windows), or the timestamps of admitted units (sliding window log, at most Limit
+// entries, copied into guest memory on each decision, so a decision costs O(entries)). Keys
+// whose state has fully recovered are evicted by amortized sweeping.
 //
-// A Limiter is safe for concurrent use. Its zero value is not usable; call [NewLimiter].
+// With several limits a request is admitted only if every limit admits it, and only then is
+// it recorded in every limit: every limit's decision is computed by its step export (steps
+// are pure: they return the new state without storing it), the limits of one key are
+// decided under one lock with one instance, and the decisions are merged with
+// core.Combine: the smallest Remaining (with that limit's Limit) and the largest
+// RetryAfter, ResetAfter and Delay. A denied request changes no limit's state.
+//
+// A Limiter is safe for concurrent use. Its zero value is not usable; call [NewLimiter] or
+// [NewMultiLimiter].
 type Limiter struct {
-	spec   redstream.Spec
-	params redstream.Params
 	opts   resolved
-	fn     fn
-	window int64 // µs, windows only
-
-	tb   table[int64]
-	win  table[core.WindowState]
-	logs table[*[]int64]
+	limits []core.Limit
+	abi    []abiLimit
+	k      *engine.Limiter
 }
 
 var _ redstream.Limiter = (*Limiter)(nil)
+
+// abiLimit is how one limit is called through the ABI: its step export and arguments.
+type abiLimit struct {
+	fn             fn
+	capacity, rate float64 // buckets
+	window, limit  int64   // windows
+}
+
+// exports maps an algorithm to its step export.
+var exports = map[string]fn{
+	"token-bucket":    fnTokenBucket,
+	"leaky-bucket":    fnLeakyBucket,
+	"fixed":           fnFixedWindow,
+	"sliding-counter": fnSlidingCounter,
+	"sliding":         fnSlidingLog,
+}
 
 // NewLimiter returns a limiter for spec that decides in the module. It returns an error
 // wrapping redstream.ErrInvalidConfig when spec or opts is invalid, and the error of
 // [Default] when opts.Runtime is nil and the default runtime cannot be created.
 func NewLimiter(spec redstream.Spec, opts Options) (*Limiter, error) {
-	p, err := spec.Params()
+	return NewMultiLimiter([]redstream.Spec{spec}, opts)
+}
+
+// NewMultiLimiter returns an all-or-nothing limiter of specs (at least one) on every key; one
+// spec gives the limiter [NewLimiter] returns. It returns an error wrapping
+// redstream.ErrInvalidConfig when specs is empty or a spec or opts is invalid; the message
+// names the spec.
+func NewMultiLimiter(specs []redstream.Spec, opts Options) (*Limiter, error) {
+	ls, err := engine.Limits("wasmcore", specs)
 	if err != nil {
-		return nil, fmt.Errorf("wasmcore: %w", err)
+		return nil, err
+	}
+	l := &Limiter{limits: ls}
+	for i, lim := range ls {
+		f, ok := exports[lim.Name()]
+		if !ok {
+			return nil, fmt.Errorf("wasmcore: %w: no step export for %q", errInvalidConfig, lim.Name())
+		}
+		l.abi = append(l.abi, abiLimit{fn: f, capacity: specs[i].Capacity, rate: specs[i].Rate,
+			window: specs[i].Window.Microseconds(), limit: specs[i].Limit})
 	}
 	r, err := opts.resolve()
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{spec: spec, params: p, opts: r, window: spec.Window.Microseconds()}
-	switch p.Algorithm {
-	case redstream.AlgorithmTokenBucket:
-		l.fn, l.tb = fnTokenBucket, newTable[int64](r)
-	case redstream.AlgorithmLeakyBucket:
-		l.fn, l.tb = fnLeakyBucket, newTable[int64](r)
-	case redstream.AlgorithmSlidingCounter:
-		l.fn, l.win = fnSlidingCounter, newTable[core.WindowState](r)
-	case redstream.AlgorithmFixedWindow:
-		l.fn, l.win = fnFixedWindow, newTable[core.WindowState](r)
-	case redstream.AlgorithmSlidingWindow:
-		l.fn, l.logs = fnSlidingLog, newTable[*[]int64](r)
-	}
+	l.opts, l.k = r, engine.NewLimiter(ls, r.cfg)
 	return l, nil
 }
 
-// Params returns the validated parameters of the limiter's spec.
-func (l *Limiter) Params() redstream.Params { return l.params }
+// Limits returns the validated core limits of the limiter's specs, in order, in a new slice.
+func (l *Limiter) Limits() []core.Limit { return append([]core.Limit(nil), l.limits...) }
 
 // TrackedKeys returns the number of keys whose state the limiter currently holds.
-func (l *Limiter) TrackedKeys() int {
-	switch l.fn {
-	case fnTokenBucket, fnLeakyBucket:
-		return l.tb.len()
-	case fnSlidingLog:
-		return l.logs.len()
-	}
-	return l.win.len()
-}
+func (l *Limiter) TrackedKeys() int { return l.k.TrackedKeys() }
 
 // Allow is shorthand for AllowN(ctx, key, time.Time{}, 1): cost 1 at the limiter's clock.
 func (l *Limiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
@@ -88,99 +106,59 @@ func (l *Limiter) AllowAt(ctx context.Context, key string, now time.Time) (redst
 
 // AllowN decides a request of cost n for key at now (the zero time means Options.Clock).
 // It returns redstream.ErrEmptyKey for an empty key, redstream.ErrInvalidCost for n <= 0,
-// redstream.ErrCostTooLarge when n exceeds the limit and redstream.ErrInvalidTime for a
-// time before the Unix epoch or after core.MaxTime, with a zero Decision. It waits for a
-// free instance while ctx allows; an error wrapping ErrTrapped or ErrClosed (or ctx's
-// error) means the decision was not made and the key's state is unchanged.
+// redstream.ErrCostTooLarge when n exceeds the limit (any limit's, with several) and
+// redstream.ErrInvalidTime for a time before the Unix epoch or after core.MaxTime, with a
+// zero Decision. It waits for a free instance while ctx allows; an error wrapping
+// ErrTrapped or ErrClosed (or ctx's error) means the decision was not made and the key's
+// state is unchanged.
 func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {
-	if err := redstream.CheckRequest(key, now, n); err != nil {
+	if err := engine.CheckRequest(key, now, n); err != nil {
 		return redstream.Decision{}, fmt.Errorf("wasmcore: %w", err)
 	}
-	t := l.opts.micros(now)
+	t := l.opts.cfg.Micros(now)
 	in, err := l.opts.rt.acquire(ctx)
 	if err != nil {
 		return redstream.Decision{}, err
 	}
-	var d core.Decision
-	switch l.fn {
-	case fnTokenBucket, fnLeakyBucket:
-		d, err = l.stepGCRA(ctx, in, key, t, n)
-	case fnSlidingLog:
-		d, err = l.stepLog(ctx, in, key, t, n)
-	default:
-		d, err = l.stepWindow(ctx, in, key, t, n)
-	}
+	st := &in.stepper
+	st.ctx, st.limits = ctx, l.abi
+	d, err := l.k.Decide(st, key, t, n)
+	st.ctx, st.limits = nil, nil
 	l.opts.rt.release(in)
 	if err != nil {
+		if len(l.abi) > 1 {
+			err = fmt.Errorf("wasmcore: %w", err)
+		}
 		return redstream.Decision{}, err
 	}
-	return redstream.DecisionFromCore(d), nil
+	return engine.Decision(d), nil
 }
 
-func (l *Limiter) stepGCRA(ctx context.Context, in *instance, key string, now, n int64) (core.Decision, error) {
-	s := l.tb.shard(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old, ok := s.m[key]
-	tat, d, err := in.gcraStep(ctx, l.fn, l.spec.Capacity, l.spec.Rate, old, now, n)
-	if err == nil && tat != old {
-		if ok {
-			s.m[key] = tat
-		} else {
-			l.tb.insert(s, key, tat, func(v int64) bool { return v <= now }) // GCRA.Idle
-		}
-	}
-	return d, err
+// stepper is the engine.Stepper of an instance: it calls each limit's step export.
+type stepper struct {
+	in     *instance
+	ctx    context.Context
+	limits []abiLimit
 }
 
-func (l *Limiter) stepWindow(ctx context.Context, in *instance, key string, now, n int64) (core.Decision, error) {
-	s := l.win.shard(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	old, ok := s.m[key]
-	var (
-		st   core.WindowState
-		d    core.Decision
-		err  error
-		idle func(core.WindowState) bool
-	)
-	limit := l.spec.Limit
-	if l.fn == fnFixedWindow {
-		st, d, err = in.fixedWindowStep(ctx, l.window, limit, old, now, n)
-		idle = func(v core.WindowState) bool { return l.params.FixedWindow.Idle(v, now) }
-	} else {
-		st, d, err = in.slidingCounterStep(ctx, l.window, limit, old, now, n)
-		idle = func(v core.WindowState) bool { return l.params.SlidingCounter.Idle(v, now) }
+// Check calls limit i's step export on s.
+func (st *stepper) Check(i int, s *core.State, now, n int64) (core.Decision, core.Next, error) {
+	l, in := &st.limits[i], st.in
+	switch l.fn {
+	case fnTokenBucket, fnLeakyBucket:
+		tat, d, err := in.gcraStep(st.ctx, l.fn, l.capacity, l.rate, s.Words[0], now, n)
+		return d, core.Next{tat}, err
+	case fnFixedWindow:
+		w, d, err := in.fixedWindowStep(st.ctx, l.window, l.limit, windowOf(s), now, n)
+		return d, core.Next{w.Start, w.Count, w.Prev}, err
+	case fnSlidingCounter:
+		w, d, err := in.slidingCounterStep(st.ctx, l.window, l.limit, windowOf(s), now, n)
+		return d, core.Next{w.Start, w.Count, w.Prev}, err
 	}
-	if err == nil && st != old {
-		if ok {
-			s.m[key] = st
-		} else {
-			l.win.insert(s, key, st, idle)
-		}
-	}
-	return d, err
+	dl, d, err := in.slidingLogStep(st.ctx, l.window, l.limit, s.Log, now, n)
+	return d, core.Next{dl.Pruned, dl.Appended, dl.At}, err
 }
 
-func (l *Limiter) stepLog(ctx context.Context, in *instance, key string, now, n int64) (core.Decision, error) {
-	s := l.logs.shard(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lg, ok := s.m[key]
-	var ts []int64
-	if ok {
-		ts = *lg
-	}
-	delta, d, err := in.slidingLogStep(ctx, l.window, l.spec.Limit, ts, now, n)
-	if err != nil {
-		return d, err
-	}
-	ts = applyDelta(ts, delta)
-	switch {
-	case ok:
-		*lg = ts
-	case len(ts) > 0:
-		l.logs.insert(s, key, &ts, func(v *[]int64) bool { return logIdle(*v, l.window, now) })
-	}
-	return d, nil
+func windowOf(s *core.State) core.WindowState {
+	return core.WindowState{Start: s.Words[0], Count: s.Words[1], Prev: s.Words[2]}
 }

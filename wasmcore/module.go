@@ -4,12 +4,12 @@ import (
 	_ "embed"
 
 	"github.com/redstream-go/redstream"
-	"github.com/redstream-go/redstream/internal/wasmabi"
+	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi"
 )
 
-//go:generate go run ../tools/wasmgen -module core.wasm -info module_gen.go -vectors ../examples/node/vectors.json
+//go:generate go run ./internal/wasmgen -module core.wasm -info module_gen.go -vectors ../examples/node/vectors.json
 
-// module is the redstream core module, built from tools/wasmguest by go generate.
+// module is the redstream core module, built from wasmcore/internal/wasmguest by go generate.
 //
 //go:embed core.wasm
 var module []byte

@@ -13,7 +13,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/redstream-go/redstream"
-	"github.com/redstream-go/redstream/internal/wasmabi"
+	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi"
 )
 
 var t0 = time.UnixMicro(1767225600000000) // 2026-01-01T00:00:00Z

@@ -12,8 +12,8 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/redstream-go/redstream/internal/wasmabi"
-	"github.com/redstream-go/redstream/internal/wasmabi/wasmvec"
+	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi"
+	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi/wasmvec"
 )
 
 const vectorsPath = "../examples/node/vectors.json"
@@ -29,7 +29,7 @@ func TestVectorsUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is out of date: run go generate ./wasmcore", vectorsPath)
+		t.Fatalf("%s is out of date: run cd wasmcore && go generate ./...", vectorsPath)
 	}
 }
 

@@ -211,7 +211,7 @@ func conformanceSuites(client rueidis.Client, prefix string) []suite {
 		return prefix + ":" + base + ":" + strconv.FormatInt(seq, 10)
 	}
 	var suites []suite
-	for _, alg := range redstream.Algorithms {
+	for _, alg := range redstream.Algorithms() {
 		suites = append(suites, suite{name: string(alg), run: func(t *recorder, checks int) int {
 			return proptest.CheckLimiter(t, alg, func(spec redstream.Spec) (redstream.Limiter, error) {
 				return redisbackend.NewLimiter(client, spec, redisbackend.Options{KeyPrefix: next(string(alg))})

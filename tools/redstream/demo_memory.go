@@ -94,7 +94,7 @@ func demoMemory(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "   %-8s %s; unique %d\n", strategy, strings.Join(seen, ", "), n)
 	}
 
-	w, err := memory.NewWindowedDeduplicator(time.Hour, memory.Options{})
+	w, err := memory.NewWindowDeduplicator(time.Hour, memory.Options{})
 	if err != nil {
 		return err
 	}

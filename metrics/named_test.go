@@ -1,4 +1,4 @@
-package redstream_test
+package metrics_test
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func TestNamedCounts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			name := "named-test-" + tt.name
-			n, err := redstream.Named(name, &tt.fake)
+			n, err := metrics.Named(name, &tt.fake)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,16 +74,16 @@ func TestNamedCounts(t *testing.T) {
 }
 
 func TestNamedBadInput(t *testing.T) {
-	if _, err := redstream.Named("", &fakeLimiter{}); !errors.Is(err, redstream.ErrInvalidConfig) {
+	if _, err := metrics.Named("", &fakeLimiter{}); !errors.Is(err, redstream.ErrInvalidConfig) {
 		t.Errorf("Named(\"\") error = %v, want ErrInvalidConfig", err)
 	}
-	if _, err := redstream.Named("x", nil); !errors.Is(err, redstream.ErrInvalidConfig) {
+	if _, err := metrics.Named("x", nil); !errors.Is(err, redstream.ErrInvalidConfig) {
 		t.Errorf("Named(nil limiter) error = %v, want ErrInvalidConfig", err)
 	}
 }
 
 func TestNamedAllocs(t *testing.T) {
-	n, _ := redstream.Named("named-allocs", &fakeLimiter{d: redstream.Decision{Allowed: true}})
+	n, _ := metrics.Named("named-allocs", &fakeLimiter{d: redstream.Decision{Allowed: true}})
 	ctx := context.Background()
 	if a := testing.AllocsPerRun(1000, func() { n.Allow(ctx, "k") }); a != 0 {
 		t.Errorf("Named.Allow allocates %v per call, want 0", a)
@@ -92,7 +92,7 @@ func TestNamedAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nm, _ := redstream.Named("named-allocs-memory", mem)
+	nm, _ := metrics.Named("named-allocs-memory", mem)
 	nm.Allow(ctx, "hot") // track the key first
 	if a := testing.AllocsPerRun(1000, func() { nm.Allow(ctx, "hot") }); a != 0 {
 		t.Errorf("Named(memory).Allow allocates %v per call on a known key, want 0", a)
@@ -101,7 +101,7 @@ func TestNamedAllocs(t *testing.T) {
 
 func TestNamedEscapesName(t *testing.T) {
 	name := `we"ird\name` + "\n"
-	n, err := redstream.Named(name, &fakeLimiter{d: redstream.Decision{Allowed: true}})
+	n, err := metrics.Named(name, &fakeLimiter{d: redstream.Decision{Allowed: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestNamedMemoryEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, _ := redstream.Named("named-e2e", mem)
+	n, _ := metrics.Named("named-e2e", mem)
 	now := time.Unix(1_700_000_000, 0)
 	var wg sync.WaitGroup
 	for range 4 {
@@ -143,7 +143,7 @@ func BenchmarkNamedBaseline(b *testing.B) {
 }
 
 func BenchmarkNamed(b *testing.B) {
-	n, _ := redstream.Named("bench-named", &fakeLimiter{d: redstream.Decision{Allowed: true}})
+	n, _ := metrics.Named("bench-named", &fakeLimiter{d: redstream.Decision{Allowed: true}})
 	benchLimiter(b, n)
 }
 
@@ -154,7 +154,7 @@ func BenchmarkNamedMemoryBaseline(b *testing.B) {
 
 func BenchmarkNamedMemory(b *testing.B) {
 	mem, _ := memory.NewLimiter(redstream.TokenBucket(1e9, 1e6), memory.Options{})
-	n, _ := redstream.Named("bench-named-memory", mem)
+	n, _ := metrics.Named("bench-named-memory", mem)
 	benchLimiter(b, n)
 }
 

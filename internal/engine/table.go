@@ -1,11 +1,11 @@
-package memory
+package engine
 
 import (
 	"hash/maphash"
 	"sync"
 )
 
-// table maps string keys to states of type S. It is split into power-of-two shards, each
+// Table maps string keys to states of type S. It is split into power-of-two shards, each
 // an open-addressing hash table (linear probing) under its own mutex. One hash/maphash hash
 // of the key chooses the shard (low bits) and the tag (high 32 bits); the tag chooses the
 // home slot and filters the probe, so a lookup hashes the key once and compares key bytes
@@ -13,18 +13,18 @@ import (
 //
 // Keys are never deleted one by one: a sweep (or Clear) rebuilds a shard from the entries
 // it keeps, which also gives memory back when most keys went away.
-type table[S any] struct {
-	shards    []shard[S]
+type Table[S any] struct {
+	shards    []Shard[S]
 	seed      maphash.Seed
 	shardMask uint64
 	threshold int
 }
 
-// shard is one part of a table. tags[i] is 0 for an empty slot, else the tag of the key in
+// Shard is one part of a Table; its methods other than Lock and Unlock need the lock held. tags[i] is 0 for an empty slot, else the tag of the key in
 // ents[i]. The table is doubled to keep count <= 7/8 of its slots, so it is between 7/16
 // and 7/8 full (and a probe always ends at an empty slot). Tags are probed first, 16 to a
 // cache line, which keeps the long probe sequences of a full linear-probing table cheap.
-type shard[S any] struct {
+type Shard[S any] struct {
 	mu    sync.Mutex
 	tags  []uint32
 	ents  []entry[S]
@@ -45,12 +45,13 @@ const cacheLine = 64
 // minSlots is the smallest table a shard allocates.
 const minSlots = 8
 
-func newTable[S any](r resolved) table[S] {
-	t := table[S]{
-		shards:    make([]shard[S], r.shards),
+// NewTable returns an empty table split and swept as c says.
+func NewTable[S any](c Config) Table[S] {
+	t := Table[S]{
+		shards:    make([]Shard[S], c.Shards),
 		seed:      maphash.MakeSeed(),
-		shardMask: uint64(r.shards - 1),
-		threshold: r.threshold,
+		shardMask: uint64(c.Shards - 1),
+		threshold: c.SweepThreshold,
 	}
 	for i := range t.shards {
 		t.shards[i].reset(t.threshold)
@@ -59,14 +60,14 @@ func newTable[S any](r resolved) table[S] {
 }
 
 // reset empties s; its table is allocated by the first insert.
-func (s *shard[S]) reset(threshold int) {
+func (s *Shard[S]) reset(threshold int) {
 	s.tags, s.ents = nil, nil
 	s.count = 0
 	s.mark = threshold
 }
 
-// locate hashes key once and returns its shard and tag (never 0).
-func (t *table[S]) locate(key string) (*shard[S], uint32) {
+// Locate hashes key once and returns its shard and tag (never 0).
+func (t *Table[S]) Locate(key string) (*Shard[S], uint32) {
 	h := maphash.String(t.seed, key)
 	tag := uint32(h >> 32)
 	if tag == 0 {
@@ -75,9 +76,9 @@ func (t *table[S]) locate(key string) (*shard[S], uint32) {
 	return &t.shards[h&t.shardMask], tag
 }
 
-// find returns the slot of key in s (locked) and true, or the empty slot where key would be
+// Find returns the slot of key in s (locked) and true, or the empty slot where key would be
 // inserted (-1 when s has no table yet) and false.
-func (s *shard[S]) find(key string, tag uint32) (int, bool) {
+func (s *Shard[S]) Find(key string, tag uint32) (int, bool) {
 	if len(s.tags) == 0 {
 		return -1, false
 	}
@@ -96,13 +97,13 @@ func (s *shard[S]) find(key string, tag uint32) (int, bool) {
 	}
 }
 
-// insert stores v for a key that s (locked) does not hold; i is the slot find returned. A
+// Insert stores v for a key that s (locked) does not hold; i is the slot find returned. A
 // shard already holding its mark of keys is swept first: the keys for which gone(state) is
 // true are dropped, and the mark becomes max(threshold, 2 × keys left).
-func (t *table[S]) insert(s *shard[S], i int, key string, tag uint32, v S, gone func(S) bool) {
+func (t *Table[S]) Insert(s *Shard[S], i int, key string, tag uint32, v S, gone func(S) bool) {
 	if s.count >= s.mark {
 		if gone != nil {
-			s.filter(func(v S) bool { return !gone(v) })
+			s.Filter(func(v S) bool { return !gone(v) })
 		}
 		s.mark = max(t.threshold, 2*s.count)
 		i = -1
@@ -112,16 +113,16 @@ func (t *table[S]) insert(s *shard[S], i int, key string, tag uint32, v S, gone 
 		i = -1
 	}
 	if i < 0 {
-		i, _ = s.find(key, tag)
+		i, _ = s.Find(key, tag)
 	}
 	s.tags[i] = tag
 	s.ents[i] = entry[S]{key: key, val: v}
 	s.count++
 }
 
-// filter drops the entries of s (locked) for which keep is false and rebuilds the shard's
+// Filter drops the entries of s (locked) for which keep is false and rebuilds the shard's
 // table at the size its remaining keys need.
-func (s *shard[S]) filter(keep func(S) bool) {
+func (s *Shard[S]) Filter(keep func(S) bool) {
 	dropped := 0
 	for i, tg := range s.tags {
 		if tg != 0 && !keep(s.ents[i].val) {
@@ -147,7 +148,7 @@ func (s *shard[S]) filter(keep func(S) bool) {
 }
 
 // rehash moves every entry of s (locked) into new tables of size slots (a power of two).
-func (s *shard[S]) rehash(size int) {
+func (s *Shard[S]) rehash(size int) {
 	tags, ents := make([]uint32, size), make([]entry[S], size)
 	mask := size - 1
 	for j, tg := range s.tags {
@@ -163,8 +164,8 @@ func (s *shard[S]) rehash(size int) {
 	s.tags, s.ents = tags, ents
 }
 
-// len returns the number of keys held by every shard.
-func (t *table[S]) len() int {
+// Len returns the number of keys held by every shard.
+func (t *Table[S]) Len() int {
 	n := 0
 	for i := range t.shards {
 		s := &t.shards[i]
@@ -175,8 +176,8 @@ func (t *table[S]) len() int {
 	return n
 }
 
-// clear forgets every key.
-func (t *table[S]) clear() {
+// Clear forgets every key.
+func (t *Table[S]) Clear() {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
@@ -184,3 +185,27 @@ func (t *table[S]) clear() {
 		s.mu.Unlock()
 	}
 }
+
+// Lock locks the shard.
+func (s *Shard[S]) Lock() { s.mu.Lock() }
+
+// Unlock unlocks the shard.
+func (s *Shard[S]) Unlock() { s.mu.Unlock() }
+
+// Val returns the value in slot i, which Find returned with true.
+func (s *Shard[S]) Val(i int) *S { return &s.ents[i].val }
+
+// Each calls f with the value of every key s (locked) holds.
+func (s *Shard[S]) Each(f func(v *S)) {
+	for i, tg := range s.tags {
+		if tg != 0 {
+			f(&s.ents[i].val)
+		}
+	}
+}
+
+// Shards returns the number of shards.
+func (t *Table[S]) Shards() int { return len(t.shards) }
+
+// Shard returns shard i.
+func (t *Table[S]) Shard(i int) *Shard[S] { return &t.shards[i] }

@@ -1,3 +1,8 @@
+// Command wasm writes redstream's core WebAssembly module (the one package wasmcore embeds;
+// ABI in wasmcore/ABI.md) to a file, for runtimes other than Go:
+//
+//	go run github.com/redstream-go/redstream/wasmcore/cmd/wasm -o core.wasm
+//	go run github.com/redstream-go/redstream/wasmcore/cmd/wasm -o - > core.wasm
 package main
 
 import (
@@ -12,12 +17,11 @@ import (
 	"github.com/redstream-go/redstream/wasmcore"
 )
 
-func init() {
-	registerCommand(command{
-		name:    "wasm",
-		summary: "write the core WebAssembly module (ABI in wasmcore/ABI.md): [-o core.wasm | -o -]",
-		run:     runWasm,
-	})
+func main() {
+	if err := runWasm(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "wasm:", err)
+		os.Exit(1)
+	}
 }
 
 // runWasm writes the embedded core module to a file (-o, default core.wasm) or, with -o -,

@@ -1,4 +1,4 @@
-package memory
+package engine
 
 import (
 	"time"
@@ -20,9 +20,9 @@ var (
 	anchorMono = nanotime()
 )
 
-// monoMicros returns the default clock in core units: the wall clock at the anchor advanced
+// MonoMicros returns the default clock in core units: the wall clock at the anchor advanced
 // by the monotonic time elapsed since. It follows time.Now to within the steps applied to
 // the system clock since the anchor, and never goes backwards.
-func monoMicros() int64 {
+func MonoMicros() int64 {
 	return anchorWall + (nanotime()-anchorMono)/1000
 }

@@ -17,7 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/redstream-go/redstream/core"
-	"github.com/redstream-go/redstream/internal/wasmabi"
+	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi"
 )
 
 func main() {}

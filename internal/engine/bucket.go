@@ -1,14 +1,16 @@
-package memory
+package engine
 
 import (
 	"encoding/binary"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+
+	"github.com/redstream-go/redstream/core"
 )
 
 // bucketTable maps keys to the TAT of a token or leaky bucket, the one int64 of GCRA state.
-// Like table it is split into power-of-two shards of open-addressing slots (linear probing,
+// Like Table it is split into power-of-two shards of open-addressing slots (linear probing,
 // at most 7/8 full), but it is built for the one hot path that matters most:
 //
 //   - A slot is 24 bytes: the key and one 64-bit word holding the TAT (53 bits: a TAT stays
@@ -87,15 +89,15 @@ type bucketEntry[K bucketKey] struct {
 	word uint64
 }
 
-func newBucketTable[K bucketKey](r resolved) bucketTable[K] {
+func newBucketTable[K bucketKey](c Config) bucketTable[K] {
 	t := bucketTable[K]{
-		shards:    make([]bucketShard[K], r.shards),
+		shards:    make([]bucketShard[K], c.Shards),
 		seed:      maphash.MakeSeed(),
-		shardMask: uint64(r.shards - 1),
-		threshold: r.threshold,
+		shardMask: uint64(c.Shards - 1),
+		threshold: c.SweepThreshold,
 	}
 	for i := range t.shards {
-		t.shards[i].mark = r.threshold
+		t.shards[i].mark = c.SweepThreshold
 	}
 	return t
 }
@@ -222,4 +224,105 @@ func (t *bucketTable[K]) len() int {
 		s.mu.Unlock()
 	}
 	return n
+}
+
+// Buckets is the lock-free state of a single token or leaky bucket limit: the TAT of every
+// key in a bucketTable, keys of up to maxShortKey bytes inline.
+type Buckets struct {
+	g       core.GCRA
+	shaping bool
+	short   bucketTable[shortKey]
+	long    bucketTable[string]
+}
+
+// NewBuckets returns the bucket table of lim and true when lim is a token or leaky bucket,
+// else nil and false.
+func NewBuckets(lim core.Limit, c Config) (*Buckets, bool) {
+	b := &Buckets{}
+	switch v := lim.(type) {
+	case core.TokenBucket:
+		b.g = v.GCRA
+	case core.LeakyBucket:
+		b.g, b.shaping = v.GCRA, true
+	default:
+		return nil, false
+	}
+	b.short, b.long = newBucketTable[shortKey](c), newBucketTable[string](c)
+	return b, true
+}
+
+// Decide decides a request of cost n for key at now.
+func (b *Buckets) Decide(key string, now, n int64) (core.Decision, error) {
+	if len(key) <= maxShortKey {
+		return stepBucket(b, &b.short, packShort(key), key, now, n)
+	}
+	return stepBucket(b, &b.long, key, key, now, n)
+}
+
+// TrackedKeys returns the number of keys held, as Limiter.TrackedKeys does.
+func (b *Buckets) TrackedKeys() int { return b.short.len() + b.long.len() }
+
+// TAT returns the stored TAT of key, for tests.
+func (b *Buckets) TAT(key string) (int64, bool) {
+	if len(key) <= maxShortKey {
+		return b.short.get(key, packShort(key))
+	}
+	return b.long.get(key, key)
+}
+
+// stepBucket decides a key already held without a lock: read the TAT, decide with
+// core.GCRA.Decide, and compare-and-swap the new TAT in, again if another goroutine changed
+// it meanwhile; a denial stores nothing. k is key as the table stores it.
+func stepBucket[K bucketKey](b *Buckets, t *bucketTable[K], k K, key string, now, n int64) (core.Decision, error) {
+	s, home, tag := t.locate(key)
+	if sl := s.slots.Load(); sl != nil {
+		if i, ok := find(*sl, k, home, tag); ok {
+			p := &(*sl)[i].word
+			for {
+				w := atomic.LoadUint64(p)
+				if w>>tagBits == frozenTAT {
+					break // the slots are being rebuilt: wait on the lock
+				}
+				old := int64(w >> tagBits)
+				tat, d, err := b.g.Decide(old, now, n, b.shaping)
+				if tat == old || atomic.CompareAndSwapUint64(p, w, uint64(tat)<<tagBits|tag) {
+					return d, err
+				}
+			}
+		}
+	}
+	return stepBucketLocked(b, t, s, k, home, tag, now, n)
+}
+
+// stepBucketLocked decides under the shard lock: for a key not held yet (stored only when
+// admitted, which may sweep the shard first), or one whose slots were being rebuilt.
+func stepBucketLocked[K bucketKey](b *Buckets, t *bucketTable[K], s *bucketShard[K], k K, home, tag uint64, now, n int64) (core.Decision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := -1
+	if sl := s.slots.Load(); sl != nil {
+		var ok bool
+		if i, ok = find(*sl, k, home, tag); ok {
+			// The current slots are never frozen while the lock is held, but lock-free
+			// deciders may still race on the TAT.
+			p := &(*sl)[i].word
+			for {
+				w := atomic.LoadUint64(p)
+				old := int64(w >> tagBits)
+				tat, d, err := b.g.Decide(old, now, n, b.shaping)
+				if tat == old || atomic.CompareAndSwapUint64(p, w, uint64(tat)<<tagBits|tag) {
+					return d, err
+				}
+			}
+		}
+	}
+	tat, d, err := b.g.Decide(0, now, n, b.shaping)
+	if err != nil {
+		return core.Decision{}, err
+	}
+	if d.Allowed {
+		g := b.g
+		t.insert(s, i, k, home, tag, tat, func(v int64) bool { return g.Idle(v, now) })
+	}
+	return d, nil
 }

@@ -16,7 +16,7 @@ func TestWasmCommand(t *testing.T) {
 	t.Run("file", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "core.wasm")
 		var out bytes.Buffer
-		if err := run(ctx, []string{"wasm", "-o", path}, &out); err != nil {
+		if err := runWasm(ctx, []string{"-o", path}, &out); err != nil {
 			t.Fatalf("wasm -o: %v", err)
 		}
 		got, err := os.ReadFile(path)
@@ -32,7 +32,7 @@ func TestWasmCommand(t *testing.T) {
 	})
 	t.Run("stdout", func(t *testing.T) {
 		var out bytes.Buffer
-		if err := run(ctx, []string{"wasm", "-o", "-"}, &out); err != nil {
+		if err := runWasm(ctx, []string{"-o", "-"}, &out); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(out.Bytes(), wasmcore.Module()) {
@@ -42,7 +42,7 @@ func TestWasmCommand(t *testing.T) {
 	for _, args := range [][]string{{"-o", ""}, {"extra"}, {"-x"}, {"-o", filepath.Join(t.TempDir(), "missing", "dir", "core.wasm")}} {
 		t.Run("bad "+strings.Join(args, " "), func(t *testing.T) {
 			var out bytes.Buffer
-			if err := run(ctx, append([]string{"wasm"}, args...), &out); err == nil {
+			if err := runWasm(ctx, args, &out); err == nil {
 				t.Fatalf("wasm %v succeeded", args)
 			}
 		})

@@ -1,5 +1,5 @@
 // Package wasmabi is the single definition of the WebAssembly ABI of redstream's core: the
-// export names, status codes and result slots shared by the guest (tools/wasmguest), the
+// export names, status codes and result slots shared by the guest (wasmcore/internal/wasmguest), the
 // host (package wasmcore) and the test-vector generator, plus a native implementation of
 // every export on package core.
 //

@@ -1,0 +1,26 @@
+package redstream_test
+
+import (
+	"context"
+	"time"
+
+	"github.com/redstream-go/redstream"
+)
+
+// fakeLimiter returns its fields as the answer to every call. It allocates nothing.
+type fakeLimiter struct {
+	d   redstream.Decision
+	err error
+}
+
+func (f *fakeLimiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
+	return f.AllowN(ctx, key, time.Time{}, 1)
+}
+
+func (f *fakeLimiter) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
+	return f.AllowN(ctx, key, now, 1)
+}
+
+func (f *fakeLimiter) AllowN(context.Context, string, time.Time, int64) (redstream.Decision, error) {
+	return f.d, f.err
+}

@@ -1,0 +1,204 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/redstream-go/redstream/core"
+)
+
+// Stepper decides limit i of a request for a key in state s without changing s, as
+// core.Limit.CheckState does: natively ([Native]) or in a WebAssembly instance.
+type Stepper interface {
+	Check(i int, s *core.State, now, n int64) (core.Decision, core.Next, error)
+}
+
+// Native steps with core itself.
+type Native []core.Limit
+
+// Check calls CheckState of limit i.
+func (ls Native) Check(i int, s *core.State, now, n int64) (core.Decision, core.Next, error) {
+	return ls[i].CheckState(s, now, n)
+}
+
+// Inline is the number of limits a multi-limit decision handles without allocating.
+const Inline = 8
+
+// Limiter holds the per-key state of one or more limits and decides requests against all
+// of them, all-or-nothing: a request is admitted only if every limit admits it, and only
+// then is it committed to every limit. The decision is core.Combine of the limits'.
+//
+// The limits of one key live in one entry of a sharded table and are decided under its
+// shard's lock, so a multi-limit decision is atomic. A key the table does not hold is
+// decided from the zero state and stored only when admitted (a denial leaves nothing
+// behind); storing a new key may first sweep its shard of the keys every limit of which is
+// idle (core.Limit.IdleState).
+//
+// A Limiter is safe for concurrent use if its Stepper is used by one goroutine at a time
+// (each call gets its own).
+type Limiter struct {
+	limits []core.Limit
+	native Stepper // Native(limits)
+	max    int64
+	one    Table[core.State]   // a single limit
+	multi  Table[[]core.State] // several limits
+}
+
+// NewLimiter returns a limiter of limits (at least one) configured by c.
+func NewLimiter(limits []core.Limit, c Config) *Limiter {
+	l := &Limiter{limits: limits, native: Native(limits), max: core.MaxCount}
+	for _, lim := range limits {
+		l.max = min(l.max, lim.Max())
+	}
+	if len(limits) == 1 {
+		l.one = NewTable[core.State](c)
+	} else {
+		l.multi = NewTable[[]core.State](c)
+	}
+	return l
+}
+
+// Limits returns the limits, in a new slice.
+func (l *Limiter) Limits() []core.Limit { return append([]core.Limit(nil), l.limits...) }
+
+// Max returns the largest cost every limit admits.
+func (l *Limiter) Max() int64 { return l.max }
+
+// Decide decides a request of cost n for key at now with st; a nil st steps natively
+// (core.Limit.StepState on a key already held, one call). An error of limit i of a
+// multi-limit is prefixed "limit i: ".
+func (l *Limiter) Decide(st Stepper, key string, now, n int64) (core.Decision, error) {
+	if len(l.limits) == 1 {
+		return l.decideOne(st, key, now, n)
+	}
+	if st == nil {
+		st = l.native
+	}
+	return l.decideMulti(st, key, now, n)
+}
+
+// DecideNative is Decide(nil, key, now, n): core steps, in one call on a key already held.
+func (l *Limiter) DecideNative(key string, now, n int64) (core.Decision, error) {
+	if len(l.limits) != 1 {
+		return l.decideMulti(l.native, key, now, n)
+	}
+	s, tag := l.one.Locate(key)
+	s.Lock()
+	i, ok := s.Find(key, tag)
+	if !ok {
+		d, err := l.decideOneNew(l.native, s, i, key, tag, now, n)
+		s.Unlock()
+		return d, err
+	}
+	d, err := l.limits[0].StepState(s.Val(i), now, n)
+	s.Unlock()
+	return d, err
+}
+
+func (l *Limiter) decideOne(st Stepper, key string, now, n int64) (core.Decision, error) {
+	s, tag := l.one.Locate(key)
+	s.Lock()
+	i, ok := s.Find(key, tag)
+	if !ok {
+		d, err := l.decideOneNew(st, s, i, key, tag, now, n)
+		s.Unlock()
+		return d, err
+	}
+	p := s.Val(i)
+	var (
+		d   core.Decision
+		err error
+	)
+	if st == nil {
+		d, err = l.limits[0].StepState(p, now, n)
+	} else {
+		var next core.Next
+		if d, next, err = st.Check(0, p, now, n); err == nil && d.Allowed {
+			l.limits[0].CommitState(p, next)
+		}
+	}
+	s.Unlock()
+	return d, err
+}
+
+// decideOneNew decides for a key s (locked) does not hold; i is the slot Find returned. It
+// is apart from decideOne so that only a new key's state is allocated.
+func (l *Limiter) decideOneNew(st Stepper, s *Shard[core.State], i int, key string, tag uint32, now, n int64) (core.Decision, error) {
+	if st == nil {
+		st = Native(l.limits)
+	}
+	lim := l.limits[0]
+	var v core.State
+	d, next, err := st.Check(0, &v, now, n)
+	if err == nil && d.Allowed {
+		lim.CommitState(&v, next)
+		l.one.Insert(s, i, key, tag, v, func(v core.State) bool { return lim.IdleState(&v, now) })
+	}
+	return d, err
+}
+
+func (l *Limiter) decideMulti(st Stepper, key string, now, n int64) (core.Decision, error) {
+	s, tag := l.multi.Locate(key)
+	s.Lock()
+	defer s.Unlock()
+	i, ok := s.Find(key, tag)
+	if !ok {
+		e := make([]core.State, len(l.limits))
+		return l.decideAll(st, e, now, n, func() {
+			l.multi.Insert(s, i, key, tag, e, func(v []core.State) bool { return l.idle(v, now) })
+		})
+	}
+	return l.decideAll(st, *s.Val(i), now, n, nil)
+}
+
+// decideAll decides a request against every limit of a key in state e, and when every
+// limit admits commits it to all of them and calls store (if not nil).
+func (l *Limiter) decideAll(st Stepper, e []core.State, now, n int64, store func()) (core.Decision, error) {
+	var (
+		dsBuf   [Inline]core.Decision
+		nextBuf [Inline]core.Next
+	)
+	ds, nexts := dsBuf[:0], nextBuf[:0]
+	if len(l.limits) > Inline {
+		ds = make([]core.Decision, 0, len(l.limits))
+		nexts = make([]core.Next, 0, len(l.limits))
+	}
+	all := true
+	for j := range l.limits {
+		d, next, err := st.Check(j, &e[j], now, n)
+		if err != nil {
+			return core.Decision{}, fmt.Errorf("limit %d: %w", j, err)
+		}
+		ds = append(ds, d)
+		nexts = append(nexts, next)
+		all = all && d.Allowed
+	}
+	if all {
+		for j, lim := range l.limits {
+			lim.CommitState(&e[j], nexts[j])
+		}
+		if store != nil {
+			store()
+		}
+	}
+	return core.Combine(ds), nil
+}
+
+// idle reports whether every limit of e is back to its initial state at now.
+func (l *Limiter) idle(e []core.State, now int64) bool {
+	for j, lim := range l.limits {
+		if !lim.IdleState(&e[j], now) {
+			return false
+		}
+	}
+	return true
+}
+
+// TrackedKeys returns the number of keys whose state the limiter holds, counting keys that
+// have recovered but not been swept yet. Each shard is counted under its lock; the total is
+// exact when no other goroutine is deciding.
+func (l *Limiter) TrackedKeys() int {
+	if len(l.limits) == 1 {
+		return l.one.Len()
+	}
+	return l.multi.Len()
+}
