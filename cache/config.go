@@ -8,7 +8,7 @@ import (
 	"github.com/redstream-go/redstream"
 )
 
-// Defaults of Config, as in the seed (YAML keys under redis-cache).
+// Defaults of Config, as in the Java starter (YAML keys under redis-cache).
 const (
 	// DefaultName is the default Config.Name (the metrics label).
 	DefaultName = "default"
@@ -33,7 +33,7 @@ const (
 	DefaultLocalTTL = time.Minute
 )
 
-// Config configures a Cache. Its fields mirror the seed's keys under redis-cache (given with
+// Config configures a Cache. Its fields mirror the Java starter's keys under redis-cache (given with
 // each field, in the yaml tags); package config reads them from a configuration file. Fields are taken literally: start from
 // DefaultConfig and change what you need, since the zero Config is invalid (zero TTLs are
 // rejected, and a zero JitterRatio or a false Breakdown.Enabled switch protections off).
@@ -113,7 +113,7 @@ type ClientSideCacheConfig struct {
 	TTL time.Duration `yaml:"ttl-ms" unit:"ms"`
 }
 
-// DefaultConfig returns the seed's defaults: prefix "cache:", no env isolation, TTL 1h,
+// DefaultConfig returns the Java starter's defaults: prefix "cache:", no env isolation, TTL 1h,
 // null TTL 60s, jitter 0.1, no sliding expiration, breakdown protection on (lock 10s, wait
 // 3s, every 50ms), client-side caching off, JSON.
 func DefaultConfig() Config {

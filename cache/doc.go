@@ -2,7 +2,7 @@
 // loads it once however many callers ask at the same time, then caches it.
 //
 // A [Cache] wraps a rueidis client (the caller keeps owning it) and a [Config] whose keys
-// and defaults are the seed's redis-cache block ([DefaultConfig]; package config reads the
+// and defaults are the Java starter's redis-cache block ([DefaultConfig]; package config reads the
 // block from a configuration file). Values are encoded by a [Codec], JSON by default. It
 // protects the source behind it against:
 //

@@ -2,7 +2,7 @@ package cache
 
 // This file builds every Redis key the cache touches.
 //
-// A cache entry is one Redis string at KeyPrefix [+ Env + ":"] + key: the seed's layout, so
+// A cache entry is one Redis string at KeyPrefix [+ Env + ":"] + key: the Java starter's layout, so
 // keys written by the Java starter and by this package coincide. The distributed lock of
 // GetOrLoad lives in that same key, as a placeholder value (see values.go), not in a second
 // key: every command and script touches exactly one key, so the cache is cluster-safe for

@@ -48,7 +48,7 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 	defer b.Close()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-	// 1. The seed's token bucket (capacity 5, 2/s) shared by two processes.
+	// 1. The Java starter's token bucket (capacity 5, 2/s) shared by two processes.
 	spec := redstream.TokenBucket(5, 2)
 	la, err := redisbackend.NewLimiter(a, spec, redisbackend.Options{})
 	if err != nil {
@@ -70,7 +70,7 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 	d, _ := la.AllowAt(ctx, "user:1", t0.Add(time.Second))
 	fmt.Fprintf(out, "\n  one second later: allowed=%v remaining=%d (2 tokens back, 1 spent)\n", d.Allowed, d.Remaining)
 
-	// 2. The seed's sliding window log: 3 per second.
+	// 2. The Java starter's sliding window log: 3 per second.
 	sw, err := redisbackend.NewLimiter(a, redstream.SlidingWindow(time.Second, 3), redisbackend.Options{})
 	if err != nil {
 		return err

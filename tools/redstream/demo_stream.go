@@ -45,7 +45,7 @@ func demoStream(ctx context.Context, out io.Writer) error {
 
 	cfg := stream.Config{
 		BlockTimeout:  50 * time.Millisecond,
-		MaxDeliveries: 3,                                                                                        // the seed's default: 3 deliveries
+		MaxDeliveries: 3,                                                                                        // the Java starter's default: 3 deliveries
 		Autoclaim:     stream.AutoclaimConfig{MinIdle: 200 * time.Millisecond, Interval: 50 * time.Millisecond}, // retry after 200 ms (seed: 60 s)
 	}
 	var mu sync.Mutex
