@@ -12,7 +12,9 @@
 // An entry has exactly the fields key, tag, enc, body and ts (milliseconds); enc is "plain"
 // (body is JSON) or "gzip" (body is base64(gzip(JSON))). Consumers decode by enc alone, so
 // producers in other languages interoperate; testdata/wire_vectors.json holds exact entries.
-// See [Message] for how the envelope maps to the body.
+// See [Message] for how the envelope maps to the body. [Message].Headers travel as extra
+// fields after these five, each named [HeaderPrefix] + name ("h:traceparent"), which
+// consumers that ignore unknown fields skip; other unknown fields are ignored.
 //
 // # Keys
 //

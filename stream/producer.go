@@ -79,14 +79,14 @@ func (p *Producer) Send(ctx context.Context, topic string, msg Sendable, opts ..
 	for _, f := range opts {
 		f(&o)
 	}
-	key, tag, source, sendTime, body, typ := msg.envelope()
-	if key == "" {
-		key = strconv.FormatInt(NextKey(), 10)
+	env := msg.envelope()
+	if env.key == "" {
+		env.key = strconv.FormatInt(NextKey(), 10)
 	}
-	if sendTime.IsZero() {
-		sendTime = time.Now()
+	if env.sendTime.IsZero() {
+		env.sendTime = time.Now()
 	}
-	fields, err := encodeEntry(key, tag, source, sendTime, body, typ, o.gzip)
+	fields, err := encodeEntry(env.key, env.tag, env.source, env.sendTime, env.body, env.typ, o.gzip, env.headers)
 	if err != nil {
 		return "", err
 	}
