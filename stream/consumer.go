@@ -72,6 +72,9 @@ type Handler[T any] struct {
 	// context and returns nil late has succeeded. Zero means Config.HandlerTimeout (no
 	// timeout by default); at most MaxDuration.
 	Timeout time.Duration
+	// Middleware wraps Handle, inside the consumer's own middleware (Consumer.Use); the
+	// first is the outermost. See Middleware for the whole order.
+	Middleware []Middleware
 	// StartID is where a newly created group starts: "0" (the default: every entry in the
 	// stream) or "$" (only entries added from now on). A group lost with a Redis restart is
 	// always recreated at "0", so that nothing written since is skipped.
@@ -93,6 +96,7 @@ type Consumer struct {
 
 	mu       sync.Mutex
 	handlers []*handlerRT
+	mw       []Middleware  // Use
 	state    int           // stateNew, stateRunning, stateClosed
 	resume   chan struct{} // nil when not paused; closed by Resume
 	stopped  chan struct{} // closed when Close begins
@@ -262,7 +266,12 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 	if rt.startID == "" {
 		rt.startID = "0"
 	}
-	rt.process = func(ctx context.Context, j job) { processTyped(ctx, rt, &h, j) }
+	c.mu.Lock()
+	cmw := c.mw
+	c.mu.Unlock()
+	handle := h.Handle
+	call := chain(func(ctx context.Context, d *Delivery) error { return handle(ctx, d.Message.(*Message[T])) }, cmw, h.Middleware)
+	rt.process = func(ctx context.Context, j job) { processTyped(ctx, rt, &h, call, j) }
 	rt.expired = func(ctx context.Context, e entry, deliveries, minIdle int64) {
 		expireTyped(ctx, rt, &h, e, deliveries, minIdle)
 	}

@@ -35,6 +35,15 @@
 // been idle for Autoclaim.MinIdle. After MaxDeliveries deliveries the entry is
 // dead-lettered. Consumer groups lost with a Redis restart are recreated.
 //
+// # Middleware
+//
+// A [Middleware] wraps the handle call and sees each [Delivery] (envelope, headers,
+// delivery count); [Consumer.Use] adds middleware for every handler, Handler.Middleware for
+// one. Outermost first: the Handler.Timeout deadline and the consumer's own recover, the
+// Use middleware, the Handler.Middleware, then Handle. [Recover], [Timeout] and [Logging]
+// ship with the package. [Producer.Use] adds [SendMiddleware] around each Send, which may
+// set outgoing headers (trace context).
+//
 // # Lifecycle
 //
 // [Consumer.Run] blocks until its context ends, then drains in-flight handlers for

@@ -255,7 +255,7 @@ func (e *handlerTimeoutError) Is(target error) bool { return target == ErrHandle
 func (e *handlerTimeoutError) Unwrap() error        { return e.err }
 
 // processTyped runs one delivery through h's hooks and handler and acts on the outcome.
-func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], j job) {
+func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call HandleFunc, j job) {
 	c := rt.c
 	id := j.e.id
 	settled := false // the entry left the held set (acked, dead-lettered, retry scheduled)
@@ -299,11 +299,16 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], j jo
 	running := rt.running.Add(1)
 	rt.m.inflight.Set(float64(running))
 	start := time.Now()
-	err = safeHandle(hctx, h.Handle, m)
+	err = safeCall(hctx, call, &Delivery{ID: id, Topic: rt.topic, Group: rt.group, Consumer: c.name,
+		Key: m.Key, Tag: m.Tag, Source: m.Source, SendTime: m.SendTime, DeliveryCount: j.deliveries,
+		Headers: m.Headers, Message: m})
 	rt.m.duration.Update(time.Since(start).Seconds())
 	rt.m.inflight.Set(float64(rt.running.Add(-1)))
 	timedOut := rt.timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
+	if err != nil && !timedOut && errors.Is(err, ErrHandlerTimeout) {
+		rt.m.timeouts.Inc() // the Timeout middleware's deadline
+	}
 	if err == nil {
 		rt.m.consumed.Inc()
 		if h.OnSuccess != nil {
@@ -317,7 +322,9 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], j jo
 	rt.m.errors.Inc()
 	if timedOut {
 		rt.m.timeouts.Inc()
-		err = &handlerTimeoutError{timeout: rt.timeout, err: err}
+		if !errors.Is(err, ErrHandlerTimeout) {
+			err = &handlerTimeoutError{timeout: rt.timeout, err: err}
+		}
 	} else if ctx.Err() != nil {
 		return // cut short by the shutdown: stays pending
 	}
@@ -364,13 +371,14 @@ func expireTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], e ent
 	h.OnFailure(ctx, m, raw, ferr)
 }
 
-func safeHandle[T any](ctx context.Context, f func(context.Context, *Message[T]) error, m *Message[T]) (err error) {
+// safeCall runs the handler chain; a panic anywhere in it is a *PanicError failure.
+func safeCall(ctx context.Context, call HandleFunc, d *Delivery) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("stream: handler panicked: %v", r)
+			err = newPanicError(r)
 		}
 	}()
-	return f(ctx, m)
+	return call(ctx, d)
 }
 
 // fieldReplayGroup marks an entry replayed from a dead letter for one group only.
