@@ -103,3 +103,28 @@ func ExampleMiddleware() {
 	<-done
 	// Output: order 8 request req-1 delivery 1
 }
+
+func ExampleProducer_SendBatch() {
+	client, stop := embedded()
+	defer stop()
+	ctx := context.Background()
+
+	producer, err := stream.NewProducer(client, stream.Config{})
+	if err != nil {
+		panic(err)
+	}
+	bad := stream.NewMessage(Order{ID: 3})
+	bad.Headers = map[string]string{"": "no name"}
+	results, err := producer.SendBatch(ctx, "orders", []stream.Sendable{
+		stream.NewMessage(Order{ID: 1}), stream.NewMessage(Order{ID: 2}), bad,
+	}) // one round trip
+	for i, r := range results {
+		fmt.Println(i, r.ID != "", r.Err)
+	}
+	fmt.Println(err)
+	// Output:
+	// 0 true <nil>
+	// 1 true <nil>
+	// 2 false stream: invalid header: empty name
+	// stream: SendBatch to "orders": 1 of 3 messages failed; message 2: stream: invalid header: empty name
+}

@@ -45,6 +45,7 @@ type Outgoing struct {
 	env  envelope
 	opts sendOptions
 	t    *producerTopic
+	next SendFunc // set by SendBatch: where the innermost SendFunc hands the message
 }
 
 // SendFunc writes one message and returns its entry id: the shape producer middleware
@@ -113,12 +114,6 @@ func WithMaxLen(n int64) SendOption { return func(o *sendOptions) { o.maxLen = n
 func (p *Producer) Send(ctx context.Context, topic string, msg Sendable, opts ...SendOption) (string, error) {
 	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
 	defer cancel()
-	if msg == nil {
-		return "", errInvalid("Send: nil message")
-	}
-	if v := reflect.ValueOf(msg); v.Kind() == reflect.Pointer && v.IsNil() {
-		return "", errInvalid("Send: nil message")
-	}
 	t, err := p.topic(topic)
 	if err != nil {
 		return "", err
@@ -126,6 +121,26 @@ func (p *Producer) Send(ctx context.Context, topic string, msg Sendable, opts ..
 	var o sendOptions
 	for _, f := range opts {
 		f(&o)
+	}
+	f := p.send.Load()
+	out, err := p.outgoing(topic, t, msg, o, f != nil)
+	if err != nil {
+		return "", err
+	}
+	if f == nil {
+		return p.write(ctx, out)
+	}
+	return (*f)(ctx, out)
+}
+
+// outgoing prepares msg for sending: key and send time filled in, headers copied when
+// middleware may change them.
+func (p *Producer) outgoing(topic string, t *producerTopic, msg Sendable, o sendOptions, copyHeaders bool) (*Outgoing, error) {
+	if msg == nil {
+		return nil, errInvalid("Send: nil message")
+	}
+	if v := reflect.ValueOf(msg); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, errInvalid("Send: nil message")
 	}
 	env := msg.envelope()
 	if env.key == "" {
@@ -135,44 +150,62 @@ func (p *Producer) Send(ctx context.Context, topic string, msg Sendable, opts ..
 		env.sendTime = time.Now()
 	}
 	out := &Outgoing{Topic: topic, Key: env.key, Tag: env.tag, Headers: env.headers, Body: env.body, env: env, opts: o, t: t}
-	f := p.send.Load()
-	if f == nil {
-		return p.write(ctx, out)
+	if copyHeaders {
+		out.Headers = make(map[string]string, len(env.headers)+2)
+		maps.Copy(out.Headers, env.headers)
 	}
-	out.Headers = make(map[string]string, len(env.headers)+2)
-	maps.Copy(out.Headers, env.headers)
-	return (*f)(ctx, out)
+	return out, nil
 }
 
-// write encodes out and runs XADD: the innermost SendFunc.
+// write is the innermost SendFunc: it encodes out and runs XADD, or hands out to the
+// SendBatch call it belongs to.
 func (p *Producer) write(ctx context.Context, out *Outgoing) (string, error) {
+	if out.next != nil {
+		return out.next(ctx, out)
+	}
+	return p.writeDirect(ctx, out)
+}
+
+// writeDirect encodes out and runs XADD.
+func (p *Producer) writeDirect(ctx context.Context, out *Outgoing) (string, error) {
+	cmd, err := p.build(out)
+	if err != nil {
+		return "", err
+	}
+	return p.result(out.t, p.client.Do(ctx, cmd))
+}
+
+// build encodes out into its XADD command.
+func (p *Producer) build(out *Outgoing) (rueidis.Completed, error) {
 	env, o, t := out.env, out.opts, out.t
 	if t == nil {
-		return "", errInvalid("Send: an Outgoing not made by the producer")
+		return rueidis.Completed{}, errInvalid("Send: an Outgoing not made by the producer")
 	}
 	if out.Key == "" {
 		out.Key = strconv.FormatInt(NextKey(), 10)
 	}
 	fields, err := encodeEntry(out.Key, out.Tag, env.source, env.sendTime, env.body, env.typ, o.gzip, out.Headers)
 	if err != nil {
-		return "", err
+		return rueidis.Completed{}, err
 	}
 	cl := p.client
-	var cmd rueidis.Completed
 	if o.maxLen > 0 {
 		fv := cl.B().Xadd().Key(t.stream).Maxlen().Almost().Threshold(strconv.FormatInt(o.maxLen, 10)).Id("*").FieldValue()
 		for i := 0; i < len(fields); i += 2 {
 			fv = fv.FieldValue(fields[i], fields[i+1])
 		}
-		cmd = fv.Build()
-	} else {
-		fv := cl.B().Xadd().Key(t.stream).Id("*").FieldValue()
-		for i := 0; i < len(fields); i += 2 {
-			fv = fv.FieldValue(fields[i], fields[i+1])
-		}
-		cmd = fv.Build()
+		return fv.Build(), nil
 	}
-	id, err := cl.Do(ctx, cmd).ToString()
+	fv := cl.B().Xadd().Key(t.stream).Id("*").FieldValue()
+	for i := 0; i < len(fields); i += 2 {
+		fv = fv.FieldValue(fields[i], fields[i+1])
+	}
+	return fv.Build(), nil
+}
+
+// result reads an XADD reply.
+func (p *Producer) result(t *producerTopic, r rueidis.RedisResult) (string, error) {
+	id, err := r.ToString()
 	if err != nil {
 		return "", fmt.Errorf("stream: send to %q: %w", t.stream, err)
 	}
