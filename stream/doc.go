@@ -48,8 +48,10 @@
 //
 // [Consumer.Run] blocks until its context ends, then drains in-flight handlers for
 // Config.ShutdownTimeout; [Consumer.Close] does the same on demand, and every Redis call it
-// waits for has a deadline. [Consumer.Pause], [Consumer.Resume], [Consumer.Stats] and
-// [Consumer.Healthy] serve operations and readiness probes. A consumer that closes with
+// waits for has a deadline. [Consumer.Unregister] stops and drains one handler the same
+// way; [Register] on a running consumer starts the handler at once. [Consumer.Pause],
+// [Consumer.Resume], [Consumer.Stats] and [Consumer.Healthy] serve operations and
+// readiness probes. A consumer that closes with
 // nothing pending deletes its name from the group; names left by crashed processes are
 // removed after Config.ConsumerTimeout once they own nothing.
 //

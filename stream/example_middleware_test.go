@@ -128,3 +128,40 @@ func ExampleProducer_SendBatch() {
 	// 2 false stream: invalid header: empty name
 	// stream: SendBatch to "orders": 1 of 3 messages failed; message 2: stream: invalid header: empty name
 }
+
+func ExampleConsumer_Unregister() {
+	client, stop := embedded()
+	defer stop()
+	ctx := context.Background()
+
+	consumer, err := stream.NewConsumer(client, stream.Config{BlockTimeout: 100 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	if err := consumer.Start(ctx); err != nil { // no handler yet
+		panic(err)
+	}
+	defer consumer.Close(ctx)
+
+	done := make(chan struct{})
+	err = stream.Register(consumer, stream.Handler[Order]{ // running: starts now
+		Topic: "refunds", Group: "billing",
+		Handle: func(ctx context.Context, msg *stream.Message[Order]) error {
+			fmt.Println("refund", msg.Body.ID)
+			close(done)
+			return nil
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	producer, _ := stream.NewProducer(client, stream.Config{})
+	if _, err := producer.Send(ctx, "refunds", stream.NewMessage(Order{ID: 5})); err != nil {
+		panic(err)
+	}
+	<-done
+	fmt.Println(consumer.Unregister(ctx, "refunds", "billing")) // drains that handler only
+	// Output:
+	// refund 5
+	// <nil>
+}
