@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/redstream-go/redstream"
 )
 
 // Handler handles the messages of one topic for one consumer group. Topic, Group and Handle
@@ -75,6 +77,18 @@ type Handler[T any] struct {
 	// Middleware wraps Handle, inside the consumer's own middleware (Consumer.Use); the
 	// first is the outermost. See Middleware for the whole order.
 	Middleware []Middleware
+	// Dedup, if set, skips business duplicates: a message whose Key the deduplicator has
+	// seen (IsDuplicate) is acknowledged without calling the middleware or Handle, and a
+	// message handled successfully is recorded (MarkSeen). It is the user layer of
+	// deduplication (two sends of one business event under one key), never a replacement
+	// for the delivery layer: a failed message is not recorded, so its retries and dead
+	// letter happen as without Dedup, and a redelivered entry that had succeeded is
+	// skipped. An error of IsDuplicate is a failed delivery (retried); an error of MarkSeen
+	// is reported (Config.OnError, log) and the message still counts as handled. Two
+	// duplicates handled at the same moment by two consumers may both run: make the
+	// effect idempotent (sinks) where that matters. Messages with an empty Key are not
+	// deduplicated.
+	Dedup redstream.Deduplicator
 	// StartID is where a newly created group starts: "0" (the default: every entry in the
 	// stream) or "$" (only entries added from now on). A group lost with a Redis restart is
 	// always recreated at "0", so that nothing written since is skipped.
@@ -273,6 +287,9 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 	c.mu.Unlock()
 	handle := h.Handle
 	call := chain(func(ctx context.Context, d *Delivery) error { return handle(ctx, d.Message.(*Message[T])) }, cmw, h.Middleware)
+	if h.Dedup != nil {
+		call = rt.dedup(h.Dedup, call)
+	}
 	rt.process = func(ctx context.Context, j job) { processTyped(ctx, rt, &h, call, j) }
 	rt.expired = func(ctx context.Context, e entry, deliveries, minIdle int64) {
 		expireTyped(ctx, rt, &h, e, deliveries, minIdle)

@@ -1,7 +1,10 @@
-// Package stream is a Redis Streams messaging SDK on rueidis: a [Producer], a [Consumer]
-// running typed [Handler]s in consumer groups, retries with a [DeliveryRetryPolicy], crash
-// recovery, dead letters ([DeadLetters]: list, replay, delete, purge), safe trimming
-// ([Trimmer]) and idempotent sinks ([ListSink], [CheckpointedListSink]).
+// Package stream is a Redis Streams messaging SDK on rueidis: a [Producer] (with
+// [Producer.SendBatch]), a [Consumer] running typed [Handler]s in consumer groups, message
+// headers, middleware, retries with a [DeliveryRetryPolicy], crash recovery, dead letters
+// ([DeadLetters]: list, replay, delete, purge), safe trimming ([Trimmer]), optional
+// deduplication of business keys (Handler.Dedup) and idempotent sinks ([ListSink],
+// [CheckpointedListSink]). Tracing with OpenTelemetry lives in the separate module
+// stream/otelstream.
 //
 // No message is lost: every entry is handled (and acknowledged), pending for a retry, or in
 // its topic's dead-letter stream. Dead-lettering is one Lua script (XADD to the dead-letter

@@ -349,6 +349,11 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call
 	if err != nil && !timedOut && errors.Is(err, ErrHandlerTimeout) {
 		rt.m.timeouts.Inc() // the Timeout middleware's deadline
 	}
+	if errors.Is(err, errDuplicate) {
+		rt.m.duplicates.Inc()
+		settled = rt.enqueueAck(id)
+		return
+	}
 	if err == nil {
 		rt.m.consumed.Inc()
 		if h.OnSuccess != nil {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"time"
+
+	"github.com/redstream-go/redstream"
 )
 
 // Delivery is what consumer middleware sees of one delivered message, whatever its body
@@ -163,5 +165,38 @@ func Logging(l *slog.Logger) Middleware {
 			}
 			return err
 		}
+	}
+}
+
+// errDuplicate is the outcome of a delivery Handler.Dedup skipped.
+var errDuplicate = errors.New("stream: duplicate key")
+
+// dedup wraps call with Handler.Dedup's check and record.
+func (h *handlerRT) dedup(d redstream.Deduplicator, call HandleFunc) HandleFunc {
+	return func(ctx context.Context, dl *Delivery) error {
+		if dl.Key == "" {
+			return call(ctx, dl)
+		}
+		cctx, cancel := h.c.ioContext(ctx)
+		dup, err := d.IsDuplicate(cctx, dl.Key)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("stream: Dedup: check key %q: %w", dl.Key, err)
+		}
+		if dup {
+			return errDuplicate
+		}
+		if err := call(ctx, dl); err != nil {
+			return err
+		}
+		cctx, cancel = h.c.ioContext(ctx)
+		err = d.MarkSeen(cctx, dl.Key)
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("stream: Dedup: record key %q of %s (handled; a later duplicate may be handled too): %w", dl.Key, dl.ID, err)
+			h.log.Warn("stream: Dedup could not record a handled message", "id", dl.ID, "error", err)
+			h.c.report(err)
+		}
+		return nil
 	}
 }
