@@ -13,8 +13,9 @@ import (
 
 // Delivery is what consumer middleware sees of one delivered message, whatever its body
 // type: the envelope, the headers and the delivery count. Message is the *Message[T] the
-// handler receives (type-assert it to reach the body). Middleware may read Headers and
-// change them for the middleware and handler inside it (the map is the message's own).
+// handler receives (type-assert it to reach the body). Headers is the message's own map,
+// nil when the entry has none: middleware that adds a header for the code inside it sets
+// a new map (on both d.Headers and the message) rather than writing to a nil one.
 type Delivery struct {
 	// ID, Topic, Group and Consumer are the message's delivery fields.
 	ID, Topic, Group, Consumer string
