@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/redstream-go/redstream"
 )
 
 // Handler handles the messages of one topic for one consumer group. Topic, Group and Handle
@@ -72,6 +74,21 @@ type Handler[T any] struct {
 	// context and returns nil late has succeeded. Zero means Config.HandlerTimeout (no
 	// timeout by default); at most MaxDuration.
 	Timeout time.Duration
+	// Middleware wraps Handle, inside the consumer's own middleware (Consumer.Use); the
+	// first is the outermost. See Middleware for the whole order.
+	Middleware []Middleware
+	// Dedup, if set, skips business duplicates: a message whose Key the deduplicator has
+	// seen (IsDuplicate) is acknowledged without calling the middleware or Handle, and a
+	// message handled successfully is recorded (MarkSeen). It is the user layer of
+	// deduplication (two sends of one business event under one key), never a replacement
+	// for the delivery layer: a failed message is not recorded, so its retries and dead
+	// letter happen as without Dedup, and a redelivered entry that had succeeded is
+	// skipped. An error of IsDuplicate is a failed delivery (retried); an error of MarkSeen
+	// is reported (Config.OnError, log) and the message still counts as handled. Two
+	// duplicates handled at the same moment by two consumers may both run: make the
+	// effect idempotent (sinks) where that matters. Messages with an empty Key are not
+	// deduplicated.
+	Dedup redstream.Deduplicator
 	// StartID is where a newly created group starts: "0" (the default: every entry in the
 	// stream) or "$" (only entries added from now on). A group lost with a Redis restart is
 	// always recreated at "0", so that nothing written since is skipped.
@@ -79,8 +96,8 @@ type Handler[T any] struct {
 }
 
 // Consumer reads topics through consumer groups and runs their handlers. Register handlers,
-// then Run (or Start, and Close to stop). A Consumer is safe for concurrent use. Without
-// handlers, Start starts no goroutine.
+// then Run (or Start, and Close to stop); Register and Unregister also work while it runs.
+// A Consumer is safe for concurrent use.
 //
 // The Consumer does not own its rueidis.Client: Close does not close it.
 type Consumer struct {
@@ -93,6 +110,7 @@ type Consumer struct {
 
 	mu       sync.Mutex
 	handlers []*handlerRT
+	mw       []Middleware  // Use
 	state    int           // stateNew, stateRunning, stateClosed
 	resume   chan struct{} // nil when not paused; closed by Resume
 	stopped  chan struct{} // closed when Close begins
@@ -109,6 +127,7 @@ type Consumer struct {
 	wg         sync.WaitGroup
 
 	trimState opState
+	loops     bool // startLoops ran
 }
 
 const (
@@ -120,7 +139,7 @@ const (
 // ErrClosed is returned by Consumer methods called after Close.
 var ErrClosed = errors.New("stream: consumer closed")
 
-// ErrStarted is returned by Register after Start.
+// ErrStarted is returned by a second Start.
 var ErrStarted = errors.New("stream: consumer already started")
 
 // ErrNotRunning is returned by Healthy before Start.
@@ -186,10 +205,11 @@ func uniqueConsumerName() string {
 // Name returns the consumer's name in its groups.
 func (c *Consumer) Name() string { return c.name }
 
-// Register adds a handler to c. It must be called before Start. It returns an error for a
-// missing Topic, Group or Handle, a bad topic name, a Concurrency, MaxDeliveries or Timeout
-// out of range, a second handler for the same topic and group, or after Start (ErrStarted)
-// or Close (ErrClosed).
+// Register adds a handler to c. Before Start it is started by Start; on a running consumer
+// Register creates its group (bounded by 5 s) and starts it at once. It returns an error
+// for a missing Topic, Group or Handle, a bad topic name, a Concurrency, MaxDeliveries or
+// Timeout out of range, a second handler for the same topic and group, a failed group
+// creation, or after Close began (ErrClosed). It is safe for concurrent use.
 func Register[T any](c *Consumer, h Handler[T]) error {
 	if h.Handle == nil {
 		return errInvalid("handler for topic %q: nil Handle", h.Topic)
@@ -262,26 +282,158 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 	if rt.startID == "" {
 		rt.startID = "0"
 	}
-	rt.process = func(ctx context.Context, j job) { processTyped(ctx, rt, &h, j) }
+	c.mu.Lock()
+	cmw := c.mw
+	c.mu.Unlock()
+	handle := h.Handle
+	call := chain(func(ctx context.Context, d *Delivery) error { return handle(ctx, d.Message.(*Message[T])) }, cmw, h.Middleware)
+	if h.Dedup != nil {
+		call = rt.dedup(h.Dedup, call)
+	}
+	rt.process = func(ctx context.Context, j job) { processTyped(ctx, rt, &h, call, j) }
 	rt.expired = func(ctx context.Context, e entry, deliveries, minIdle int64) {
 		expireTyped(ctx, rt, &h, e, deliveries, minIdle)
 	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch c.state {
-	case stateRunning:
-		return ErrStarted
-	case stateClosed:
+	if err := c.canAdd(rt); err != nil {
+		return err
+	}
+	if c.state == stateRunning {
+		// Started already: create the group, then start the handler, unless Close or
+		// another Register of the same pair came first meanwhile.
+		c.mu.Unlock()
+		ctx, cancel := c.ioContext(context.Background())
+		err := rt.ensureGroup(ctx, rt.startID)
+		cancel()
+		c.mu.Lock()
+		if err != nil {
+			return err
+		}
+		if err := c.canAdd(rt); err != nil {
+			return err
+		}
+		rt.initContexts()
+		c.startLoops()
+		rt.start()
+		c.handlers = append(c.handlers, rt)
+		rt.log.Info("stream: handler started")
+		return nil
+	}
+	rt.initContexts()
+	c.handlers = append(c.handlers, rt)
+	return nil
+}
+
+// canAdd reports why rt cannot be added to c now; c.mu is held.
+func (c *Consumer) canAdd(rt *handlerRT) error {
+	if c.state == stateClosed {
 		return ErrClosed
 	}
 	for _, o := range c.handlers {
 		if o.stream == rt.stream && o.group == rt.group {
-			return errInvalid("a handler for topic %q and group %q is already registered", h.Topic, h.Group)
+			return errInvalid("a handler for topic %q and group %q is already registered", rt.topic, rt.group)
 		}
 	}
-	c.handlers = append(c.handlers, rt)
 	return nil
+}
+
+// ErrNotRegistered is returned by Unregister for a topic and group with no handler.
+var ErrNotRegistered = errors.New("stream: no handler registered for this topic and group")
+
+// Unregister removes the handler of topic and group. Before Start it only forgets it. On a
+// running consumer it stops the handler as Close stops a consumer, without touching the
+// other handlers: it stops reading and redelivering, lets the messages in hand finish for
+// at most Config.ShutdownTimeout (or until ctx ends), acknowledges what succeeded, leaves
+// failures pending for their retry (by another consumer of the group, or this one if the
+// handler is registered again) and deletes this consumer from the group when it owns no
+// pending entry there. When the drain time ends first, the handler's context is cancelled
+// and the error wraps ErrShutdownTimeout (ctx.Err() when ctx ended first); unfinished
+// entries stay pending. It returns ErrNotRegistered (wrapped) for an unknown pair and
+// ErrClosed after Close began. It is safe for concurrent use.
+func (c *Consumer) Unregister(ctx context.Context, topic, group string) error {
+	stream, err := StreamName(c.cfg, topic)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.state == stateClosed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	var h *handlerRT
+	for i, o := range c.handlers {
+		if o.stream == stream && o.group == group {
+			h = o
+			c.handlers = append(c.handlers[:i:i], c.handlers[i+1:]...)
+			break
+		}
+	}
+	running := c.state == stateRunning
+	c.mu.Unlock()
+	if h == nil {
+		return fmt.Errorf("%w: topic %q, group %q", ErrNotRegistered, topic, group)
+	}
+	if !running {
+		return nil
+	}
+	return c.stopHandler(ctx, h)
+}
+
+// stopHandler stops one started handler (Unregister).
+func (c *Consumer) stopHandler(ctx context.Context, h *handlerRT) error {
+	drainEnd := time.Now().Add(c.cfg.ShutdownTimeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(drainEnd) {
+		drainEnd = dl
+	}
+	h.runCancel()
+	h.log.Info("stream: handler stopping", "shutdown_timeout", c.cfg.ShutdownTimeout)
+	timer := time.NewTimer(time.Until(drainEnd))
+	defer timer.Stop()
+	drained := make(chan struct{})
+	go func() { h.workers.Wait(); close(drained) }()
+	cut := false
+	select {
+	case <-drained:
+	case <-timer.C:
+		cut = h.running.Load() > 0
+	case <-ctx.Done():
+		cut = h.running.Load() > 0
+	}
+	h.hardStop()
+	grace := time.NewTimer(closeGrace + ioTimeout) // the last acknowledgements, bounded by ioTimeout each
+	defer grace.Stop()
+	finished := false
+	select {
+	case <-h.stopped:
+		finished = true
+	case <-grace.C:
+	case <-ctx.Done():
+		if !cut {
+			select {
+			case <-h.stopped:
+				finished = true
+			default:
+			}
+		}
+	}
+	if finished {
+		c.leaveGroup(h)
+	}
+	if finished && !cut {
+		h.log.Info("stream: handler stopped")
+		return nil
+	}
+	what := fmt.Sprintf("%d handler calls still running", h.running.Load())
+	if !cut {
+		what = "acknowledgements did not complete (Redis unreachable?)"
+	}
+	h.log.Warn("stream: handler stop cut short; unfinished entries stay pending", "reason", what)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("stream: unregister %s/%s: %w; %s", h.topic, h.group, err, what)
+	}
+	return fmt.Errorf("stream: unregister %s/%s: %w (%v); %s", h.topic, h.group, ErrShutdownTimeout, c.cfg.ShutdownTimeout, what)
 }
 
 // Start creates the handlers' consumer groups (idempotently: an existing group is kept) and
@@ -310,14 +462,27 @@ func (c *Consumer) Start(ctx context.Context) error {
 		}
 	}
 	c.state = stateRunning
-	if len(c.handlers) == 0 {
-		close(c.drained)
-		close(c.done)
-		return nil
-	}
+	// The running state holds one count of each group, released by Close, so that a
+	// consumer whose handlers are all unregistered keeps running until Close.
+	c.workers.Add(1)
+	c.wg.Add(1)
 	for _, h := range c.handlers {
 		h.start()
 	}
+	if len(c.handlers) > 0 {
+		c.startLoops()
+	}
+	c.log.Info("stream: consumer started", "handlers", len(c.handlers))
+	return nil
+}
+
+// startLoops starts the consumer's own goroutines (trimmer, shutdown waiters) with its
+// first handler, so that a consumer without handlers runs none; c.mu is held.
+func (c *Consumer) startLoops() {
+	if c.loops {
+		return
+	}
+	c.loops = true
 	go func() { c.workers.Wait(); close(c.drained) }()
 	if c.cfg.Trim.Mode != TrimOff {
 		c.wg.Add(1)
@@ -328,8 +493,6 @@ func (c *Consumer) Start(ctx context.Context) error {
 		c.leaveGroups()
 		close(c.done)
 	}()
-	c.log.Info("stream: consumer started", "handlers", len(c.handlers))
-	return nil
 }
 
 // Run starts c (unless it was started already), blocks until ctx is done or Close is
@@ -398,6 +561,15 @@ func (c *Consumer) Close(ctx context.Context) error {
 		close(c.resume)
 		c.resume = nil
 	}
+	if !c.loops { // started, but never had a handler: nothing to wait for
+		close(c.drained)
+		close(c.done)
+		c.mu.Unlock()
+		c.runCancel()
+		c.hardStop()
+		c.log.Info("stream: consumer stopped")
+		return nil
+	}
 	c.mu.Unlock()
 
 	drainEnd := time.Now().Add(c.cfg.ShutdownTimeout)
@@ -406,6 +578,8 @@ func (c *Consumer) Close(ctx context.Context) error {
 	}
 	c.ioDeadline.Store(drainEnd.Add(closeGrace).UnixNano())
 	c.runCancel()
+	c.workers.Done() // the running state's counts (Start)
+	c.wg.Done()
 	c.log.Info("stream: consumer stopping", "shutdown_timeout", c.cfg.ShutdownTimeout)
 
 	timer := time.NewTimer(time.Until(drainEnd))
@@ -466,24 +640,8 @@ func (c *Consumer) report(err error) {
 	}
 }
 
-// sleep waits d or until Close begins; it reports whether the consumer is still running.
-func (c *Consumer) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-c.runCtx.Done():
-		return false
-	}
-}
-
 func (c *Consumer) trimLoop() {
 	defer c.wg.Done()
-	streams := map[string]string{}
-	for _, h := range c.handlers {
-		streams[h.stream] = h.topic
-	}
 	tick := time.NewTicker(c.cfg.Trim.Interval)
 	defer tick.Stop()
 	for {
@@ -492,6 +650,12 @@ func (c *Consumer) trimLoop() {
 			return
 		case <-tick.C:
 		}
+		streams := map[string]string{}
+		c.mu.Lock()
+		for _, h := range c.handlers {
+			streams[h.stream] = h.topic
+		}
+		c.mu.Unlock()
 		for _, topic := range streams {
 			ctx, cancel := context.WithTimeout(c.runCtx, trimTimeout)
 			_, err := c.trimmer.Trim(ctx, topic)

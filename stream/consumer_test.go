@@ -328,15 +328,18 @@ func TestRegisterErrors(t *testing.T) {
 		t.Error("second handler for one topic and group: got nil error")
 	}
 	startConsumer(t, c)
-	if err := stream.Register(c, stream.Handler[order]{Topic: "b", Group: "g", Handle: ok}); !errors.Is(err, stream.ErrStarted) {
-		t.Errorf("Register after Start = %v, want ErrStarted", err)
+	if err := stream.Register(c, stream.Handler[order]{Topic: "b", Group: "g", Handle: ok}); err != nil {
+		t.Errorf("Register after Start = %v, want nil (started at once)", err)
+	}
+	if err := stream.Register(c, h); err == nil {
+		t.Error("second handler for one topic and group on a running consumer: got nil error")
 	}
 	if err := c.Start(context.Background()); !errors.Is(err, stream.ErrStarted) {
 		t.Errorf("second Start = %v, want ErrStarted", err)
 	}
 }
 
-func TestNoHandlersNoGoroutines(t *testing.T) {
+func TestStartCloseWithoutHandlers(t *testing.T) {
 	client := redistest.Client(t)
 	c := newConsumer(t, client, fastConfig())
 	if err := c.Start(context.Background()); err != nil {

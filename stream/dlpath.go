@@ -41,13 +41,13 @@ func (h *handlerRT) deadLetter(id, reason string, minIdle int64, owner string, p
 		if isNoGroup(err) {
 			h.recoverGroup()
 		}
-		if !persistent || c.hardCtx.Err() != nil || c.pastIODeadline() {
+		if !persistent || h.hardCtx.Err() != nil || c.pastIODeadline() {
 			return false
 		}
 		t := time.NewTimer(connBackoff(try))
 		select {
 		case <-t.C:
-		case <-c.hardCtx.Done():
+		case <-h.hardCtx.Done():
 			t.Stop()
 			return false
 		}

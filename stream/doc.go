@@ -1,7 +1,10 @@
-// Package stream is a Redis Streams messaging SDK on rueidis: a [Producer], a [Consumer]
-// running typed [Handler]s in consumer groups, retries with a [DeliveryRetryPolicy], crash
-// recovery, dead letters ([DeadLetters]: list, replay, delete, purge), safe trimming
-// ([Trimmer]) and idempotent sinks ([ListSink], [CheckpointedListSink]).
+// Package stream is a Redis Streams messaging SDK on rueidis: a [Producer] (with
+// [Producer.SendBatch]), a [Consumer] running typed [Handler]s in consumer groups, message
+// headers, middleware, retries with a [DeliveryRetryPolicy], crash recovery, dead letters
+// ([DeadLetters]: list, replay, delete, purge), safe trimming ([Trimmer]), optional
+// deduplication of business keys (Handler.Dedup) and idempotent sinks ([ListSink],
+// [CheckpointedListSink]). Tracing with OpenTelemetry lives in the separate module
+// stream/otelstream.
 //
 // No message is lost: every entry is handled (and acknowledged), pending for a retry, or in
 // its topic's dead-letter stream. Dead-lettering is one Lua script (XADD to the dead-letter
@@ -12,7 +15,9 @@
 // An entry has exactly the fields key, tag, enc, body and ts (milliseconds); enc is "plain"
 // (body is JSON) or "gzip" (body is base64(gzip(JSON))). Consumers decode by enc alone, so
 // producers in other languages interoperate; testdata/wire_vectors.json holds exact entries.
-// See [Message] for how the envelope maps to the body.
+// See [Message] for how the envelope maps to the body. [Message].Headers travel as extra
+// fields after these five, each named [HeaderPrefix] + name ("h:traceparent"), which
+// consumers that ignore unknown fields skip; other unknown fields are ignored.
 //
 // # Keys
 //
@@ -33,12 +38,23 @@
 // been idle for Autoclaim.MinIdle. After MaxDeliveries deliveries the entry is
 // dead-lettered. Consumer groups lost with a Redis restart are recreated.
 //
+// # Middleware
+//
+// A [Middleware] wraps the handle call and sees each [Delivery] (envelope, headers,
+// delivery count); [Consumer.Use] adds middleware for every handler, Handler.Middleware for
+// one. Outermost first: the Handler.Timeout deadline and the consumer's own recover, the
+// Use middleware, the Handler.Middleware, then Handle. [Recover], [Timeout] and [Logging]
+// ship with the package. [Producer.Use] adds [SendMiddleware] around each Send, which may
+// set outgoing headers (trace context).
+//
 // # Lifecycle
 //
 // [Consumer.Run] blocks until its context ends, then drains in-flight handlers for
 // Config.ShutdownTimeout; [Consumer.Close] does the same on demand, and every Redis call it
-// waits for has a deadline. [Consumer.Pause], [Consumer.Resume], [Consumer.Stats] and
-// [Consumer.Healthy] serve operations and readiness probes. A consumer that closes with
+// waits for has a deadline. [Consumer.Unregister] stops and drains one handler the same
+// way; [Register] on a running consumer starts the handler at once. [Consumer.Pause],
+// [Consumer.Resume], [Consumer.Stats] and [Consumer.Healthy] serve operations and
+// readiness probes. A consumer that closes with
 // nothing pending deletes its name from the group; names left by crashed processes are
 // removed after Config.ConsumerTimeout once they own nothing.
 //

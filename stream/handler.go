@@ -56,6 +56,12 @@ type handlerRT struct {
 	producers sync.WaitGroup
 	workers   sync.WaitGroup
 	quit      chan struct{} // closed when the workers and the acknowledger have exited
+	stopped   chan struct{} // closed when every goroutine of the handler has exited
+
+	// runCtx ends when the handler stops reading (Close, Unregister); hardCtx, the
+	// handlers' parent, when its drain ends. Children of the consumer's.
+	runCtx, hardCtx     context.Context
+	runCancel, hardStop context.CancelFunc
 
 	readState, ackState, scanState, retryState, leaseState, dlqState, gaugeState, houseState opState
 }
@@ -73,8 +79,10 @@ type retryEntry struct {
 	backoff    time.Duration // the backoff drawn at the failure
 }
 
+// start starts h's goroutines; c.mu is held.
 func (h *handlerRT) start() {
 	c := h.c
+	h.stopped = make(chan struct{})
 	h.lagN.Store(-1)
 	h.work = make(chan job, h.capacity)
 	h.acks = make(chan string, h.capacity+64)
@@ -88,11 +96,43 @@ func (h *handlerRT) start() {
 	}
 	c.workers.Add(1)
 	go func() { h.workers.Wait(); c.workers.Done() }()
-	c.wg.Add(4)
-	go func() { defer c.wg.Done(); h.producers.Wait(); close(h.work) }()
-	go func() { defer c.wg.Done(); h.workers.Wait(); close(h.acks) }()
-	go func() { defer c.wg.Done(); h.acker(); close(h.quit) }()
-	go func() { defer c.wg.Done(); h.leaseKeeper() }()
+	var all sync.WaitGroup
+	all.Add(4)
+	c.wg.Add(1)
+	go func() { defer all.Done(); h.producers.Wait(); close(h.work) }()
+	go func() { defer all.Done(); h.workers.Wait(); close(h.acks) }()
+	go func() { defer all.Done(); h.acker(); close(h.quit) }()
+	go func() { defer all.Done(); h.leaseKeeper() }()
+	go func() { defer c.wg.Done(); all.Wait(); close(h.stopped) }()
+}
+
+// initContexts derives h's contexts from the consumer's (Register, once h is accepted).
+func (h *handlerRT) initContexts() {
+	h.runCtx, h.runCancel = context.WithCancel(h.c.runCtx)
+	h.hardCtx, h.hardStop = context.WithCancel(h.c.hardCtx)
+}
+
+// waitResumed waits while the consumer is paused; it reports false once h stops.
+func (h *handlerRT) waitResumed() bool {
+	if ch := h.c.pausedChan(); ch != nil {
+		select {
+		case <-ch:
+		case <-h.runCtx.Done():
+		}
+	}
+	return h.runCtx.Err() == nil
+}
+
+// sleep waits d or until h stops; it reports whether h is still running.
+func (h *handlerRT) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-h.runCtx.Done():
+		return false
+	}
 }
 
 // ensureGroup creates the group at startID with MKSTREAM; an existing group is fine.
@@ -115,7 +155,7 @@ func isNoGroup(err error) bool {
 
 // recoverGroup recreates a lost group (after a Redis restart) at "0".
 func (h *handlerRT) recoverGroup() {
-	ctx, cancel := h.c.ioContext(h.c.hardCtx)
+	ctx, cancel := h.c.ioContext(h.hardCtx)
 	defer cancel()
 	if err := h.ensureGroup(ctx, "0"); err != nil {
 		h.m.backgroundError(opGroup)
@@ -221,11 +261,11 @@ func (h *handlerRT) scheduleRetry(id string, deliveries int64, backoff time.Dura
 func (h *handlerRT) worker() {
 	defer h.workers.Done()
 	for j := range h.work {
-		if h.c.hardCtx.Err() != nil {
+		if h.hardCtx.Err() != nil {
 			h.release(j.e.id) // cut short by the shutdown: stays pending
 			continue
 		}
-		h.process(h.c.hardCtx, j)
+		h.process(h.hardCtx, j)
 	}
 }
 
@@ -255,7 +295,7 @@ func (e *handlerTimeoutError) Is(target error) bool { return target == ErrHandle
 func (e *handlerTimeoutError) Unwrap() error        { return e.err }
 
 // processTyped runs one delivery through h's hooks and handler and acts on the outcome.
-func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], j job) {
+func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call HandleFunc, j job) {
 	c := rt.c
 	id := j.e.id
 	settled := false // the entry left the held set (acked, dead-lettered, retry scheduled)
@@ -299,11 +339,21 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], j jo
 	running := rt.running.Add(1)
 	rt.m.inflight.Set(float64(running))
 	start := time.Now()
-	err = safeHandle(hctx, h.Handle, m)
+	err = safeCall(hctx, call, &Delivery{ID: id, Topic: rt.topic, Group: rt.group, Consumer: c.name,
+		Key: m.Key, Tag: m.Tag, Source: m.Source, SendTime: m.SendTime, DeliveryCount: j.deliveries,
+		Headers: m.Headers, Message: m})
 	rt.m.duration.Update(time.Since(start).Seconds())
 	rt.m.inflight.Set(float64(rt.running.Add(-1)))
 	timedOut := rt.timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
+	if err != nil && !timedOut && errors.Is(err, ErrHandlerTimeout) {
+		rt.m.timeouts.Inc() // the Timeout middleware's deadline
+	}
+	if errors.Is(err, errDuplicate) {
+		rt.m.duplicates.Inc()
+		settled = rt.enqueueAck(id)
+		return
+	}
 	if err == nil {
 		rt.m.consumed.Inc()
 		if h.OnSuccess != nil {
@@ -317,7 +367,9 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], j jo
 	rt.m.errors.Inc()
 	if timedOut {
 		rt.m.timeouts.Inc()
-		err = &handlerTimeoutError{timeout: rt.timeout, err: err}
+		if !errors.Is(err, ErrHandlerTimeout) {
+			err = &handlerTimeoutError{timeout: rt.timeout, err: err}
+		}
 	} else if ctx.Err() != nil {
 		return // cut short by the shutdown: stays pending
 	}
@@ -364,13 +416,14 @@ func expireTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], e ent
 	h.OnFailure(ctx, m, raw, ferr)
 }
 
-func safeHandle[T any](ctx context.Context, f func(context.Context, *Message[T]) error, m *Message[T]) (err error) {
+// safeCall runs the handler chain; a panic anywhere in it is a *PanicError failure.
+func safeCall(ctx context.Context, call HandleFunc, d *Delivery) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("stream: handler panicked: %v", r)
+			err = newPanicError(r)
 		}
 	}()
-	return f(ctx, m)
+	return call(ctx, d)
 }
 
 // fieldReplayGroup marks an entry replayed from a dead letter for one group only.

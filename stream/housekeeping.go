@@ -31,7 +31,7 @@ func (h *handlerRT) housekeeping() {
 func (h *handlerRT) updateGauges() {
 	c := h.c
 	cl := c.client
-	ctx, cancel := c.ioContext(c.runCtx)
+	ctx, cancel := c.ioContext(h.runCtx)
 	defer cancel()
 	res := cl.DoMulti(ctx, cl.B().XinfoGroups().Key(h.stream).Build(), cl.B().Xlen().Key(h.dlq).Build())
 	h.gaugesAt.Store(time.Now().UnixNano())
@@ -41,7 +41,7 @@ func (h *handlerRT) updateGauges() {
 	}
 	groups, err := res[0].ToArray()
 	if err != nil {
-		if c.runCtx.Err() == nil && !isNoGroup(err) {
+		if h.runCtx.Err() == nil && !isNoGroup(err) {
 			h.m.backgroundError(opGauges)
 			h.gaugeState.fail(h.log, "stream: reading the group's state fails", err)
 		}
@@ -103,12 +103,12 @@ func (h *handlerRT) countLag(ctx context.Context, last string) int64 {
 // reap deletes the group's consumers that are idle for ConsumerTimeout and own no entry.
 func (h *handlerRT) reap() {
 	c := h.c
-	ctx, cancel := c.ioContext(c.runCtx)
+	ctx, cancel := c.ioContext(h.runCtx)
 	defer cancel()
 	removed, err := reapScript.Exec(ctx, c.client, []string{h.stream},
 		[]string{h.group, c.name, strconv.FormatInt(c.cfg.ConsumerTimeout.Milliseconds(), 10)}).AsStrSlice()
 	if err != nil {
-		if c.runCtx.Err() == nil && !isNoGroup(err) {
+		if h.runCtx.Err() == nil && !isNoGroup(err) {
 			h.m.backgroundError(opHousekeeping)
 			err = fmt.Errorf("stream: remove idle consumers of %s/%s: %w", h.stream, h.group, err)
 			h.houseState.fail(h.log, "stream: removing idle consumers fails", err)
@@ -127,7 +127,17 @@ func (h *handlerRT) reap() {
 // leaveGroups deletes this consumer from each group where it owns no pending entry, once
 // every goroutine has exited (Close). It is bounded by Close's deadline, and by one second.
 func (c *Consumer) leaveGroups() {
-	for _, h := range c.handlers {
+	c.mu.Lock()
+	hs := c.handlers
+	c.mu.Unlock()
+	for _, h := range hs {
+		c.leaveGroup(h)
+	}
+}
+
+// leaveGroup deletes this consumer from h's group if it owns no pending entry there.
+func (c *Consumer) leaveGroup(h *handlerRT) {
+	{
 		ctx, cancel := c.ioContext(context.Background())
 		ctx, cancel2 := context.WithTimeout(ctx, closeGrace)
 		n, err := leaveScript.Exec(ctx, c.client, []string{h.stream}, []string{h.group, c.name}).AsInt64()

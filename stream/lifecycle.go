@@ -56,20 +56,6 @@ func (c *Consumer) pausedChan() <-chan struct{} {
 	return c.resume
 }
 
-// waitResumed waits while c is paused; it reports false once Close has begun.
-func (c *Consumer) waitResumed() bool {
-	c.mu.Lock()
-	ch := c.resume
-	c.mu.Unlock()
-	if ch != nil {
-		select {
-		case <-ch:
-		case <-c.runCtx.Done():
-		}
-	}
-	return c.runCtx.Err() == nil
-}
-
 // IsRunning reports whether c was started and Close has not begun.
 func (c *Consumer) IsRunning() bool {
 	c.mu.Lock()

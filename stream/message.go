@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,7 +19,8 @@ import (
 	"unicode/utf8"
 )
 
-// The wire contract: every entry a producer writes has exactly these fields, in this order.
+// The wire contract: every entry a producer writes has these fields, in this order (then its
+// headers, see HeaderPrefix).
 // Consumers decode by FieldEnc alone, so producers written in other languages interoperate
 // (testdata/wire_vectors.json holds exact entries).
 const (
@@ -75,6 +77,12 @@ type Message[T any] struct {
 	SendTime time.Time
 	// Body is the payload, encoded as JSON.
 	Body T
+	// Headers are metadata beside the body (trace context, correlation ids): each travels
+	// as one extra entry field, HeaderPrefix + name, after the five contract fields, so
+	// consumers that ignore unknown fields still read the entry. Optional; see
+	// ValidateHeaders for the limits. Send does not modify the map; a delivered message has
+	// a nil map when its entry has no header fields.
+	Headers map[string]string
 
 	// ID is the stream entry id ("1700000000000-0"). Set on delivery.
 	ID string
@@ -138,11 +146,20 @@ func (d *delivery) ack(ctx context.Context) error {
 
 // outgoing is implemented by every Message[T]: what a producer needs to encode it.
 type outgoing interface {
-	envelope() (key, tag, source string, sendTime time.Time, body any, t reflect.Type)
+	envelope() envelope
 }
 
-func (m Message[T]) envelope() (string, string, string, time.Time, any, reflect.Type) {
-	return m.Key, m.Tag, m.Source, m.SendTime, m.Body, reflect.TypeFor[T]()
+// envelope is a message to encode, with its body type erased.
+type envelope struct {
+	key, tag, source string
+	sendTime         time.Time
+	headers          map[string]string
+	body             any
+	typ              reflect.Type
+}
+
+func (m Message[T]) envelope() envelope {
+	return envelope{key: m.Key, tag: m.Tag, source: m.Source, sendTime: m.SendTime, headers: m.Headers, body: m.Body, typ: reflect.TypeFor[T]()}
 }
 
 // Sendable is any Message[T]: the argument of Producer.Send.
@@ -203,8 +220,12 @@ func reservedOf(t reflect.Type) reserved {
 	return r
 }
 
-// encodeEntry returns the entry fields (name, value, ...) of one message.
-func encodeEntry(key, tag, source string, sendTime time.Time, body any, t reflect.Type, compress bool) ([]string, error) {
+// encodeEntry returns the entry fields (name, value, ...) of one message: the five contract
+// fields, then one HeaderPrefix field per header, sorted by name.
+func encodeEntry(key, tag, source string, sendTime time.Time, body any, t reflect.Type, compress bool, headers map[string]string) ([]string, error) {
+	if err := ValidateHeaders(headers); err != nil {
+		return nil, err
+	}
 	js, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("stream: encode body: %w", err)
@@ -216,7 +237,25 @@ func encodeEntry(key, tag, source string, sendTime time.Time, body any, t reflec
 	if err != nil {
 		return nil, err
 	}
-	return []string{FieldKey, key, FieldTag, tag, FieldEnc, enc, FieldBody, b, FieldTS, strconv.FormatInt(sendTime.UnixMilli(), 10)}, nil
+	fields := make([]string, 0, 10+2*len(headers))
+	fields = append(fields, FieldKey, key, FieldTag, tag, FieldEnc, enc, FieldBody, b, FieldTS, strconv.FormatInt(sendTime.UnixMilli(), 10))
+	return appendHeaders(fields, headers), nil
+}
+
+// appendHeaders appends one HeaderPrefix field per header, sorted by name.
+func appendHeaders(fields []string, headers map[string]string) []string {
+	if len(headers) == 0 {
+		return fields
+	}
+	names := make([]string, 0, len(headers))
+	for n := range headers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fields = append(fields, HeaderPrefix+n, headers[n])
+	}
+	return fields
 }
 
 // spliceEnvelope inserts the envelope members in front of a JSON object's own members.
@@ -350,6 +389,7 @@ func decodeInto[T any](m *Message[T], e entry) (raw []byte, err error) {
 	}
 	m.Key, _ = e.get(FieldKey)
 	m.Tag, _ = e.get(FieldTag)
+	m.Headers = decodeHeaders(e.fields)
 	if ts, ok := e.get(FieldTS); ok {
 		if ms, err := strconv.ParseInt(ts, 10, 64); err == nil {
 			m.SendTime = time.UnixMilli(ms)

@@ -14,6 +14,7 @@ const (
 	MetricConsumed          = "redis_streaming_mq_consumed_total"              // handler successes
 	MetricAcked             = "redis_streaming_mq_acked_total"                 // entries acknowledged (dead letters included)
 	MetricFiltered          = "redis_streaming_mq_filtered_total"              // entries a Filter skipped (acknowledged unhandled)
+	MetricDuplicates        = "redis_streaming_mq_duplicates_total"            // entries Handler.Dedup skipped (acknowledged unhandled)
 	MetricHandlerErrors     = "redis_streaming_mq_handler_errors_total"        // handler errors, panics and timeouts
 	MetricHandlerTimeouts   = "redis_streaming_mq_handler_timeouts_total"      // Handle calls that outlived Handler.Timeout
 	MetricRetried           = "redis_streaming_mq_retried_total"               // failures left pending for a retry
@@ -49,6 +50,7 @@ type handlerMetrics struct {
 	set                                                     *metrics.Set
 	topic, group                                            string
 	consumed, acked, filtered, errors, retried, redelivered *metrics.Counter
+	duplicates                                              *metrics.Counter
 	deadLettered, poison, trimmedPending, dlqTrimmed        *metrics.Counter
 	timeouts, leaseLost, consumersRemoved                   *metrics.Counter
 	duration                                                handlerHistogram
@@ -71,6 +73,7 @@ func newHandlerMetrics(set *metrics.Set, topic, group string) *handlerMetrics {
 		consumed:         c(MetricConsumed),
 		acked:            c(MetricAcked),
 		filtered:         c(MetricFiltered),
+		duplicates:       c(MetricDuplicates),
 		errors:           c(MetricHandlerErrors),
 		timeouts:         c(MetricHandlerTimeouts),
 		retried:          c(MetricRetried),

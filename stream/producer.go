@@ -3,9 +3,11 @@ package stream
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -21,6 +23,52 @@ type Producer struct {
 	client rueidis.Client
 	cfg    Config
 	topics sync.Map // topic -> *producerTopic
+
+	mu   sync.Mutex
+	mw   []SendMiddleware
+	send atomic.Pointer[SendFunc] // the composed chain; nil without middleware
+}
+
+// Outgoing is what producer middleware sees of one message being sent: its topic, envelope
+// and headers. Middleware may change Key, Tag and Headers (the map is a copy the producer
+// made for this send: changing it never touches the caller's Message); Body is read-only.
+type Outgoing struct {
+	// Topic is the topic (before env isolation).
+	Topic string
+	// Key and Tag are the message's envelope, Key already filled in (NextKey) when empty.
+	Key, Tag string
+	// Headers are the headers to write; never nil, so middleware can add to it.
+	Headers map[string]string
+	// Body is the message body (the Message's Body field).
+	Body any
+
+	env  envelope
+	opts sendOptions
+	t    *producerTopic
+	next SendFunc // set by SendBatch: where the innermost SendFunc hands the message
+}
+
+// SendFunc writes one message and returns its entry id: the shape producer middleware
+// wraps. The innermost SendFunc validates the headers, encodes the entry and runs XADD.
+type SendFunc func(ctx context.Context, out *Outgoing) (id string, err error)
+
+// SendMiddleware wraps a producer's send: it may add headers (trace context, correlation
+// ids), time or log the send, or refuse it by returning an error without calling next. The
+// middleware given to Producer.Use run in the order given, the first outermost.
+type SendMiddleware func(next SendFunc) SendFunc
+
+// Use adds middleware around every later Send. It is safe for concurrent use with Send.
+func (p *Producer) Use(mw ...SendMiddleware) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mw = append(p.mw, mw...)
+	f := SendFunc(p.write)
+	for i := len(p.mw) - 1; i >= 0; i-- {
+		if p.mw[i] != nil {
+			f = p.mw[i](f)
+		}
+	}
+	p.send.Store(&f)
 }
 
 type producerTopic struct {
@@ -59,18 +107,13 @@ func WithMaxLen(n int64) SendOption { return func(o *sendOptions) { o.maxLen = n
 
 // Send writes msg to topic and returns the new entry's id. An empty msg.Key becomes NextKey
 // in decimal; a zero msg.SendTime becomes now. It returns an error wrapping
-// redstream.ErrInvalidConfig for a nil message or a bad topic name, and an error for a body
-// that cannot be encoded as JSON or a Redis failure. A ctx without deadline gets one of
+// redstream.ErrInvalidConfig for a nil message or a bad topic name, one wrapping
+// ErrInvalidHeader for headers ValidateHeaders rejects (checked after the middleware added
+// by Use), and an error for a body that cannot be encoded as JSON or a Redis failure. A ctx without deadline gets one of
 // DefaultCallTimeout.
 func (p *Producer) Send(ctx context.Context, topic string, msg Sendable, opts ...SendOption) (string, error) {
 	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
 	defer cancel()
-	if msg == nil {
-		return "", errInvalid("Send: nil message")
-	}
-	if v := reflect.ValueOf(msg); v.Kind() == reflect.Pointer && v.IsNil() {
-		return "", errInvalid("Send: nil message")
-	}
 	t, err := p.topic(topic)
 	if err != nil {
 		return "", err
@@ -79,33 +122,90 @@ func (p *Producer) Send(ctx context.Context, topic string, msg Sendable, opts ..
 	for _, f := range opts {
 		f(&o)
 	}
-	key, tag, source, sendTime, body, typ := msg.envelope()
-	if key == "" {
-		key = strconv.FormatInt(NextKey(), 10)
-	}
-	if sendTime.IsZero() {
-		sendTime = time.Now()
-	}
-	fields, err := encodeEntry(key, tag, source, sendTime, body, typ, o.gzip)
+	f := p.send.Load()
+	out, err := p.outgoing(topic, t, msg, o, f != nil)
 	if err != nil {
 		return "", err
 	}
+	if f == nil {
+		return p.write(ctx, out)
+	}
+	return (*f)(ctx, out)
+}
+
+// outgoing prepares msg for sending: key and send time filled in, headers copied when
+// middleware may change them.
+func (p *Producer) outgoing(topic string, t *producerTopic, msg Sendable, o sendOptions, copyHeaders bool) (*Outgoing, error) {
+	if msg == nil {
+		return nil, errInvalid("Send: nil message")
+	}
+	if v := reflect.ValueOf(msg); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, errInvalid("Send: nil message")
+	}
+	env := msg.envelope()
+	if env.key == "" {
+		env.key = strconv.FormatInt(NextKey(), 10)
+	}
+	if env.sendTime.IsZero() {
+		env.sendTime = time.Now()
+	}
+	out := &Outgoing{Topic: topic, Key: env.key, Tag: env.tag, Headers: env.headers, Body: env.body, env: env, opts: o, t: t}
+	if copyHeaders {
+		out.Headers = make(map[string]string, len(env.headers)+2)
+		maps.Copy(out.Headers, env.headers)
+	}
+	return out, nil
+}
+
+// write is the innermost SendFunc: it encodes out and runs XADD, or hands out to the
+// SendBatch call it belongs to.
+func (p *Producer) write(ctx context.Context, out *Outgoing) (string, error) {
+	if out.next != nil {
+		return out.next(ctx, out)
+	}
+	return p.writeDirect(ctx, out)
+}
+
+// writeDirect encodes out and runs XADD.
+func (p *Producer) writeDirect(ctx context.Context, out *Outgoing) (string, error) {
+	cmd, err := p.build(out)
+	if err != nil {
+		return "", err
+	}
+	return p.result(out.t, p.client.Do(ctx, cmd))
+}
+
+// build encodes out into its XADD command.
+func (p *Producer) build(out *Outgoing) (rueidis.Completed, error) {
+	env, o, t := out.env, out.opts, out.t
+	if t == nil {
+		return rueidis.Completed{}, errInvalid("Send: an Outgoing not made by the producer")
+	}
+	if out.Key == "" {
+		out.Key = strconv.FormatInt(NextKey(), 10)
+	}
+	fields, err := encodeEntry(out.Key, out.Tag, env.source, env.sendTime, env.body, env.typ, o.gzip, out.Headers)
+	if err != nil {
+		return rueidis.Completed{}, err
+	}
 	cl := p.client
-	var cmd rueidis.Completed
 	if o.maxLen > 0 {
 		fv := cl.B().Xadd().Key(t.stream).Maxlen().Almost().Threshold(strconv.FormatInt(o.maxLen, 10)).Id("*").FieldValue()
 		for i := 0; i < len(fields); i += 2 {
 			fv = fv.FieldValue(fields[i], fields[i+1])
 		}
-		cmd = fv.Build()
-	} else {
-		fv := cl.B().Xadd().Key(t.stream).Id("*").FieldValue()
-		for i := 0; i < len(fields); i += 2 {
-			fv = fv.FieldValue(fields[i], fields[i+1])
-		}
-		cmd = fv.Build()
+		return fv.Build(), nil
 	}
-	id, err := cl.Do(ctx, cmd).ToString()
+	fv := cl.B().Xadd().Key(t.stream).Id("*").FieldValue()
+	for i := 0; i < len(fields); i += 2 {
+		fv = fv.FieldValue(fields[i], fields[i+1])
+	}
+	return fv.Build(), nil
+}
+
+// result reads an XADD reply.
+func (p *Producer) result(t *producerTopic, r rueidis.RedisResult) (string, error) {
+	id, err := r.ToString()
 	if err != nil {
 		return "", fmt.Errorf("stream: send to %q: %w", t.stream, err)
 	}

@@ -19,7 +19,7 @@ func (h *handlerRT) reader() {
 	c := h.c
 	failures := 0
 	for {
-		if !c.waitResumed() {
+		if !h.waitResumed() {
 			return
 		}
 		n := h.reserve(c.cfg.ReadCount)
@@ -27,14 +27,14 @@ func (h *handlerRT) reader() {
 			select {
 			case <-h.wake:
 				continue
-			case <-c.runCtx.Done():
+			case <-h.runCtx.Done():
 				return
 			}
 		}
 		entries, err := h.read(n)
 		if err != nil {
 			h.unreserve(n)
-			if c.runCtx.Err() != nil {
+			if h.runCtx.Err() != nil {
 				return
 			}
 			if errors.Is(err, context.Canceled) {
@@ -49,7 +49,7 @@ func (h *handlerRT) reader() {
 				c.report(err)
 			}
 			failures++
-			if !c.sleep(connBackoff(failures)) {
+			if !h.sleep(connBackoff(failures)) {
 				return
 			}
 			continue
@@ -72,7 +72,7 @@ var errReadTimeout = errors.New("no reply within the block timeout")
 // only (a deadline would wait for the socket's own timeout).
 func (h *handlerRT) read(n int) ([]entry, error) {
 	c := h.c
-	ctx, cancel := context.WithCancel(c.runCtx)
+	ctx, cancel := context.WithCancel(h.runCtx)
 	defer cancel()
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(c.cfg.BlockTimeout+readSlack, func() { timedOut.Store(true); cancel() })

@@ -51,7 +51,7 @@ func (h *handlerRT) scanner() {
 		}
 		t := time.NewTimer(max(wait, time.Millisecond))
 		select {
-		case <-c.runCtx.Done():
+		case <-h.runCtx.Done():
 			t.Stop()
 			return
 		case <-t.C:
@@ -97,7 +97,7 @@ func (h *handlerRT) redeliverDue(now time.Time) bool {
 	if n == 0 {
 		return true
 	}
-	ctx, cancel := c.ioContext(c.runCtx)
+	ctx, cancel := c.ioContext(h.runCtx)
 	res, err := redeliverScript.Exec(ctx, c.client, []string{h.stream}, args).ToArray()
 	cancel()
 	if err == nil && len(res) != 4 {
@@ -108,7 +108,7 @@ func (h *handlerRT) redeliverDue(now time.Time) bool {
 		// Try again a little later (also after a Close that cut the call short: the
 		// entries stay pending either way); an outage must not spin.
 		h.postponeRetries(ids, time.Now().Add(connBackoff(4)))
-		if c.runCtx.Err() != nil {
+		if h.runCtx.Err() != nil {
 			return true
 		}
 		if isNoGroup(err) {
@@ -197,7 +197,7 @@ func (h *handlerRT) takeoverTable() []string {
 func (h *handlerRT) scanAll() {
 	c := h.c
 	err := h.scanOnce()
-	if c.runCtx.Err() != nil {
+	if h.runCtx.Err() != nil {
 		return
 	}
 	if err != nil {
@@ -216,12 +216,12 @@ func (h *handlerRT) scanOnce() error {
 	table := h.takeoverTable()
 	start := "-"
 	for page := 0; page < 1<<20; page++ {
-		if c.runCtx.Err() != nil || c.isPaused() {
+		if h.runCtx.Err() != nil || c.isPaused() {
 			return nil
 		}
 		room := h.reserve(scanPage)
 		args := append([]string{h.group, c.name, start, strconv.Itoa(scanPage), strconv.Itoa(h.maxd), strconv.Itoa(room)}, table...)
-		ctx, cancel := c.ioContext(c.runCtx)
+		ctx, cancel := c.ioContext(h.runCtx)
 		res, err := reclaimScript.Exec(ctx, c.client, []string{h.stream}, args).ToArray()
 		cancel()
 		if err == nil && len(res) != 4 {
@@ -270,7 +270,7 @@ func (h *handlerRT) scanOnce() error {
 			// The move re-checks that the entry is still idle for its takeover time, so that
 			// a redelivery by another consumer in between wins.
 			need, _ := strconv.ParseInt(table[min(max(int(n), 1), len(table))-1], 10, 64)
-			h.expired(c.hardCtx, e, n, need)
+			h.expired(h.hardCtx, e, n, need)
 		}
 		if next == "" {
 			return nil

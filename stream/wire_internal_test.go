@@ -22,11 +22,12 @@ type wireVector struct {
 	Error    string      `json:"error"`
 	Entry    [][2]string `json:"entry"`
 	Message  *struct {
-		Key        string          `json:"key"`
-		Tag        string          `json:"tag"`
-		Source     string          `json:"source"`
-		SendTimeMs int64           `json:"sendTimeMs"`
-		Body       json.RawMessage `json:"body"`
+		Key        string            `json:"key"`
+		Tag        string            `json:"tag"`
+		Source     string            `json:"source"`
+		SendTimeMs int64             `json:"sendTimeMs"`
+		Body       json.RawMessage   `json:"body"`
+		Headers    map[string]string `json:"headers"`
 	} `json:"message"`
 }
 
@@ -69,13 +70,13 @@ func TestWireVectors(t *testing.T) {
 			if err := json.Unmarshal(want.Body, &wantBody); err != nil {
 				t.Fatal(err)
 			}
-			if m.Key != want.Key || m.Tag != want.Tag || m.Source != want.Source || m.SendTime.UnixMilli() != want.SendTimeMs || m.Body != wantBody {
+			if m.Key != want.Key || m.Tag != want.Tag || m.Source != want.Source || m.SendTime.UnixMilli() != want.SendTimeMs || m.Body != wantBody || !reflect.DeepEqual(m.Headers, want.Headers) {
 				t.Errorf("decoded %+v, want %+v (body %s)", m, *want, want.Body)
 			}
 			if !v.Produced {
 				return
 			}
-			fields, err := encodeEntry(want.Key, want.Tag, want.Source, time.UnixMilli(want.SendTimeMs), wantBody, reflect.TypeFor[vecOrder](), false)
+			fields, err := encodeEntry(want.Key, want.Tag, want.Source, time.UnixMilli(want.SendTimeMs), wantBody, reflect.TypeFor[vecOrder](), false, want.Headers)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -135,7 +136,7 @@ func TestEnvelopeSplice(t *testing.T) {
 		{"map", map[string]int{"a": 1}, reflect.TypeFor[map[string]int](), `{"key":"K","tag":"T","source":"S","a":1}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, err := encodeEntry("K", "T", "S", time.UnixMilli(5), tc.body, tc.typ, false)
+			f, err := encodeEntry("K", "T", "S", time.UnixMilli(5), tc.body, tc.typ, false, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +148,7 @@ func TestEnvelopeSplice(t *testing.T) {
 			}
 		})
 	}
-	if _, err := encodeEntry("K", "", "", time.Now(), func() {}, nil, false); err == nil {
+	if _, err := encodeEntry("K", "", "", time.Now(), func() {}, nil, false, nil); err == nil {
 		t.Error("encoding a func: got nil error")
 	}
 }
@@ -199,7 +200,7 @@ func TestKeys(t *testing.T) {
 }
 
 func TestFieldOrder(t *testing.T) {
-	f, _ := encodeEntry("k", "", "", time.UnixMilli(1), 1, reflect.TypeFor[int](), false)
+	f, _ := encodeEntry("k", "", "", time.UnixMilli(1), 1, reflect.TypeFor[int](), false, nil)
 	var names []string
 	for i := 0; i < len(f); i += 2 {
 		names = append(names, f[i])
