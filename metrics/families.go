@@ -26,6 +26,7 @@ var known = map[string]family{
 	"redis_streaming_mq_retried_total":               {TypeCounter, "Failed entries left pending for a retry."},
 	"redis_streaming_mq_redelivered_total":           {TypeCounter, "Entries delivered again (retries and takeovers from other consumers)."},
 	"redis_streaming_mq_dead_total":                  {TypeCounter, "Entries moved to the dead-letter stream."},
+	"redis_streaming_mq_duplicates_total":            {TypeCounter, "Entries a handler's deduplicator skipped as business duplicates (acknowledged unhandled)."},
 	"redis_streaming_mq_poison_total":                {TypeCounter, "Entries that could not be decoded."},
 	"redis_streaming_mq_trimmed_while_pending_total": {TypeCounter, "Pending entries found deleted from the stream by trimming."},
 	"redis_streaming_mq_handle_latency_seconds":      {TypeHistogram, "Duration of handler calls, in seconds."},
