@@ -136,7 +136,7 @@ func writeFamily(b *bytes.Buffer, f Family) {
 				}
 				b.WriteString(l.Name)
 				b.WriteString(`="`)
-				writeLabelValue(b, l.Value)
+				escape(b, l.Value)
 				b.WriteByte('"')
 			}
 			b.WriteByte('}')
@@ -152,21 +152,6 @@ func writeHelp(b *bytes.Buffer, h string) {
 		switch c := h[i]; c {
 		case '\\':
 			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		default:
-			b.WriteByte(c)
-		}
-	}
-}
-
-func writeLabelValue(b *bytes.Buffer, v string) {
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; c {
-		case '\\':
-			b.WriteString(`\\`)
-		case '"':
-			b.WriteString(`\"`)
 		case '\n':
 			b.WriteString(`\n`)
 		default:

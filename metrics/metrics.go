@@ -145,7 +145,15 @@ func Name(family string, labels ...string) string {
 	return b.String()
 }
 
-func escape(b *strings.Builder, v string) {
+// labelWriter is what escape writes to (strings.Builder, bytes.Buffer).
+type labelWriter interface {
+	WriteString(s string) (int, error)
+	WriteByte(c byte) error
+}
+
+// escape writes v as the inside of a quoted Prometheus label value: backslash, double quote
+// and newline escaped.
+func escape(b labelWriter, v string) {
 	for i := 0; i < len(v); i++ {
 		switch c := v[i]; c {
 		case '\\':

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/rueidis"
 )
 
 // The pending-entry life cycle (see README "Retries, min-idle and the scan"):
@@ -122,23 +124,7 @@ func (h *handlerRT) redeliverDue(now time.Time) bool {
 	}
 	h.retryState.ok(h.log, "stream: retries work again")
 	settled := map[string]bool{}
-	used := 0
-	claimed, _ := res[0].ToArray()
-	for _, x := range claimed {
-		f, _ := x.ToArray()
-		if len(f) != 3 {
-			continue
-		}
-		e, ok := parseEntry(f[0], f[1])
-		if !ok {
-			continue
-		}
-		d, _ := f[2].AsInt64()
-		h.m.redelivered.Inc()
-		used++
-		settled[e.id] = true
-		h.dispatch(job{e: e, deliveries: d})
-	}
+	used, _ := h.dispatchClaimed(res[0], settled)
 	waiting, _ := res[1].ToArray()
 	for _, x := range waiting {
 		f, _ := x.ToArray()
@@ -239,22 +225,7 @@ func (h *handlerRT) scanOnce() error {
 		if deleted, err := res[3].AsStrSlice(); err == nil {
 			h.trimmedWhilePending(deleted)
 		}
-		used := 0
-		claimed, _ := res[1].ToArray()
-		for _, x := range claimed {
-			f, _ := x.ToArray()
-			if len(f) != 3 {
-				continue
-			}
-			e, ok := parseEntry(f[0], f[1])
-			if !ok {
-				continue
-			}
-			n, _ := f[2].AsInt64()
-			h.m.redelivered.Inc()
-			used++
-			h.dispatch(job{e: e, deliveries: n})
-		}
+		used, claimed := h.dispatchClaimed(res[1], nil)
 		h.unreserve(room - used)
 		expired, _ := res[2].ToArray()
 		for _, x := range expired {
@@ -275,7 +246,7 @@ func (h *handlerRT) scanOnce() error {
 		if next == "" {
 			return nil
 		}
-		if room == 0 && len(claimed) == 0 && next != "" && next[0] != '(' {
+		if room == 0 && claimed == 0 && next != "" && next[0] != '(' {
 			return nil // no free slot for the next claimable entry: the next scan goes on
 		}
 		start = next
@@ -349,4 +320,29 @@ func (h *handlerRT) touch(id string) {
 	if err != nil && !isNoGroup(err) {
 		h.m.backgroundError(opLease)
 	}
+}
+
+// dispatchClaimed hands the entries a script claimed for this consumer ({id, fields,
+// deliveries} triples) to the handler slots, counting each as redelivered, and returns how
+// many it dispatched and how many the reply held. The ids go into settled when it is not nil.
+func (h *handlerRT) dispatchClaimed(reply rueidis.RedisMessage, settled map[string]bool) (used, claimed int) {
+	entries, _ := reply.ToArray()
+	for _, x := range entries {
+		f, _ := x.ToArray()
+		if len(f) != 3 {
+			continue
+		}
+		e, ok := parseEntry(f[0], f[1])
+		if !ok {
+			continue
+		}
+		d, _ := f[2].AsInt64()
+		h.m.redelivered.Inc()
+		used++
+		if settled != nil {
+			settled[e.id] = true
+		}
+		h.dispatch(job{e: e, deliveries: d})
+	}
+	return used, len(entries)
 }
