@@ -384,8 +384,9 @@ func (c *Consumer) Unregister(ctx context.Context, topic, group string) error {
 // stopHandler stops one started handler (Unregister).
 func (c *Consumer) stopHandler(ctx context.Context, h *handlerRT) error {
 	drainEnd := time.Now().Add(c.cfg.ShutdownTimeout)
+	ctxBound := false // ctx's deadline, not ShutdownTimeout, ends the drain
 	if dl, ok := ctx.Deadline(); ok && dl.Before(drainEnd) {
-		drainEnd = dl
+		drainEnd, ctxBound = dl, true
 	}
 	h.runCancel()
 	h.log.Info("stream: handler stopping", "shutdown_timeout", c.cfg.ShutdownTimeout)
@@ -430,7 +431,12 @@ func (c *Consumer) stopHandler(ctx context.Context, h *handlerRT) error {
 		what = "acknowledgements did not complete (Redis unreachable?)"
 	}
 	h.log.Warn("stream: handler stop cut short; unfinished entries stay pending", "reason", what)
-	if err := ctx.Err(); err != nil {
+	err := ctx.Err()
+	if err == nil && ctxBound {
+		// The drain timer set at ctx's deadline can fire a moment before ctx itself ends.
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
 		return fmt.Errorf("stream: unregister %s/%s: %w; %s", h.topic, h.group, err, what)
 	}
 	return fmt.Errorf("stream: unregister %s/%s: %w (%v); %s", h.topic, h.group, ErrShutdownTimeout, c.cfg.ShutdownTimeout, what)
@@ -573,8 +579,9 @@ func (c *Consumer) Close(ctx context.Context) error {
 	c.mu.Unlock()
 
 	drainEnd := time.Now().Add(c.cfg.ShutdownTimeout)
+	ctxBound := false // ctx's deadline, not ShutdownTimeout, ends the drain
 	if dl, ok := ctx.Deadline(); ok && dl.Before(drainEnd) {
-		drainEnd = dl
+		drainEnd, ctxBound = dl, true
 	}
 	c.ioDeadline.Store(drainEnd.Add(closeGrace).UnixNano())
 	c.runCancel()
@@ -614,7 +621,12 @@ func (c *Consumer) Close(ctx context.Context) error {
 		what = "acknowledgements or the group exit did not complete (Redis unreachable?)"
 	}
 	c.log.Warn("stream: shutdown cut short; unfinished entries stay pending", "in_flight", n, "reason", what)
-	if err := ctx.Err(); err != nil {
+	err := ctx.Err()
+	if err == nil && ctxBound {
+		// The drain timer set at ctx's deadline can fire a moment before ctx itself ends.
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
 		return fmt.Errorf("stream: close: %w; %s", err, what)
 	}
 	return fmt.Errorf("stream: close: %w (%v); %s", ErrShutdownTimeout, c.cfg.ShutdownTimeout, what)
