@@ -27,6 +27,11 @@ var (
 	//go:embed multi.lua
 	Multi string
 
+	// Peek is peek.lua: the decisions of one or more limits of a key for a request, read-only
+	// (nothing is recorded).
+	//go:embed peek.lua
+	Peek string
+
 	// DedupWindow is dedup_window.lua: windowed check-and-mark (core.WindowDedup).
 	//go:embed dedup_window.lua
 	DedupWindow string
@@ -71,6 +76,7 @@ func Scripts() []Script {
 		{"sliding_counter", SlidingCounter, false},
 		{"fixed_window", FixedWindow, false},
 		{"multi", Multi, false},
+		{"peek", Peek, true},
 		{"dedup_window", DedupWindow, false},
 		{"dedup_window_check", DedupWindowCheck, true},
 		{"dedup_set", DedupSet, false},

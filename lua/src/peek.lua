@@ -1,0 +1,57 @@
+-- peek.lua: the decisions a request would get from one or more limits of one key, without
+-- recording it: each limit is decided by the same function its decision script runs
+-- (core's CheckState), and the function that would record an admitted request is never
+-- called. It writes nothing, so it runs with EVALSHA_RO (and on replicas); single-limit
+-- and multi-limit limiters are peeked alike, one key per limit.
+--
+-- KEYS[i]  the state of limit i (i = 1..#KEYS), in the format of that limit's script:
+--          token/leaky bucket: gcra.lua; sliding log: sliding_log.lua; sliding
+--          counter: sliding_counter.lua; fixed window: fixed_window.lua
+-- ARGV[1]  now: µs since the Unix epoch in [0, MAX_TIME], or '' to read the server's TIME
+-- ARGV[2]  cost n of the request peeked at, in [1, min of the limits]
+-- ARGV[4*i-1 .. 4*i+2]  limit i: an algorithm code and three parameters, as in multi.lua
+--          'tb' T tau burst    token bucket       'lb' T tau burst   leaky bucket
+--          'sl' W L 0          sliding log        'sc' W L 0         sliding counter
+--          'fw' W L 0          fixed window
+--
+-- Reply: 6 integers per limit, in KEYS order, what that limit's script would reply for the
+--        request: allowed (1|0), limit, remaining, retry_after (µs), reset_after (µs),
+--        delay (µs)
+-- Errors: 'ERR peek: ...' for malformed arguments.
+
+--@include lib/prelude.lua
+local n = tonumber(ARGV[2])
+if not n or n < 1 or #KEYS < 1 or #ARGV ~= 2 + 4 * #KEYS then
+  return redis.error_reply('ERR peek: bad arguments')
+end
+-- No key is written, so no expiry is ever set: the margin of expire.lua is never used.
+local margin = 0
+--@include lib/math.lua
+--@include lib/expire.lua
+--@include algo/gcra.lua
+--@include algo/sliding_log.lua
+--@include algo/fixed_window.lua
+--@include algo/sliding_counter.lua
+
+local out = {}
+for i = 1, #KEYS do
+  local a = 4 * i - 1
+  local alg, p1, p2, p3 = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  local limit = p2
+  if alg == 'tb' or alg == 'lb' then limit = p3 end
+  if not p1 or not limit or n > limit then return redis.error_reply('ERR peek: cost out of range') end
+  local d
+  if alg == 'tb' or alg == 'lb' then
+    d = gcra(KEYS[i], p1, p2, p3, alg == 'lb')
+  elseif alg == 'sl' then
+    d = slidinglog(KEYS[i], p1, p2)
+  elseif alg == 'sc' then
+    d = slidingcounter(KEYS[i], p1, p2)
+  elseif alg == 'fw' then
+    d = fixedwindow(KEYS[i], p1, p2)
+  else
+    return redis.error_reply('ERR peek: unknown algorithm')
+  end
+  for j = 1, 6 do out[#out + 1] = d[j] end
+end
+return out
