@@ -183,7 +183,7 @@ func TestPeekBadInput(t *testing.T) {
 	}
 	defer func(old int) { maxBulk = old }(maxBulk)
 	maxBulk = 1 << 20 // as a server with a 1 MB proto-max-bulk-len, so the test key stays small
-	m.Close() // no Redis: an error other than the expected one would be a Redis error
+	m.Close()         // no Redis: an error other than the expected one would be a Redis error
 	ctx := context.Background()
 	tests := []struct {
 		name string
