@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sort"
 	"strings"
 	"time"
 
@@ -74,6 +75,14 @@ type Options struct {
 	// state of their handlers of that group (reading, in flight, queued, retries scheduled;
 	// from Consumer.Stats, no Redis call).
 	Consumers []*stream.Consumer
+	// Limiters are the rate limiters whose keys the limits page looks up, by name (for
+	// example the entries of config's RateLimit.Registry). Each is a [Peeker] or wraps one
+	// (metrics.NamedLimiter and redstream.MultiLimiter are unwrapped, and a MultiLimiter's
+	// limit names are shown); a limiter that is neither is an error of New. A limiter that
+	// is also a [Resetter] gets a "reset key" button, unless ReadOnly. Empty: the page only
+	// says that no limiter is configured. An in-process (memory) limiter shows the state of
+	// this process only.
+	Limiters map[string]redstream.Limiter
 	// Logger receives a record for each state-changing action (replay, delete, purge) and
 	// each Redis error. Nil means slog.Default().
 	Logger *slog.Logger
@@ -96,6 +105,7 @@ type Console struct {
 	title     string
 	log       *slog.Logger
 	consumers []*stream.Consumer
+	limiters  []limiterEntry // by name
 	mux       *http.ServeMux
 }
 
@@ -197,6 +207,17 @@ func New(o Options) (*Console, error) {
 		}
 	}
 	c.consumers = append([]*stream.Consumer(nil), o.Consumers...)
+	for name, l := range o.Limiters {
+		if name == "" {
+			return nil, bad("Limiters: empty name")
+		}
+		e, err := newLimiterEntry(name, l)
+		if err != nil {
+			return nil, bad("Limiters[%q]: %v", name, err)
+		}
+		c.limiters = append(c.limiters, e)
+	}
+	sort.Slice(c.limiters, func(i, j int) bool { return c.limiters[i].Name < c.limiters[j].Name })
 	c.title = o.Title
 	if c.title == "" {
 		c.title = "redstream console"
@@ -213,13 +234,15 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /dlq", c.pageDeadLetters)
 	m.HandleFunc("GET /dlq/entry", c.pageDeadLetter)
 	m.HandleFunc("GET /dlq/purge", c.pagePurge)
+	m.HandleFunc("GET /limits", c.pageLimits)
 	m.HandleFunc("GET /static/console.css", c.static("text/css; charset=utf-8", consoleCSS))
 	m.HandleFunc("GET /static/console.js", c.static("text/javascript; charset=utf-8", consoleJS))
 	m.Handle("POST /dlq/replay", c.action(c.doReplay))
 	m.Handle("POST /dlq/delete", c.action(c.doDelete))
 	m.Handle("POST /dlq/purge", c.action(c.doPurge))
 	m.Handle("POST /dlq/replay-all", c.action(c.doReplayAll))
-	for _, p := range []string{"/dlq/replay", "/dlq/delete", "/dlq/replay-all"} {
+	m.Handle("POST /limits/reset", c.action(c.doResetKey))
+	for _, p := range []string{"/dlq/replay", "/dlq/delete", "/dlq/replay-all", "/limits/reset"} {
 		m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", http.MethodPost)
 			c.fail(w, r, http.StatusMethodNotAllowed, "this action needs a POST from the console's own form")

@@ -20,6 +20,7 @@ type page struct {
 	Title    string
 	Base     string // the prefix
 	ReadOnly bool
+	Limits   bool // limiters are configured: the header links the limits page
 	CSRF     string
 	Crumbs   []crumb
 	Data     any
@@ -28,7 +29,7 @@ type page struct {
 type crumb struct{ Name, Href string }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, crumbs []crumb, data any) {
-	p := page{Title: c.title, Base: c.prefix, ReadOnly: c.readOnly, Crumbs: crumbs, Data: data}
+	p := page{Title: c.title, Base: c.prefix, ReadOnly: c.readOnly, Limits: len(c.limiters) > 0, Crumbs: crumbs, Data: data}
 	if !c.readOnly {
 		p.CSRF = c.csrfToken(w, r)
 	}
