@@ -266,7 +266,9 @@ func TestLimitsConfigErrors(t *testing.T) {
 // opaque is a limiter that is no Peeker and wraps none.
 type opaque struct{}
 
-func (opaque) Allow(context.Context, string) (redstream.Decision, error) { return redstream.Decision{}, nil }
+func (opaque) Allow(context.Context, string) (redstream.Decision, error) {
+	return redstream.Decision{}, nil
+}
 func (opaque) AllowAt(context.Context, string, time.Time) (redstream.Decision, error) {
 	return redstream.Decision{}, nil
 }
