@@ -18,14 +18,17 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/config"
 	"github.com/redstream-go/redstream/console"
+	"github.com/redstream-go/redstream/redisbackend"
 	"github.com/redstream-go/redstream/stream"
 )
 
 func init() {
 	registerCommand(command{
 		name:    "console",
-		summary: "operator web console: console --redis host:port [--listen 127.0.0.1:8080], or console --demo",
+		summary: "operator web console: console --redis host:port [--config FILE] [--listen 127.0.0.1:8080], or console --demo",
 		run:     runConsole,
 	})
 }
@@ -35,11 +38,18 @@ const consoleUsage = `usage: redstream console --redis host:port [flags]
        redstream console --demo [flags]
 
 Serves the operator console (topics, groups, consumers, pending entries, dead letters with
-replay, delete and purge) over HTTP. It has no authentication of its own: keep --listen on
+replay, delete and purge, and the state of rate-limit keys) over HTTP. It has no authentication of its own: keep --listen on
 loopback, or put it behind an authenticating proxy, or use --read-only.
 
+--config FILE reads the application's configuration file (YAML or .properties, as
+redstream config check does): the limits page shows the Redis limiters of its
+redis-streaming.ratelimit section, and its redis-stream section is the stream
+configuration (env isolation, consumer timeout, trimming; --env and --consumer-timeout
+override it). The connection comes from --redis or --cluster.
+
 --demo serves it over an embedded Redis emulator with sample traffic (a producer, a handler
-that fails some orders, a poison entry), so it runs with no Redis installed.
+that fails some orders, a poison entry, rate limiters with requests), so it runs with no
+Redis installed.
 
 flags:
 `
@@ -62,9 +72,13 @@ func runConsole(ctx context.Context, args []string, out io.Writer) error {
 	consumerTimeout := fs.Duration("consumer-timeout", stream.DefaultConsumerTimeout,
 		"the consumers' ConsumerTimeout, to mark the consumers housekeeping will remove (negative: disabled)")
 	timeout := fs.Duration("timeout", console.DefaultTimeout, "bound of each Redis call")
+	cfgFile := fs.String("config", "", "application config file (YAML or .properties): its Redis rate limiters and redis-stream settings")
+	profiles := fs.String("profile", "", "active profiles of --config, comma-separated (default: SPRING_PROFILES_ACTIVE, else the file's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if fs.NArg() > 0 {
 		return fmt.Errorf("console: unexpected arguments %q", fs.Args())
 	}
@@ -80,19 +94,28 @@ func runConsole(ctx context.Context, args []string, out io.Writer) error {
 	if modes > 1 {
 		return errors.New("console: give one of --redis, --cluster and --demo")
 	}
+	if *cfgFile != "" && *demoMode {
+		return errors.New("console: --config needs --redis or --cluster (the demo has its own limiters)")
+	}
+	if *profiles != "" && *cfgFile == "" {
+		return errors.New("console: --profile needs --config")
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	cfg := stream.Config{EnvIsolation: *env != "", Env: *env, ConsumerTimeout: *consumerTimeout}
-	var client rueidis.Client
+	var (
+		client   rueidis.Client
+		limiters map[string]redstream.Limiter
+	)
 	switch {
 	case *demoMode:
-		cl, demoCfg, stopDemo, err := startConsoleDemo(ctx, out)
+		cl, demoCfg, demoLimiters, stopDemo, err := startConsoleDemo(ctx, out)
 		if err != nil {
 			return fmt.Errorf("console: demo: %w", err)
 		}
 		defer stopDemo()
-		client, cfg = cl, demoCfg
+		client, cfg, limiters = cl, demoCfg, demoLimiters
 	default:
 		seeds := []string{*addr}
 		if *cluster != "" {
@@ -106,6 +129,20 @@ func runConsole(ctx context.Context, args []string, out io.Writer) error {
 		}
 		defer cl.Close()
 		client = cl
+		if *cfgFile != "" {
+			app, lims, err := consoleConfig(*cfgFile, splitList(*profiles), cl, out)
+			if err != nil {
+				return err
+			}
+			limiters = lims
+			cfg = app.Stream
+			if set["env"] {
+				cfg.EnvIsolation, cfg.Env = *env != "", *env
+			}
+			if set["consumer-timeout"] {
+				cfg.ConsumerTimeout = *consumerTimeout
+			}
+		}
 	}
 	con, err := console.New(console.Options{
 		Client:   client,
@@ -114,6 +151,7 @@ func runConsole(ctx context.Context, args []string, out io.Writer) error {
 		Prefix:   *prefix,
 		ReadOnly: *readOnly,
 		Timeout:  *timeout,
+		Limiters: limiters,
 		Logger:   slog.New(slog.NewTextHandler(out, nil)),
 	})
 	if err != nil {
@@ -153,6 +191,42 @@ func runConsole(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
+// consoleConfig reads the application's configuration file with client as its Redis
+// client, and returns it with the limiters the console shows: those of the
+// redis-streaming.ratelimit section with the redis backend. A memory policy keeps its state
+// in each application process, which the console cannot see: it is left out, and said so.
+func consoleConfig(file string, profiles []string, client rueidis.Client, out io.Writer) (*config.Config, map[string]redstream.Limiter, error) {
+	opts := config.Options{Redis: client, Logger: slog.New(slog.NewTextHandler(out, nil))}
+	if profiles != nil {
+		opts.Profiles = profiles
+	}
+	app, err := config.FromConfig(file, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("console: --config: %w", err)
+	}
+	rl := app.RateLimit
+	backend := map[string]string{}
+	if len(rl.Settings.Policies) == 0 {
+		backend[rl.DefaultName] = rl.Settings.Backend
+	}
+	for _, p := range rl.Settings.Policies {
+		backend[p.Name] = p.Backend
+	}
+	limiters := map[string]redstream.Limiter{}
+	for name, l := range rl.Registry.All() {
+		if backend[name] != config.BackendRedis {
+			fmt.Fprintf(out, "console: limiter %q uses the %s backend: its state lives in each application process, so the console does not show it\n",
+				name, backend[name])
+			continue
+		}
+		limiters[name] = l
+	}
+	if !rl.Settings.Enabled {
+		fmt.Fprintf(out, "console: %s is not enabled in %s: no limiter to show\n", config.RateLimitPath, file)
+	}
+	return app, limiters, nil
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, p := range strings.Split(s, ",") {
@@ -182,9 +256,11 @@ type consoleOrder struct {
 // ends: orders produced every 400 ms; group "billing" fails every fourth order ("payment
 // declined"), which is dead-lettered after 3 deliveries; group "shipping" handles them all;
 // an undecodable "emails" entry becomes a poison dead letter; and a consumer name left
-// behind by a crashed process waits for housekeeping.
+// behind by a crashed process waits for housekeeping. Two rate limiters get requests: "api"
+// (a token bucket per customer, hit by every order) and "login" (a multi-limit of a burst
+// and an hourly window, hit by ada's sign-ins every other order).
 // The returned stop ends the traffic and closes the client and the emulator.
-func startConsoleDemo(ctx context.Context, out io.Writer) (rueidis.Client, stream.Config, func(), error) {
+func startConsoleDemo(ctx context.Context, out io.Writer) (rueidis.Client, stream.Config, map[string]redstream.Limiter, func(), error) {
 	cfg := stream.Config{
 		BlockTimeout:    100 * time.Millisecond,
 		MaxDeliveries:   3,
@@ -194,18 +270,30 @@ func startConsoleDemo(ctx context.Context, out io.Writer) (rueidis.Client, strea
 	}
 	mr := miniredis.NewMiniRedis()
 	if err := mr.Start(); err != nil {
-		return nil, cfg, nil, err
+		return nil, cfg, nil, nil, err
 	}
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{mr.Addr()}, DisableCache: true})
 	if err != nil {
 		mr.Close()
-		return nil, cfg, nil, err
+		return nil, cfg, nil, nil, err
 	}
-	fail := func(err error) (rueidis.Client, stream.Config, func(), error) {
+	fail := func(err error) (rueidis.Client, stream.Config, map[string]redstream.Limiter, func(), error) {
 		client.Close()
 		mr.Close()
-		return nil, cfg, nil, err
+		return nil, cfg, nil, nil, err
 	}
+	api, err := redisbackend.NewLimiter(client, redstream.TokenBucket(20, 2), redisbackend.Options{KeyPrefix: "demo:api"})
+	if err != nil {
+		return fail(err)
+	}
+	login, err := redstream.Multi(func(specs []redstream.Spec) (redstream.Limiter, error) {
+		return redisbackend.NewMultiLimiter(client, specs, redisbackend.Options{KeyPrefix: "demo:login"})
+	}, redstream.Limit{Name: "burst", Spec: redstream.TokenBucket(5, 1.0/60)},
+		redstream.Limit{Name: "hourly", Spec: redstream.FixedWindow(time.Hour, 30)})
+	if err != nil {
+		return fail(err)
+	}
+	limiters := map[string]redstream.Limiter{"api": api, "login": login}
 	consumer, err := stream.NewConsumer(client, cfg)
 	if err != nil {
 		return fail(err)
@@ -263,6 +351,11 @@ func startConsoleDemo(ctx context.Context, out io.Writer) (rueidis.Client, strea
 			if _, err := producer.Send(ctx, "orders", msg); err != nil && ctx.Err() == nil {
 				fmt.Fprintln(out, "demo producer:", err)
 			}
+			// The API gateway's limiter sees each order's customer; ada signs in often.
+			_, _ = api.Allow(ctx, "customer:"+msg.Body.Customer)
+			if id%2 == 0 {
+				_, _ = login.Allow(ctx, "ada@example.com")
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -271,7 +364,8 @@ func startConsoleDemo(ctx context.Context, out io.Writer) (rueidis.Client, strea
 		}
 	}()
 	fmt.Fprintln(out, "demo: embedded Redis emulator with topics orders (groups billing, shipping) and emails;"+
-		" billing fails every fourth order, which becomes a dead letter after 3 deliveries")
+		" billing fails every fourth order, which becomes a dead letter after 3 deliveries;"+
+		" rate limiters api (per customer) and login (ada@example.com) get requests")
 	stop := func() {
 		cancel()
 		<-done
@@ -281,5 +375,5 @@ func startConsoleDemo(ctx context.Context, out io.Writer) (rueidis.Client, strea
 		client.Close()
 		mr.Close()
 	}
-	return client, cfg, stop, nil
+	return client, cfg, limiters, stop, nil
 }

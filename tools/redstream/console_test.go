@@ -9,11 +9,13 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redstream-go/redstream/config"
 	"github.com/redstream-go/redstream/internal/redistest"
 	"github.com/redstream-go/redstream/stream"
 )
@@ -107,6 +109,105 @@ func TestConsoleDemo(t *testing.T) {
 	if st != http.StatusOK || !strings.Contains(body, "crashed-worker-7") {
 		t.Fatalf("group page: %d\n%s", st, body)
 	}
+	st, body = getPage(t, base+"limits")
+	if st != http.StatusOK || !strings.Contains(body, ">api</a>") || !strings.Contains(body, ">login</a>") || !strings.Contains(body, ">hourly<") {
+		t.Fatalf("limits page: %d\n%s", st, body)
+	}
+	// ada signs in every 800 ms and her burst of 5 earns one back a minute: soon denied.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		st, body = getPage(t, base+"limits?l=login&key=ada%40example.com")
+		if st == http.StatusOK && strings.Contains(body, `class="combined" data-limit="5" data-available="0" data-allowed="false"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo's login limiter does not deny ada after 30s: %d\n%s", st, body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestConsoleCommandConfig: with --config the limits page shows the file's Redis limiters,
+// as the application that reads the same file uses them, and says which it leaves out.
+func TestConsoleCommandConfig(t *testing.T) {
+	srv := redistest.NewServer(t)
+	c := redistest.NewClient(t, srv.Addr)
+	file := filepath.Join(t.TempDir(), "application.yaml")
+	yaml := `redis-streaming:
+  ratelimit:
+    enabled: true
+    backend: redis
+    key-prefix: cfgtest:rl
+    default-name: api
+    policies:
+      api:
+        algorithm: sliding
+        window-ms: 3600000
+        limit: 50
+      local:
+        backend: memory
+        algorithm: token-bucket
+        capacity: 10
+        rate-per-second: 1
+redis-stream:
+  consumer-timeout-ms: 60000
+`
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	app, err := config.FromConfig(file, config.Options{Redis: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := app.RateLimit.Registry.Get("api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		if _, err := api.Allow(context.Background(), "tenant-7"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := &syncBuffer{}
+	urls := make(chan string, 1)
+	consoleReady = func(u string) { urls <- u }
+	t.Cleanup(func() { consoleReady = nil })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"console", "--listen", "127.0.0.1:0", "--redis", srv.Addr, "--config", file}, out)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("console: %v", err)
+		}
+	}()
+	var base string
+	select {
+	case base = <-urls:
+	case err := <-done:
+		t.Fatalf("console ended: %v\n%s", err, out.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("console did not start:\n%s", out.String())
+	}
+	st, body := getPage(t, base+"limits")
+	if st != http.StatusOK || !strings.Contains(body, ">api</a>") || strings.Contains(body, ">local</a>") || !strings.Contains(body, "cfgtest:rl:api") {
+		t.Fatalf("limits page: %d\n%s", st, body)
+	}
+	if !strings.Contains(out.String(), `limiter "local" uses the memory backend`) {
+		t.Errorf("the console does not say it leaves out the memory limiter:\n%s", out.String())
+	}
+	st, body = getPage(t, base+"limits?l=api&key=tenant-7")
+	if st != http.StatusOK || !strings.Contains(body, `data-limit="50" data-available="46" data-allowed="true" data-remaining="45"`) {
+		t.Fatalf("lookup of the application's key: %d\n%s", st, body)
+	}
+	for _, args := range [][]string{{"console", "--demo", "--config", file}, {"console", "--redis", srv.Addr, "--profile", "x"},
+		{"console", "--redis", srv.Addr, "--config", filepath.Join(t.TempDir(), "missing.yaml")}} {
+		if err := run(context.Background(), append(args, "--listen", "127.0.0.1:0"), io.Discard); err == nil || !strings.Contains(err.Error(), "--") {
+			t.Errorf("%v: %v, want an error naming the flag", args, err)
+		}
+	}
 }
 
 // TestConsoleCommandRedis serves a real redis-server read-only under a prefix.
@@ -181,7 +282,7 @@ func TestConsoleCommandFlags(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("--help: %v", err)
 	}
-	for _, f := range []string{"-redis", "-cluster", "-listen", "127.0.0.1:8080", "-read-only", "-prefix", "-demo"} {
+	for _, f := range []string{"-redis", "-cluster", "-listen", "127.0.0.1:8080", "-read-only", "-prefix", "-demo", "-config", "-profile"} {
 		if !strings.Contains(out.String(), f) {
 			t.Errorf("--help lacks %q:\n%s", f, out.String())
 		}
