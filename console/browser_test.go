@@ -23,8 +23,11 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/console"
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/metrics"
+	"github.com/redstream-go/redstream/redisbackend"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -136,7 +139,38 @@ func TestBrowser(t *testing.T) {
 	shown := cfg
 	shown.ConsumerTimeout = 2 * time.Second
 	waitFor(t, 10*time.Second, "the crashed consumer to be idle 2s", func() bool { return time.Since(crashedAt) > 2100*time.Millisecond })
-	srv, _ := serve(t, console.Options{Client: client, Stream: shown, Topics: []string{topic}, Consumers: []*stream.Consumer{consumer}})
+	// The application's rate limiters, on the same server: an API limit per customer (wrapped
+	// for metrics, as config builds it) and a sign-in multi-limit; ada has used both.
+	apiLimiter, err := redisbackend.NewLimiter(client, redstream.SlidingWindow(time.Hour, 100), redisbackend.Options{KeyPrefix: "shop:rl:api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := metrics.Named("api", apiLimiter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var loginLimiter *redisbackend.Limiter
+	login, err := redstream.Multi(func(specs []redstream.Spec) (redstream.Limiter, error) {
+		l, err := redisbackend.NewMultiLimiter(client, specs, redisbackend.Options{KeyPrefix: "shop:rl:login"})
+		loginLimiter = l
+		return l, err
+	}, redstream.Limit{Name: "burst", Spec: redstream.TokenBucket(5, 1.0/60)},
+		redstream.Limit{Name: "hourly", Spec: redstream.FixedWindow(time.Hour, 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 7; i++ {
+		if _, err := api.Allow(ctx, "customer:ada"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 6; i++ { // the sixth sign-in is denied: the burst is used up
+		if _, err := login.Allow(ctx, "ada@example.com"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, _ := serve(t, console.Options{Client: client, Stream: shown, Topics: []string{topic}, Consumers: []*stream.Consumer{consumer},
+		Limiters: map[string]redstream.Limiter{"api": api, "login": login}})
 	base := srv.URL
 	shots := screenshotDir(t)
 
@@ -330,6 +364,67 @@ func TestBrowser(t *testing.T) {
 	}
 	if n := xlen(t, client, dlq); n != 1 {
 		t.Fatalf("refused POSTs changed the dead letters: %d, want 1", n)
+	}
+
+	// The rate limits: look up ada's sign-in key; the page shows what the engine peeks.
+	do("open the limits page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("#topics")),
+		chromedp.Click(css("#nav-limits")), chromedp.WaitVisible(css("#limiters")))
+	if got := text("#limiters"); !strings.Contains(got, "login") || !strings.Contains(got, "hourly") || !strings.Contains(got, "100 per 1h0m0s") {
+		t.Fatalf("limiters table:\n%s", got)
+	}
+	do("look up a sign-in key", chromedp.SetValue(css("#lookup-limiter"), "login"),
+		chromedp.SendKeys(css("#lookup-key"), "ada@example.com"), chromedp.Click(css("#lookup-go")),
+		chromedp.WaitVisible(css("#state")))
+	rowsOf := func() [][4]string {
+		t.Helper()
+		rows, err := chromedp.Run(bctx, chromedp.Evaluate[[][4]string](`Array.from(document.querySelectorAll("#state tbody tr")).map(r => [r.dataset.available, r.dataset.remaining, r.dataset.resetMs, r.dataset.allowed])`))
+		if err != nil {
+			t.Fatalf("browser: the state rows: %v", err)
+		}
+		return rows
+	}
+	shown2 := rowsOf()
+	peeked, err := loginLimiter.PeekLimits(ctx, "ada@example.com", time.Time{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(shown2) != 3 {
+		t.Fatalf("%d state rows, want the 2 limits and the request: %v", len(shown2), shown2)
+	}
+	for i, d := range peeked {
+		avail := d.Remaining
+		if d.Allowed {
+			avail++
+		}
+		resetMs, _ := strconv.ParseInt(shown2[i][2], 10, 64)
+		if shown2[i][0] != strconv.FormatInt(avail, 10) || shown2[i][3] != strconv.FormatBool(d.Allowed) ||
+			(time.Duration(resetMs)*time.Millisecond-d.ResetAfter).Abs() > 5*time.Second {
+			t.Errorf("limit %d shown %v; the engine peeks %+v", i, shown2[i], d)
+		}
+	}
+	if shown2[0][0] != "0" || shown2[1][0] != "15" || shown2[2][3] != "false" {
+		t.Errorf("rows %v, want the burst used up (0), 15 of the hourly 20 left, the request denied", shown2)
+	}
+	if got := text("#state"); !strings.Contains(got, "denied") || !strings.Contains(got, "burst") || !strings.Contains(got, "hourly") {
+		t.Errorf("state table:\n%s", got)
+	}
+	shot("limits.png")
+
+	// Reset ada's API key (confirming the dialog): the page then shows a full key.
+	do("look up an API key", chromedp.Navigate(base+"/limits"+q("l", "api", "key", "customer:ada")), chromedp.WaitVisible(css("#state")))
+	if r := rowsOf(); len(r) != 1 || r[0][0] != "93" || r[0][1] != "92" {
+		t.Fatalf("api key rows %v, want 93 available and 92 after a request", r)
+	}
+	before := dialogs.Load()
+	do("reset it", chromedp.Click(css("#reset")), chromedp.WaitVisible(css("#notice")))
+	if dialogs.Load() <= before {
+		t.Error("reset asked for no confirmation")
+	}
+	if r := rowsOf(); len(r) != 1 || r[0][0] != "100" {
+		t.Fatalf("after reset rows %v, want 100 available", r)
+	}
+	if d, err := api.AllowAt(ctx, "customer:ada", time.Time{}); err != nil || d.Remaining != 99 {
+		t.Fatalf("after reset the engine decides %+v, %v; want 99 remaining", d, err)
 	}
 }
 
