@@ -6,11 +6,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 
+	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/console"
+	"github.com/redstream-go/redstream/memory"
 )
 
 // ExampleNew mounts the console under /ops/streams/ of an application's mux, behind the
@@ -54,4 +57,34 @@ func requireOperator(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// ExampleOptions_limiters adds the rate limits page: the application's limiters by name
+// (here an in-process one; Redis limiters and config's Registry entries work alike). A GET
+// of /limits?l=NAME&key=KEY shows the key's state without changing it.
+func ExampleOptions_limiters() {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	client, _ := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{mr.Addr()}, DisableCache: true})
+	defer client.Close()
+
+	api, _ := memory.NewLimiter(redstream.FixedWindow(time.Hour, 100), memory.Options{})
+	for i := 0; i < 7; i++ {
+		api.Allow(context.Background(), "customer:ada")
+	}
+	con, err := console.New(console.Options{
+		Client:   client,
+		Limiters: map[string]redstream.Limiter{"api": api},
+	})
+	if err != nil {
+		panic(err)
+	}
+	rec := httptest.NewRecorder()
+	con.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/limits?l=api&key=customer:ada", nil))
+	body := rec.Body.String()
+	fmt.Println(rec.Code, strings.Contains(body, `data-limit="100" data-available="93"`))
+	// Output: 200 true
 }
