@@ -712,7 +712,8 @@ func TestHungServer(t *testing.T) {
 	topic := newTopic(t)
 	id := addDeadLetter(t, c, topic, "g", "boom")
 	xadd(t, c, topic, "body", "{}")
-	srv, _ := serve(t, console.Options{Client: c, Timeout: 300 * time.Millisecond})
+	lims, _, _ := testLimiters(t, c)
+	srv, _ := serve(t, console.Options{Client: c, Timeout: 300 * time.Millisecond, Limiters: lims})
 	b := newBrowser(t, srv.URL)
 	tok := b.token("/dlq" + q("t", topic))
 	info, err := c.Do(context.Background(), c.B().Info().Section("server").Build()).ToString()
@@ -745,6 +746,10 @@ func TestHungServer(t *testing.T) {
 	check("group", func() (int, string) { return b.get("/group" + q("t", topic, "g", "g")) })
 	check("delete", func() (int, string) {
 		return b.post("/dlq/delete", url.Values{"t": {topic}, "id": {id}, "csrf": {tok}})
+	})
+	check("rate-limit key lookup", func() (int, string) { return b.get("/limits" + q("l", "login", "key", "ada")) })
+	check("rate-limit key reset", func() (int, string) {
+		return b.post("/limits/reset", url.Values{"l": {"api"}, "key": {"ada"}, "csrf": {tok}})
 	})
 }
 
