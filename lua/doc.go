@@ -12,6 +12,8 @@
 //     time and cumulative counts as members (O(log N) per decision).
 //   - [SlidingCounter], [FixedWindow]: O(1) state in one string.
 //   - [Multi]: several of the above on one key, all-or-nothing, in one round trip.
+//   - [Peek]: the decisions of one or more of the above for a request, recording nothing
+//     (read-only: each algorithm's decision runs, its recording never does).
 //
 // The deduplication scripts implement core.WindowDedup ([DedupWindow],
 // [DedupWindowCheck]), an exact set ([DedupSet]) and a Bloom filter whose bit positions the
@@ -32,7 +34,7 @@
 // 6.2; CI runs them on Redis 7.0 and later and on Valkey (see the README's supported versions).
 //
 // The sources are in src/: src/<script>.lua holds a script's contract and wiring, src/algo/
-// each limit algorithm once (used by its single-limit script and by multi.lua), src/lib/ the
+// each limit algorithm once (used by its single-limit script, multi.lua and peek.lua), src/lib/ the
 // clock prelude, the helpers and the per-key loop. tools/luagen (internal/luagen) assembles
 // them, with the constants shared with core (MICROS_PER_SECOND, MAX_TIME, KEY_TTL_MARGIN, ...)
 // that a script uses; the package's tests fail when a committed script is stale.
