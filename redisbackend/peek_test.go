@@ -15,6 +15,7 @@ import (
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/lua"
 	"github.com/redstream-go/redstream/memory"
 )
 
@@ -40,10 +41,13 @@ func newPeekPair(t *testing.T, c rueidis.Client, pc peekCase) (*Limiter, *memory
 		l   *Limiter
 		err error
 	)
+	// The explicit times are in the past: a long margin keeps Redis (by its own clock) from
+	// expiring state the sequence still needs on a loaded machine.
+	opts := Options{KeyPrefix: uniq("peek:" + pc.name), ExpiryMargin: time.Hour}
 	if len(pc.specs) == 1 {
-		l, err = NewLimiter(c, pc.specs[0], Options{KeyPrefix: uniq("peek:" + pc.name)})
+		l, err = NewLimiter(c, pc.specs[0], opts)
 	} else {
-		l, err = NewMultiLimiter(c, pc.specs, Options{KeyPrefix: uniq("peek:" + pc.name)})
+		l, err = NewMultiLimiter(c, pc.specs, opts)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -330,5 +334,107 @@ func TestPeekReplyMatchesCore(t *testing.T) {
 	cw := core.Combine(want)
 	if err != nil || comb.Allowed || comb.Remaining != cw.Remaining || comb.RetryAfter != time.Duration(cw.RetryAfter)*time.Microsecond {
 		t.Fatalf("PeekN = %+v, %v; core.Combine %+v", comb, err, cw)
+	}
+}
+
+// TestPeekOnReplica: peek.lua writes nothing, so it runs on a read-only replica (which
+// refuses any write a script attempts) and answers what the primary answers once the
+// replica has caught up.
+func TestPeekOnReplica(t *testing.T) {
+	primary := redistest.NewServer(t)
+	replica := redistest.NewServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(primary.Port))
+	pc, rc := redistest.NewClient(t, primary.Addr), redistest.NewClient(t, replica.Addr)
+	ctx := context.Background()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		info, err := rc.Do(ctx, rc.B().Info().Section("replication").Build()).ToString()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica did not sync within 20s: %v\n%s", err, info)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, pk := range peekCases {
+		t.Run(pk.name, func(t *testing.T) {
+			// Explicit times in the past: a long margin keeps the keys from expiring (by the
+			// servers' clocks) while the test reads them.
+			opts := Options{KeyPrefix: "replica:" + pk.name, ExpiryMargin: time.Hour}
+			newL := func(c rueidis.Client) *Limiter {
+				var (
+					l   *Limiter
+					err error
+				)
+				if len(pk.specs) == 1 {
+					l, err = NewLimiter(c, pk.specs[0], opts)
+				} else {
+					l, err = NewMultiLimiter(c, pk.specs, opts)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l
+			}
+			onPrimary, onReplica := newL(pc), newL(rc)
+			for i := 0; i < 3; i++ {
+				if _, err := onPrimary.AllowAt(ctx, "k", at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := onPrimary.Peek(ctx, "k", at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(15 * time.Second)
+			for {
+				got, err := onReplica.Peek(ctx, "k", at)
+				if err == nil && got == want {
+					return
+				}
+				if err != nil && !strings.Contains(err.Error(), "LOADING") && !strings.Contains(err.Error(), "MASTERDOWN") {
+					t.Fatalf("peek on the replica: %v", err)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("peek on the replica = %+v, %v; the primary peeks %+v", got, err, want)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+	// A deciding script is refused there: the replica really is read-only.
+	l, err := NewLimiter(rc, redstream.TokenBucket(5, 1), Options{KeyPrefix: "replica:write"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AllowAt(ctx, "k", at); err == nil {
+		t.Fatal("a decision on the replica succeeded: it is not read-only, the test proves nothing")
+	}
+}
+
+// TestPeekErrorReplies: malformed arguments are error replies naming the script.
+func TestPeekErrorReplies(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range backends[:2] {
+		t.Run(b.name, func(t *testing.T) {
+			c := b.client(t)
+			for _, tt := range []struct {
+				keys []string
+				args []string
+				want string
+			}{
+				{[]string{"k"}, []string{"1", "1", "tb", "1000"}, "peek: bad arguments"},
+				{[]string{"k"}, []string{"1", "0", "fw", "1000", "5", "0"}, "peek: bad arguments"},
+				{[]string{"k"}, []string{"1", "6", "fw", "1000", "5", "0"}, "peek: cost out of range"},
+				{[]string{"k"}, []string{"1", "1", "zz", "1000", "5", "0"}, "peek: unknown algorithm"},
+				{[]string{"k"}, []string{"-1", "1", "fw", "1000", "5", "0"}, "peek: now out of range"},
+				{nil, []string{"1", "1"}, "peek: bad arguments"},
+			} {
+				err := c.Do(ctx, c.B().Eval().Script(lua.Peek).Numkeys(int64(len(tt.keys))).Key(tt.keys...).Arg(tt.args...).Build()).Error()
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("args %v: %v, want an error containing %q", tt.args, err, tt.want)
+				}
+			}
+		})
 	}
 }
