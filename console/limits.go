@@ -119,6 +119,7 @@ func describeLimit(l core.Limit) string {
 // peeked at.
 type lookup struct {
 	Limiter string // "" when the form was not submitted
+	Select  string // the limiter preselected in the form (l without a key)
 	Key     string // the key, raw bytes
 	Enc     string // "text" or "hex": how the key is written in the form
 	N       int64
@@ -151,6 +152,7 @@ func parseLookup(q url.Values) (lookup, error) {
 		lk.N = n
 	}
 	if raw == "" {
+		lk.Select = name
 		return lk, nil
 	}
 	if name == "" {
@@ -248,6 +250,7 @@ type limitState struct {
 type limitsPage struct {
 	Limiters  []limiterEntry
 	Lookup    lookup
+	Selected  string // the limiter selected in the form
 	FormKey   string
 	KeyShown  string // the key for display: escaped and cut
 	KeyLen    int
@@ -272,8 +275,12 @@ func (c *Console) pageLimits(w http.ResponseWriter, r *http.Request) {
 // renderLimits renders the limits page, with the lookup lk when it names a limiter.
 func (c *Console) renderLimits(w http.ResponseWriter, r *http.Request, status int, lk lookup, notice string) {
 	p := limitsPage{Limiters: c.limiters, Lookup: lk, FormKey: lk.formKey(), Notice: notice}
-	if lk.Limiter == "" && len(c.limiters) > 0 {
-		p.Lookup.Limiter = c.limiters[0].Name // preselected in the form
+	p.Selected = lk.Limiter
+	if p.Selected == "" && c.limiter(lk.Select) != nil {
+		p.Selected = lk.Select
+	}
+	if p.Selected == "" && len(c.limiters) > 0 {
+		p.Selected = c.limiters[0].Name
 	}
 	crumbs := []crumb{{"topics", c.link("/")}, {"limits", c.link("/limits")}}
 	if lk.Limiter != "" {

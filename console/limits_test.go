@@ -103,6 +103,9 @@ func TestLimitsPage(t *testing.T) {
 	mustContain(t, body, `id="limiters"`, ">api</a>", ">login</a>", ">local</a>", ">burst<", ">hourly<",
 		"100 per 1h0m0s", "burst 5, 1 per 1m40s", "*redisbackend.Limiter", "*memory.Limiter", `id="nav-limits"`)
 
+	if _, body := b.get("/limits" + q("l", "login")); !strings.Contains(body, `<option value="login" selected>`) {
+		t.Errorf("/limits?l=login does not preselect login:\n%s", body)
+	}
 	st, body = b.get("/limits" + q("l", "api", "key", "customer:ada"))
 	if st != http.StatusOK {
 		t.Fatalf("lookup: %d\n%s", st, body)
