@@ -38,8 +38,9 @@ const consoleUsage = `usage: redstream console --redis host:port [flags]
        redstream console --demo [flags]
 
 Serves the operator console (topics, groups, consumers, pending entries, dead letters with
-replay, delete and purge, and the state of rate-limit keys) over HTTP. It has no authentication of its own: keep --listen on
-loopback, or put it behind an authenticating proxy, or use --read-only.
+replay, delete and purge, and the state of rate-limit keys) over HTTP. It has no
+authentication of its own: keep --listen on loopback, or put it behind an authenticating
+proxy, or use --read-only.
 
 --config FILE reads the application's configuration file (YAML or .properties, as
 redstream config check does): the limits page shows the Redis limiters of its
@@ -64,7 +65,7 @@ func runConsole(ctx context.Context, args []string, out io.Writer) error {
 	addr := fs.String("redis", "", "Redis address host:port (default 127.0.0.1:6379 unless --cluster or --demo)")
 	cluster := fs.String("cluster", "", "Redis Cluster seed addresses, comma-separated")
 	listen := fs.String("listen", "127.0.0.1:8080", "HTTP listen address")
-	readOnly := fs.Bool("read-only", false, "show everything, change nothing (no replay, delete or purge)")
+	readOnly := fs.Bool("read-only", false, "show everything, change nothing (no replay, delete, purge or key reset)")
 	prefix := fs.String("prefix", "/", "path the console is served under, e.g. /ops/streams")
 	demoMode := fs.Bool("demo", false, "serve over an embedded Redis emulator with sample traffic")
 	topics := fs.String("topics", "", "topics to show, comma-separated (default: every stream key found by SCAN)")
