@@ -171,7 +171,7 @@ func runConsole(ctx context.Context, args []string, out io.Writer) error {
 	fmt.Fprintf(out, "redstream console at %s (Ctrl-C stops)\n", url)
 	if host, _, _ := net.SplitHostPort(*listen); !*readOnly && !isLoopback(host) {
 		fmt.Fprintf(out, "warning: %s is not a loopback address and the console has no authentication: "+
-			"whoever reaches it can replay, delete and purge dead letters (use --read-only or a proxy that authenticates)\n", *listen)
+			"whoever reaches it can replay, delete and purge dead letters and reset rate-limit keys (use --read-only or a proxy that authenticates)\n", *listen)
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
