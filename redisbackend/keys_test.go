@@ -16,8 +16,11 @@ var oddKeys = []string{
 	"#hash", strings.Repeat("k", maxPlainTag), strings.Repeat("k", maxPlainTag+1), strings.Repeat("{}", 1000),
 }
 
+// sw is a limit for key roles.
+var sw, _ = redstream.SlidingWindow(time.Minute, 10).Core()
+
 func TestRedisKeySameSlot(t *testing.T) {
-	roles := []string{"", limitRole(0), limitRole(1), limitRole(12), roleWindow, roleWindowMark, roleSet}
+	roles := []string{"", specRole(sw), limitRole(0, sw), limitRole(1, sw), limitRole(12, sw), roleWindow, roleWindowMark, roleSet}
 	for _, u := range oddKeys {
 		t.Run(shortName(u), func(t *testing.T) {
 			want := slotOf(redisKey("p", u, ""))
@@ -38,7 +41,8 @@ func TestRedisKeyReadable(t *testing.T) {
 	tests := []struct{ prefix, user, role, want string }{
 		{"streaming:rl", "user:1", "", "streaming:rl:{user:1}"},
 		{"streaming:tb", "203.0.113.7", "", "streaming:tb:{203.0.113.7}"},
-		{"streaming:ml", "user:1", limitRole(1), "streaming:ml:{user:1}:m1"},
+		{"streaming:ml", "user:1", limitRole(1, sw), "streaming:ml:{user:1}:m1.sliding.60000000.10"},
+		{"streaming:rl", "user:1", specRole(sw), "streaming:rl:{user:1}:sliding.60000000.10"},
 		{"p", "{tag}", "", "p:{#" + hashTag("{tag}")[1:] + "}|{tag}"},
 		{"p", "a b", roleSet, "p:{" + hashTag("a b") + "}:set|a b"},
 	}
@@ -56,7 +60,7 @@ func TestRedisKeyDistinct(t *testing.T) {
 	seen := map[string]string{}
 	users := append([]string{"a", "a:m1", "a|b", "#a", "a/1", "a/1/0"}, oddKeys...)
 	for _, u := range users {
-		for _, r := range []string{"", limitRole(0), limitRole(1), roleWindow, roleWindowMark, roleSet} {
+		for _, r := range []string{"", specRole(sw), limitRole(0, sw), limitRole(1, sw), roleWindow, roleWindowMark, roleSet} {
 			k := redisKey("p", u, r)
 			id := u + "\x00" + r
 			if prev, ok := seen[k]; ok && prev != id {
