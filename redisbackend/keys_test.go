@@ -1,10 +1,17 @@
 package redisbackend
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/internal/redistest"
@@ -175,4 +182,232 @@ func shortName(s string) string {
 		return s[:24] + "..."
 	}
 	return s
+}
+
+var updateVectors = flag.Bool("update-vectors", false, "rewrite testdata/keys.json from the key schema")
+
+// vectorSpec is a redstream.Spec in the vectors file's units.
+type vectorSpec struct {
+	Algorithm string  `json:"algorithm"`
+	Capacity  float64 `json:"capacity,omitempty"`
+	Rate      float64 `json:"rate,omitempty"`
+	WindowUS  int64   `json:"window_us,omitempty"`
+	Limit     int64   `json:"limit,omitempty"`
+}
+
+func (v vectorSpec) spec() redstream.Spec {
+	return redstream.Spec{Algorithm: redstream.Algorithm(v.Algorithm), Capacity: v.Capacity, Rate: v.Rate,
+		Window: time.Duration(v.WindowUS) * time.Microsecond, Limit: v.Limit}
+}
+
+// keyVector is one line of testdata/keys.json: a limiter (one spec, or a multi-limiter's
+// specs) and a user key, and what every runtime must compute from them.
+type keyVector struct {
+	Specs          []vectorSpec `json:"specs"`
+	Multi          bool         `json:"multi,omitempty"`
+	JavaCompatible bool         `json:"java_compatible,omitempty"`
+	Prefix         string       `json:"prefix"` // "" for the algorithm's default
+	KeyHex         string       `json:"key_hex"`
+	Key            string       `json:"key,omitempty"` // when valid UTF-8
+	Ints           [][]int64    `json:"ints"`
+	Fingerprints   []string     `json:"fingerprints"`
+	RedisKeysHex   []string     `json:"redis_keys_hex"`
+	RedisKeys      []string     `json:"redis_keys,omitempty"` // when valid UTF-8
+}
+
+// dedupVector is a deduplicator's name and its Redis keys.
+type dedupVector struct {
+	Strategy       string   `json:"strategy"`
+	JavaCompatible bool     `json:"java_compatible,omitempty"`
+	Prefix         string   `json:"prefix"`
+	Name           string   `json:"name"`
+	RedisKeys      []string `json:"redis_keys"`
+}
+
+type vectorFile struct {
+	Comment  []string      `json:"comment"`
+	Limiters []keyVector   `json:"limiters"`
+	Dedup    []dedupVector `json:"deduplicators"`
+}
+
+// vectors computes the vectors file with the package's key schema and engines.
+func vectors(t *testing.T) vectorFile {
+	t.Helper()
+	c := nopClient(t)
+	sl := func(w time.Duration, l int64) vectorSpec { return vectorSpec{"sliding", 0, 0, w.Microseconds(), l} }
+	win := func(a string, w time.Duration, l int64) vectorSpec { return vectorSpec{a, 0, 0, w.Microseconds(), l} }
+	tb := func(a string, c, r float64) vectorSpec { return vectorSpec{a, c, r, 0, 0} }
+	cases := []struct {
+		specs  []vectorSpec
+		multi  bool
+		java   bool
+		prefix string
+		key    string
+	}{
+		{specs: []vectorSpec{sl(time.Minute, 10)}, key: "user:1"},
+		{specs: []vectorSpec{sl(time.Minute, 2)}, key: "user:1"},
+		{specs: []vectorSpec{tb("token-bucket", 10, 5)}, key: "user:1"},
+		{specs: []vectorSpec{tb("token-bucket", 2.5, 3)}, key: "203.0.113.7"},
+		{specs: []vectorSpec{tb("leaky-bucket", 10, 5)}, key: "user:1"},
+		{specs: []vectorSpec{win("sliding-counter", time.Second, 100)}, key: "user:1"},
+		{specs: []vectorSpec{win("fixed", time.Hour, 1000)}, key: "user:1"},
+		{specs: []vectorSpec{sl(1500*time.Microsecond, 7)}, prefix: "api:v2", key: "tenant/42"},
+		{specs: []vectorSpec{sl(time.Second, 5)}, key: "{tag}"},
+		{specs: []vectorSpec{sl(time.Second, 5)}, key: "with space"},
+		{specs: []vectorSpec{sl(time.Second, 5)}, key: "\x00\xff\x01"},
+		{specs: []vectorSpec{sl(time.Second, 5)}, key: "ключ"},
+		{specs: []vectorSpec{sl(time.Second, 5)}, key: "#hash"},
+		{specs: []vectorSpec{sl(time.Second, 5)}, key: strings.Repeat("k", maxPlainTag+1)},
+		{specs: []vectorSpec{sl(time.Second, 2), win("fixed", time.Minute, 3)}, multi: true, key: "user:1"},
+		{specs: []vectorSpec{tb("token-bucket", 10, 1), tb("token-bucket", 10, 1)}, multi: true, key: "a b"},
+		{specs: []vectorSpec{sl(time.Second, 100)}, java: true, key: "user:1"},
+		{specs: []vectorSpec{tb("token-bucket", 100, 50)}, java: true, key: "user:1"},
+		{specs: []vectorSpec{sl(time.Second, 100)}, java: true, prefix: "my:rl", key: "a{b}c"},
+	}
+	out := vectorFile{Comment: []string{
+		"Redis keys of redstream's limiters and deduplicators, for every runtime that shares them.",
+		"fingerprint = name + ('.' + decimal int) for each of ints (redisbackend.Fingerprint).",
+		"ints are core.Limit.Ints(): for the buckets interval = round(1e6/rate) µs, tolerance =",
+		"round(capacity*interval) µs (round half away from zero, float64), burst = tolerance div interval;",
+		"for the windows window_us (the window truncated to whole µs) and limit.",
+		"Single limit: <prefix>:{<tag>}:<fingerprint>; multi-limit i: <prefix>:{<tag>}:m<i>.<fingerprint>.",
+		"tag = the key when plain (1..128 bytes of '!'..'~' without '{', '}', not starting with '#'),",
+		"else '#' + 16 hex digits of MurmurHash3 x64 128 (seed 0, h1, big-endian), and '|' + key ends the key.",
+		"java_compatible: the Java implementation's keys, <prefix>:{<key>} (and :seq) or <prefix>:{<key>}:tb.",
+		"Default prefixes: token-bucket streaming:tb, sliding streaming:rl, leaky-bucket streaming:lb,",
+		"sliding-counter streaming:sc, fixed streaming:fw, multi streaming:ml, deduplicators streaming:dedup.",
+	}}
+	for _, tc := range cases {
+		v := keyVector{Specs: tc.specs, Multi: tc.multi, JavaCompatible: tc.java, Prefix: tc.prefix, KeyHex: hex.EncodeToString([]byte(tc.key))}
+		if utf8.ValidString(tc.key) {
+			v.Key = tc.key
+		}
+		var specs []redstream.Spec
+		for _, s := range tc.specs {
+			p, err := s.spec().Core()
+			if err != nil {
+				t.Fatal(err)
+			}
+			specs = append(specs, s.spec())
+			v.Ints = append(v.Ints, p.Ints())
+			v.Fingerprints = append(v.Fingerprints, Fingerprint(p))
+		}
+		o := Options{KeyPrefix: tc.prefix, JavaCompatible: tc.java}
+		var l *Limiter
+		var err error
+		if tc.multi {
+			l, err = NewMultiLimiter(c, specs, o)
+		} else {
+			l, err = NewLimiter(c, specs[0], o)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		valid := true
+		for _, k := range l.Keys(tc.key) {
+			v.RedisKeysHex = append(v.RedisKeysHex, hex.EncodeToString([]byte(k)))
+			v.RedisKeys = append(v.RedisKeys, k)
+			valid = valid && utf8.ValidString(k)
+		}
+		if !valid {
+			v.RedisKeys = nil
+		}
+		out.Limiters = append(out.Limiters, v)
+	}
+	for _, tc := range []struct {
+		strategy redstream.DedupStrategy
+		java     bool
+		prefix   string
+		name     string
+	}{
+		{redstream.DedupSet, false, "", "dedup"},
+		{redstream.DedupSet, true, "", "dedup"},
+		{redstream.DedupWindowed, false, "", "dedup:orders"},
+		{redstream.DedupWindowed, false, "svc", "orders"},
+	} {
+		d, err := NewDeduplicator(c, tc.name, redstream.DedupSpec{Strategy: tc.strategy}, DedupOptions{KeyPrefix: tc.prefix, JavaCompatible: tc.java})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		switch d := d.(type) {
+		case *SetDeduplicator:
+			keys = []string{d.Key()}
+		case *WindowDeduplicator:
+			keys = d.Keys()
+		}
+		out.Dedup = append(out.Dedup, dedupVector{string(tc.strategy), tc.java, tc.prefix, tc.name, keys})
+	}
+	return out
+}
+
+// TestKeyVectors: testdata/keys.json, the key schema's vectors for other runtimes, is what
+// the package computes (go test -run TestKeyVectors -update-vectors rewrites it).
+func TestKeyVectors(t *testing.T) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(vectors(t)); err != nil {
+		t.Fatal(err)
+	}
+	got := buf.Bytes()
+	const file = "testdata/keys.json"
+	if *updateVectors {
+		if err := os.WriteFile(file, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (go test -run TestKeyVectors -update-vectors writes it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s is stale or the key schema changed: a key format change breaks deployments; rewrite it with -update-vectors only on purpose", file)
+	}
+	// The file read back drives the engines to the same keys: what another runtime checks.
+	var vf vectorFile
+	if err := json.Unmarshal(want, &vf); err != nil {
+		t.Fatal(err)
+	}
+	if len(vf.Limiters) < 15 {
+		t.Fatalf("only %d limiter vectors", len(vf.Limiters))
+	}
+	for i, v := range vf.Limiters {
+		key, _ := hex.DecodeString(v.KeyHex)
+		for j, s := range v.Specs {
+			p, err := s.spec().Core()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fp := Fingerprint(p); fp != v.Fingerprints[j] {
+				t.Errorf("vector %d spec %d: Fingerprint = %q, file %q", i, j, fp, v.Fingerprints[j])
+			}
+			want := s.Algorithm
+			for _, x := range v.Ints[j] {
+				want += "." + strconv.FormatInt(x, 10)
+			}
+			if want != v.Fingerprints[j] {
+				t.Errorf("vector %d spec %d: fingerprint %q is not name.ints %q", i, j, v.Fingerprints[j], want)
+			}
+		}
+		for _, k := range v.RedisKeysHex {
+			b, _ := hex.DecodeString(k)
+			if slotOf(string(b)) != slotOf(mustHex(t, v.RedisKeysHex[0])) {
+				t.Errorf("vector %d: keys in different slots", i)
+			}
+			if !v.JavaCompatible && !bytes.Contains(b, key) {
+				t.Errorf("vector %d: key %q does not contain the user key", i, b)
+			}
+		}
+	}
+}
+
+func mustHex(t *testing.T, s string) string {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
