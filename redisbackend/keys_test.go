@@ -411,3 +411,78 @@ func mustHex(t *testing.T, s string) string {
 	}
 	return string(b)
 }
+
+// TestDifferentSpecsNeverShare: two limiters with default options whose specs differ, on
+// the same user key, keep distinct state (the keys carry the fingerprint); Remaining is
+// never negative. First the measured case (sliding windows of 10/min and 2/min at the
+// server's TIME), then every algorithm, multi-limiters and batches at explicit times.
+func TestDifferentSpecsNeverShare(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			c := b.client(t)
+			ctx := context.Background()
+			user := uniq("user")
+			ten := mustLimiter(t, c, redstream.SlidingWindow(time.Minute, 10), Options{})
+			two := mustLimiter(t, c, redstream.SlidingWindow(time.Minute, 2), Options{})
+			for i := 0; i < 3; i++ {
+				if d, err := ten.Allow(ctx, user); err != nil || !d.Allowed || d.Remaining != int64(9-i) {
+					t.Fatalf("10/min #%d = %+v, %v", i, d, err)
+				}
+			}
+			d, err := two.Allow(ctx, user)
+			if err != nil || !d.Allowed || d.Remaining != 1 {
+				t.Fatalf("2/min after three decisions of 10/min = %+v, %v; want allowed, Remaining 1 (its own state)", d, err)
+			}
+			if ten.Keys(user)[0] == two.Keys(user)[0] {
+				t.Fatalf("both limiters use %s", ten.Keys(user)[0])
+			}
+			pairs := [][2]redstream.Spec{
+				{redstream.TokenBucket(10, 1), redstream.TokenBucket(2, 1)},
+				{redstream.TokenBucket(3, 1), redstream.TokenBucket(3, 2)},
+				{redstream.LeakyBucket(10, 1), redstream.LeakyBucket(2, 1)},
+				{redstream.SlidingWindow(time.Minute, 10), redstream.SlidingWindow(time.Minute, 2)},
+				{redstream.SlidingWindow(time.Minute, 3), redstream.SlidingWindow(time.Second, 3)},
+				{redstream.SlidingCounter(time.Minute, 10), redstream.SlidingCounter(time.Minute, 2)},
+				{redstream.FixedWindow(time.Minute, 10), redstream.FixedWindow(time.Minute, 2)},
+			}
+			user = uniq("user") // explicit times from here: fresh keys
+			prefix := uniq("share") // a user-set prefix keeps the fingerprint too
+			for _, p := range pairs {
+				for _, o := range []Options{{}, {KeyPrefix: prefix}} {
+					a, b := mustLimiter(t, c, p[0], o), mustLimiter(t, c, p[1], o)
+					for i := 0; i < 4; i++ {
+						d, err := a.AllowAt(ctx, user, t0)
+						if err != nil || d.Remaining < 0 {
+							t.Fatalf("%v #%d = %+v, %v", p[0], i, d, err)
+						}
+					}
+					d, err := b.AllowAt(ctx, user, t0)
+					max := b.limit
+					if err != nil || !d.Allowed || d.Remaining != max-1 {
+						t.Errorf("%v (prefix %q) after four decisions of %v = %+v, %v; want allowed, Remaining %d", p[1], o.KeyPrefix, p[0], d, err, max-1)
+					}
+					ds, err := b.AllowBatch(ctx, []string{user, user + "x"}, t0, 1)
+					if err != nil || ds[1].Remaining != max-1 || ds[0].Remaining < 0 {
+						t.Errorf("%v batch = %+v, %v", p[1], ds, err)
+					}
+				}
+				ma, err := NewMultiLimiter(c, []redstream.Spec{p[0], redstream.FixedWindow(time.Hour, 100)}, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mb, err := NewMultiLimiter(c, []redstream.Spec{p[1], redstream.FixedWindow(time.Hour, 100)}, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < 4; i++ {
+					if d, err := ma.AllowAt(ctx, user, t0); err != nil || d.Remaining < 0 {
+						t.Fatalf("multi %v #%d = %+v, %v", p[0], i, d, err)
+					}
+				}
+				if d, err := mb.AllowAt(ctx, user, t0); err != nil || !d.Allowed || d.Remaining != mb.limit-1 {
+					t.Errorf("multi %v after four of %v = %+v, %v; want allowed, Remaining %d", p[1], p[0], d, err, mb.limit-1)
+				}
+			}
+		})
+	}
+}

@@ -44,11 +44,15 @@ local function up(x)
   return d
 end
 
--- after returns the time (µs from now) at which a bucket holding some tokens at ts (ms)
--- holds want more: the first whole millisecond at which the Java arithmetic has refilled them.
-local function after(ts, want)
-  if want <= 0 then return 0 end
-  local at = (ts + up(want * 1000 / rate)) * MICROS_PER_MILLI - now
+-- after returns the time (µs from now) at which a bucket holding tokens at ts (ms) holds
+-- target: the first whole millisecond e after ts at which the Java arithmetic,
+-- tokens + e * rate / 1000, reaches it (the quotient's rounding corrected both ways).
+local function after(ts, tokens, target)
+  if tokens >= target then return 0 end
+  local e = up((target - tokens) * 1000 / rate)
+  if e > 1 and tokens + (e - 1) * rate / 1000 >= target then e = e - 1 end
+  if tokens + e * rate / 1000 < target then e = e + 1 end
+  local at = (ts + e) * MICROS_PER_MILLI - now
   if at < 0 then at = 0 end
   return at
 end
@@ -80,9 +84,9 @@ for i = 1, #KEYS do
     tokens = tokens - n
     redis.call('HSET', key, 'tokens', fmt('%.17g', tokens), 'ts', fmt('%d', ts))
     redis.call('PEXPIRE', key, ttl)
-    d = {1, limit, down(tokens), 0, after(ts, capacity - tokens), 0}
+    d = {1, limit, down(tokens), 0, after(ts, tokens, capacity), 0}
   else
-    d = {0, limit, down(tokens), after(ts, n - tokens), after(ts, capacity - tokens), 0}
+    d = {0, limit, down(tokens), after(ts, tokens, n), after(ts, tokens, capacity), 0}
   end
   if single then return d end
   for j = 1, 6 do out[#out + 1] = d[j] end
