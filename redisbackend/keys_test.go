@@ -445,7 +445,7 @@ func TestDifferentSpecsNeverShare(t *testing.T) {
 				{redstream.SlidingCounter(time.Minute, 10), redstream.SlidingCounter(time.Minute, 2)},
 				{redstream.FixedWindow(time.Minute, 10), redstream.FixedWindow(time.Minute, 2)},
 			}
-			user = uniq("user") // explicit times from here: fresh keys
+			user = uniq("user")     // explicit times from here: fresh keys
 			prefix := uniq("share") // a user-set prefix keeps the fingerprint too
 			for _, p := range pairs {
 				for _, o := range []Options{{}, {KeyPrefix: prefix}} {
