@@ -90,7 +90,7 @@ end
 local function foreign(key, err)
   if type(err) == 'table' then err = err.err or err.ok or '?' end
   return redis.error_reply(fmt('ERR java_token_bucket: foreign state: key %s holds %s, which this script cannot read (%s)',
-    quote(key), describe(key), (string.gsub(err, '^user_script:%d+: ', ''))))
+    quote(key), describe(key), (string.gsub(err, '^[%w_@]*:%d+: ', ''))))
 end
 
 local function guard(f, key, ...)

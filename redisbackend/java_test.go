@@ -489,6 +489,7 @@ func TestForeignState(t *testing.T) {
 						if !errors.Is(err, ErrForeignState) || d.Allowed {
 							t.Fatalf("AllowAt = %+v, %v; want denied with ErrForeignState", d, err)
 						}
+						t.Log(err)
 						for _, want := range []string{"foreign state", strconv.Quote(k)[1 : len(k)+1], f.holds} {
 							if !strings.Contains(err.Error(), want) {
 								t.Errorf("error %q does not contain %q", err, want)
