@@ -509,6 +509,42 @@ func TestForeignState(t *testing.T) {
 					})
 				}
 			}
+			t.Run("dedup", func(t *testing.T) {
+				name := uniq("foreign-dedup")
+				w, err := NewWindowDeduplicator(c, name, time.Minute, DedupOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				bl, err := NewBloomDeduplicator(c, name, redstream.DedupSpec{Insertions: 100, FPRate: 0.01}, DedupOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, tc := range []struct {
+					what string
+					key  string
+					cmd  rueidis.Completed
+					call func() error
+				}{
+					{"window set", w.Keys()[0], c.B().Set().Key(w.Keys()[0]).Value("x").Build(), func() error { _, err := w.CheckAndMarkAt(ctx, "e", t0); return err }},
+					{"window check", w.Keys()[0], c.B().Set().Key(w.Keys()[0]).Value("x").Build(), func() error { _, err := w.IsDuplicateAt(ctx, "e", t0); return err }},
+					{"window mark", w.Keys()[1], c.B().Set().Key(w.Keys()[1]).Value("soon").Build(), func() error { _, err := w.CheckAndMarkAt(ctx, "e", t0); return err }},
+					{"window count", w.Keys()[1], c.B().Set().Key(w.Keys()[1]).Value("inf").Build(), func() error { _, err := w.UniqueCountAt(ctx, t0); return err }},
+					{"bloom add", bl.Keys()[0], c.B().Hset().Key(bl.Keys()[0]).FieldValue().FieldValue("f", "v").Build(), func() error { _, err := bl.CheckAndMark(ctx, "e"); return err }},
+					{"bloom exists", bl.Keys()[0], c.B().Hset().Key(bl.Keys()[0]).FieldValue().FieldValue("f", "v").Build(), func() error { _, err := bl.IsDuplicate(ctx, "e"); return err }},
+					{"bloom count", bl.Keys()[0], c.B().Hset().Key(bl.Keys()[0]).FieldValue().FieldValue("f", "v").Build(), func() error { _, err := bl.Count(ctx); return err }},
+				} {
+					c.Do(ctx, c.B().Del().Key(w.Keys()...).Build())
+					c.Do(ctx, c.B().Del().Key(bl.Keys()...).Build())
+					do(t, c, tc.cmd)
+					before := snapshot(t, c, tc.key)
+					if err := tc.call(); !errors.Is(err, ErrForeignState) || !strings.Contains(err.Error(), tc.key) {
+						t.Errorf("%s: err = %v, want ErrForeignState naming %s", tc.what, err, tc.key)
+					}
+					if after := snapshot(t, c, tc.key); after != before {
+						t.Errorf("%s: foreign key changed: %s, was %s", tc.what, after, before)
+					}
+				}
+			})
 			t.Run("multi", func(t *testing.T) {
 				prefix := uniq("foreign-multi")
 				m, err := NewMultiLimiter(c, []redstream.Spec{redstream.FixedWindow(time.Second, 5), redstream.SlidingWindow(time.Second, 5)}, Options{KeyPrefix: prefix})
