@@ -17,14 +17,22 @@ import (
 //	<prefix>:{#<hash>}[:<role>]|<user>   otherwise
 //
 // A user key is plain when it is 1 to maxPlainTag bytes of printable ASCII without '{', '}'
-// or a space and does not start with '#'; its tag is the key itself, so plain keys read as in
-// the Java starter ("streaming:rl:{user:1}"). Any other key (braces, spaces, binary bytes, very long)
-// gets the tag "#" + 16 hex digits of MurmurHash3 x64 128 (core.Murmur3x64_128, seed 0, the
-// first half) and is appended whole after a '|', so two different user keys never share a
-// Redis key. Roles never contain ':', '|', '{' or '}'. Redis Cluster hashes only the text
-// between the first '{' and the first '}' after it; prefixes may not contain braces, so that
-// text is always the tag, and every key built for one user key (all the keys of one script)
-// lands in one slot whatever the user key holds.
+// or a space and does not start with '#'; its tag is the key itself, so plain keys stay
+// readable ("streaming:rl:{user:1}:sliding.60000000.10"). Any other key (braces, spaces,
+// binary bytes, very long) gets the tag "#" + 16 hex digits of MurmurHash3 x64 128
+// (core.Murmur3x64_128, seed 0, the first half, big-endian) and is appended whole after a
+// '|', so two different user keys never share a Redis key. Roles never contain ':', '|', '{'
+// or '}'. Redis Cluster hashes only the text between the first '{' and the first '}' after
+// it; prefixes may not contain braces, so that text is always the tag, and every key built
+// for one user key (all the keys of one script) lands in one slot whatever the user key
+// holds.
+//
+// Roles: a limiter's is its Spec's Fingerprint ("m<i>." + Fingerprint for limit i of a
+// multi-limiter), so limiters of different parameters never share a key; the
+// deduplicators' are "set", "win" and "winhw", and "bf.<k>.<shard bits>.<shards>" for the
+// Bloom filter. The Java implementation's layout (JavaCompatible, java.go) is the one
+// exception to this schema: its keys are built by javaKey. testdata/keys.json holds
+// vectors of the schema for other runtimes.
 
 // maxPlainTag is the longest user key used as its own hash tag.
 const maxPlainTag = 128
@@ -108,8 +116,60 @@ func checkSize(what string, n int) error {
 	return nil
 }
 
-// limitRole is the role of limit i of a multi-limiter.
-func limitRole(i int) string { return "m" + strconv.Itoa(i) }
+// Fingerprint returns the canonical form of a limit's parameters, which the key of every
+// limiter not in JavaCompatible mode carries, so that two limiters whose parameters differ
+// never read each other's state: the algorithm's name (core.Limit.Name), then each integer
+// parameter (core.Limit.Ints: interval, tolerance and burst in µs and units for the buckets,
+// window in µs and limit for the windows) in decimal, all joined by '.'. Examples:
+//
+//	redstream.SlidingWindow(time.Minute, 10)  sliding.60000000.10
+//	redstream.TokenBucket(10, 5)              token-bucket.200000.2000000.10
+//
+// The key of a single limit is "<prefix>:{<tag>}:<fingerprint>", that of limit i of a
+// multi-limiter "<prefix>:{<tag>}:m<i>.<fingerprint>" (followed by "|<user key>" for a key
+// that is not plain; see the key schema above), e.g. "streaming:rl:{user:1}:sliding.60000000.10".
+// The form is the same in every runtime that shares redstream's keys; the vectors in
+// redisbackend/testdata/keys.json pin it (spec, parameters, fingerprint, Redis keys).
+func Fingerprint(p core.Limit) string {
+	var b []byte
+	b = append(b, p.Name()...)
+	for _, x := range p.Ints() {
+		b = append(b, '.')
+		b = strconv.AppendInt(b, x, 10)
+	}
+	return string(b)
+}
+
+// specRole is the key role of a single-limit limiter of p.
+func specRole(p core.Limit) string { return Fingerprint(p) }
+
+// limitRole is the key role of limit i, of p, of a multi-limiter.
+func limitRole(i int, p core.Limit) string { return "m" + strconv.Itoa(i) + "." + Fingerprint(p) }
+
+// limiterKeys returns the Redis keys of user key u, one per role: the schema's keys, or with
+// java the Java implementation's, "<prefix>:{<u>}" then "<prefix>:{<u>}:<role>" (javaKey).
+func limiterKeys(prefix, u string, roles []string, java bool) []string {
+	ks := make([]string, len(roles))
+	for i, r := range roles {
+		if java {
+			ks[i] = javaKey(prefix, u, r)
+		} else {
+			ks[i] = redisKey(prefix, u, r)
+		}
+	}
+	return ks
+}
+
+// checkKey validates a user key of a limiter before any Redis call.
+func (l *Limiter) checkKey(key string) error {
+	if err := checkSize("key", len(key)+len(l.prefix)); err != nil {
+		return err
+	}
+	if l.java {
+		return checkJavaKey(key)
+	}
+	return nil
+}
 
 // Roles of the deduplicators' keys.
 const (

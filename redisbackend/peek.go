@@ -2,6 +2,7 @@ package redisbackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -46,7 +47,8 @@ func (l *Limiter) Peek(ctx context.Context, key string, now time.Time) (redstrea
 // Bad input returns the errors of AllowN and makes no Redis call. A Redis failure is
 // returned as an error (naming the script) whatever the FailurePolicy: a peek inspects,
 // it does not decide. Without a deadline on ctx the call is bounded by
-// DefaultPeekTimeout.
+// DefaultPeekTimeout. A key holding state the scripts cannot read is ErrForeignState; a
+// JavaCompatible limiter cannot be peeked at (errors.ErrUnsupported).
 func (l *Limiter) PeekN(ctx context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {
 	ds, err := l.peek(ctx, key, now, n)
 	if err != nil {
@@ -75,6 +77,11 @@ func (l *Limiter) PeekLimits(ctx context.Context, key string, now time.Time, n i
 func (l *Limiter) peek(ctx context.Context, key string, now time.Time, n int64) ([]core.Decision, error) {
 	if err := l.check(key, now, n); err != nil {
 		return nil, err
+	}
+	if l.java {
+		// The Java layouts are decided by their own scripts (java.go), which have no
+		// read-only variant.
+		return nil, fmt.Errorf("redisbackend: peek on a JavaCompatible limiter: %w", errors.ErrUnsupported)
 	}
 	args := make([]string, 0, 2+4*len(l.specs))
 	if now.IsZero() {

@@ -17,7 +17,8 @@
 -- Reply: 6 integers per limit, in KEYS order, what that limit's script would reply for the
 --        request: allowed (1|0), limit, remaining, retry_after (µs), reset_after (µs),
 --        delay (µs)
--- Errors: 'ERR peek: ...' for malformed arguments.
+-- Errors: 'ERR peek: ...' for malformed arguments; a foreign-state error naming the key for a
+--         key holding state this script cannot read (lib/guard.lua).
 
 --@include lib/prelude.lua
 local n = tonumber(ARGV[2])
@@ -32,6 +33,7 @@ local margin = 0
 --@include algo/sliding_log.lua
 --@include algo/fixed_window.lua
 --@include algo/sliding_counter.lua
+--@include lib/guard.lua
 
 local out = {}
 for i = 1, #KEYS do
@@ -40,18 +42,19 @@ for i = 1, #KEYS do
   local limit = p2
   if alg == 'tb' or alg == 'lb' then limit = p3 end
   if not p1 or not limit or n > limit then return redis.error_reply('ERR peek: cost out of range') end
-  local d
+  local ok, d
   if alg == 'tb' or alg == 'lb' then
-    d = gcra(KEYS[i], p1, p2, p3, alg == 'lb')
+    ok, d = decided(gcra, KEYS[i], p1, p2, p3, alg == 'lb')
   elseif alg == 'sl' then
-    d = slidinglog(KEYS[i], p1, p2)
+    ok, d = decided(slidinglog, KEYS[i], p1, p2)
   elseif alg == 'sc' then
-    d = slidingcounter(KEYS[i], p1, p2)
+    ok, d = decided(slidingcounter, KEYS[i], p1, p2)
   elseif alg == 'fw' then
-    d = fixedwindow(KEYS[i], p1, p2)
+    ok, d = decided(fixedwindow, KEYS[i], p1, p2)
   else
     return redis.error_reply('ERR peek: unknown algorithm')
   end
+  if not ok then return d end
   for j = 1, 6 do out[#out + 1] = d[j] end
 end
 return out
