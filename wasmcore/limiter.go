@@ -131,7 +131,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 		}
 		return redstream.Decision{}, err
 	}
-	return engine.Decision(d), nil
+	return d, nil
 }
 
 // stepper is the engine.Stepper of an instance: it calls each limit's step export.

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 
+	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
 )
 
@@ -41,6 +42,8 @@ type Limiter struct {
 	max    int64
 	one    Table[core.State]   // a single limit
 	multi  Table[[]core.State] // several limits
+	words  *wordsPath          // a single WordsStepper, native only (instead of one)
+	logs   *logPath            // a single LogStepper, native only (instead of one)
 }
 
 // NewLimiter returns a limiter of limits (at least one) configured by c.
@@ -57,6 +60,24 @@ func NewLimiter(limits []core.Limit, c Config) *Limiter {
 	return l
 }
 
+// NewNativeLimiter is NewLimiter for a limiter that only ever decides natively
+// (DecideNative): a single limit that is a WordsStepper or a LogStepper keeps its narrower
+// state and is stepped through it.
+func NewNativeLimiter(limits []core.Limit, c Config) *Limiter {
+	if len(limits) == 1 {
+		l := &Limiter{limits: limits, native: Native(limits), max: min(core.MaxCount, limits[0].Max())}
+		switch lim := limits[0].(type) {
+		case WordsStepper:
+			l.words = &wordsPath{lim: lim, t: NewTable[[3]int64](c)}
+			return l
+		case LogStepper:
+			l.logs = &logPath{lim: lim, t: NewTable[*core.Log](c)}
+			return l
+		}
+	}
+	return NewLimiter(limits, c)
+}
+
 // Limits returns the limits, in a new slice.
 func (l *Limiter) Limits() []core.Limit { return append([]core.Limit(nil), l.limits...) }
 
@@ -66,32 +87,52 @@ func (l *Limiter) Max() int64 { return l.max }
 // Decide decides a request of cost n for key at now with st; a nil st steps natively
 // (core.Limit.StepState on a key already held, one call). An error of limit i of a
 // multi-limit is prefixed "limit i: ".
-func (l *Limiter) Decide(st Stepper, key string, now, n int64) (core.Decision, error) {
+func (l *Limiter) Decide(st Stepper, key string, now, n int64) (redstream.Decision, error) {
+	var (
+		d   core.Decision
+		err error
+	)
 	if len(l.limits) == 1 {
-		return l.decideOne(st, key, now, n)
+		d, err = l.decideOne(st, key, now, n)
+	} else {
+		if st == nil {
+			st = l.native
+		}
+		d, err = l.decideMulti(st, key, now, n)
 	}
-	if st == nil {
-		st = l.native
-	}
-	return l.decideMulti(st, key, now, n)
+	var out redstream.Decision
+	convert(&out, &d)
+	return out, err
 }
 
-// DecideNative is Decide(nil, key, now, n): core steps, in one call on a key already held.
-func (l *Limiter) DecideNative(key string, now, n int64) (core.Decision, error) {
+// DecideNative is Decide(nil, key, now, n) writing the decision into *out (see convert):
+// core steps, in one call on a key already held.
+func (l *Limiter) DecideNative(out *redstream.Decision, key string, now, n int64) error {
+	switch {
+	case l.words != nil:
+		return l.words.decide(out, key, now, n)
+	case l.logs != nil:
+		return l.logs.decide(out, key, now, n)
+	}
+	var (
+		d   core.Decision
+		err error
+	)
 	if len(l.limits) != 1 {
-		return l.decideMulti(l.native, key, now, n)
-	}
-	s, tag := l.one.Locate(key)
-	s.Lock()
-	i, ok := s.Find(key, tag)
-	if !ok {
-		d, err := l.decideOneNew(l.native, s, i, key, tag, now, n)
+		d, err = l.decideMulti(l.native, key, now, n)
+	} else {
+		s, tag := l.one.Locate(key)
+		s.Lock()
+		i, ok := s.Find(key, tag)
+		if ok {
+			d, err = l.limits[0].StepState(s.Val(i), now, n)
+		} else {
+			d, err = l.decideOneNew(l.native, s, i, key, tag, now, n)
+		}
 		s.Unlock()
-		return d, err
 	}
-	d, err := l.limits[0].StepState(s.Val(i), now, n)
-	s.Unlock()
-	return d, err
+	convert(out, &d)
+	return err
 }
 
 func (l *Limiter) decideOne(st Stepper, key string, now, n int64) (core.Decision, error) {
@@ -197,6 +238,12 @@ func (l *Limiter) idle(e []core.State, now int64) bool {
 // have recovered but not been swept yet. Each shard is counted under its lock; the total is
 // exact when no other goroutine is deciding.
 func (l *Limiter) TrackedKeys() int {
+	switch {
+	case l.words != nil:
+		return l.words.t.Len()
+	case l.logs != nil:
+		return l.logs.t.Len()
+	}
 	if len(l.limits) == 1 {
 		return l.one.Len()
 	}

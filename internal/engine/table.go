@@ -3,6 +3,8 @@ package engine
 import (
 	"hash/maphash"
 	"sync"
+
+	"github.com/redstream-go/redstream/core"
 )
 
 // Table maps string keys to states of type S. It is split into power-of-two shards, each
@@ -30,7 +32,9 @@ type Shard[S any] struct {
 	ents  []entry[S]
 	count int // keys held
 	mark  int // a new key arriving when count >= mark sweeps first
-	_     [2*cacheLine - 8 - 24 - 24 - 8 - 8]byte
+	// scratch receives the decision of a step made under the lock (see native.go).
+	scratch core.Decision
+	_       [2*cacheLine - 8 - 24 - 24 - 8 - 8 - 48]byte
 }
 
 type entry[S any] struct {
