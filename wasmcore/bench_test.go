@@ -78,6 +78,7 @@ func BenchmarkDecision(b *testing.B) {
 				tat int64
 				ws  core.WindowState
 				lg  core.State
+				d   core.Decision
 			)
 			a := l.abi[0]
 			now := start.UnixMicro()
@@ -87,15 +88,15 @@ func BenchmarkDecision(b *testing.B) {
 				var err error
 				switch a.fn {
 				case fnTokenBucket, fnLeakyBucket:
-					tat, _, err = in.gcraStep(ctx, a.fn, spec.Capacity, spec.Rate, tat, now, 1)
+					tat, err = in.gcraStep(ctx, a.fn, spec.Capacity, spec.Rate, tat, now, 1, &d)
 				case fnFixedWindow:
-					ws, _, err = in.fixedWindowStep(ctx, a.window, spec.Limit, ws, now, 1)
+					ws, err = in.fixedWindowStep(ctx, a.window, spec.Limit, ws, now, 1, &d)
 				case fnSlidingCounter:
-					ws, _, err = in.slidingCounterStep(ctx, a.window, spec.Limit, ws, now, 1)
+					ws, err = in.slidingCounterStep(ctx, a.window, spec.Limit, ws, now, 1, &d)
 				default:
-					var d logDelta
-					d, _, err = in.slidingLogStep(ctx, a.window, spec.Limit, lg.Log, now, 1)
-					l.limits[0].CommitState(&lg, core.Next{d.Pruned, d.Appended, d.At})
+					var dl logDelta
+					dl, err = in.slidingLogStep(ctx, a.window, spec.Limit, lg.Log, now, 1, &d)
+					l.limits[0].CommitState(&lg, core.Next{dl.Pruned, dl.Appended, dl.At})
 				}
 				if err != nil {
 					b.Fatal(err)

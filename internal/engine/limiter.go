@@ -8,17 +8,22 @@ import (
 )
 
 // Stepper decides limit i of a request for a key in state s without changing s, as
-// core.Limit.CheckState does: natively ([Native]) or in a WebAssembly instance.
+// core.Limit.CheckState does, natively ([Native]) or in a WebAssembly instance, writing the
+// decision into *d and what CommitState must store into *next (both may be left as they
+// are on an error). The kernel passes pointers into the locked shard's scratch space, so
+// that the call through the interface makes no stack variable escape.
 type Stepper interface {
-	Check(i int, s *core.State, now, n int64) (core.Decision, core.Next, error)
+	Check(i int, s *core.State, now, n int64, d *core.Decision, next *core.Next) error
 }
 
 // Native steps with core itself.
 type Native []core.Limit
 
 // Check calls CheckState of limit i.
-func (ls Native) Check(i int, s *core.State, now, n int64) (core.Decision, core.Next, error) {
-	return ls[i].CheckState(s, now, n)
+func (ls Native) Check(i int, s *core.State, now, n int64, d *core.Decision, next *core.Next) error {
+	var err error
+	*d, *next, err = ls[i].CheckState(s, now, n)
+	return err
 }
 
 // Inline is the number of limits a multi-limit decision handles without allocating.
@@ -84,25 +89,21 @@ func (l *Limiter) Limits() []core.Limit { return append([]core.Limit(nil), l.lim
 // Max returns the largest cost every limit admits.
 func (l *Limiter) Max() int64 { return l.max }
 
-// Decide decides a request of cost n for key at now with st; a nil st steps natively
-// (core.Limit.StepState on a key already held, one call). An error of limit i of a
-// multi-limit is prefixed "limit i: ".
-func (l *Limiter) Decide(st Stepper, key string, now, n int64) (redstream.Decision, error) {
-	var (
-		d   core.Decision
-		err error
-	)
-	if len(l.limits) == 1 {
-		d, err = l.decideOne(st, key, now, n)
-	} else {
-		if st == nil {
-			st = l.native
-		}
-		d, err = l.decideMulti(st, key, now, n)
+// Decide decides a request of cost n for key at now with st (nil: natively) into *out.
+// Every call layer of the kernel writes its decision through a pointer: a Decision is too
+// large to be returned in registers, and Go returns one by storing it and copying it,
+// which stalls on store-to-load forwarding at each layer (see convert). An error of limit
+// i of a multi-limit is prefixed "limit i: ".
+func (l *Limiter) Decide(out *redstream.Decision, st Stepper, key string, now, n int64) error {
+	if st == nil {
+		return l.DecideNative(out, key, now, n)
 	}
-	var out redstream.Decision
-	convert(&out, &d)
-	return out, err
+	if len(l.limits) == 1 {
+		return l.decideOne(out, st, key, now, n)
+	}
+	d, err := l.decideMulti(st, key, now, n)
+	convert(out, &d)
+	return err
 }
 
 // DecideNative is Decide(nil, key, now, n) writing the decision into *out (see convert):
@@ -127,7 +128,7 @@ func (l *Limiter) DecideNative(out *redstream.Decision, key string, now, n int64
 		if ok {
 			d, err = l.limits[0].StepState(s.Val(i), now, n)
 		} else {
-			d, err = l.decideOneNew(l.native, s, i, key, tag, now, n)
+			d, err = l.decideOneNew(s, i, key, tag, now, n)
 		}
 		s.Unlock()
 	}
@@ -135,41 +136,43 @@ func (l *Limiter) DecideNative(out *redstream.Decision, key string, now, n int64
 	return err
 }
 
-func (l *Limiter) decideOne(st Stepper, key string, now, n int64) (core.Decision, error) {
+func (l *Limiter) decideOne(out *redstream.Decision, st Stepper, key string, now, n int64) error {
 	s, tag := l.one.Locate(key)
 	s.Lock()
+	defer s.Unlock()
+	d, next := &s.scratch, &s.next
 	i, ok := s.Find(key, tag)
 	if !ok {
-		d, err := l.decideOneNew(st, s, i, key, tag, now, n)
-		s.Unlock()
-		return d, err
+		var v core.State
+		err := st.Check(0, &v, now, n, d, next)
+		if err != nil {
+			return err
+		}
+		convert(out, d)
+		if d.Allowed {
+			lim := l.limits[0]
+			lim.CommitState(&v, *next)
+			l.one.Insert(s, i, key, tag, v, func(v core.State) bool { return lim.IdleState(&v, now) })
+		}
+		return nil
 	}
 	p := s.Val(i)
-	var (
-		d   core.Decision
-		err error
-	)
-	if st == nil {
-		d, err = l.limits[0].StepState(p, now, n)
-	} else {
-		var next core.Next
-		if d, next, err = st.Check(0, p, now, n); err == nil && d.Allowed {
-			l.limits[0].CommitState(p, next)
-		}
+	if err := st.Check(0, p, now, n, d, next); err != nil {
+		return err
 	}
-	s.Unlock()
-	return d, err
+	if d.Allowed {
+		l.limits[0].CommitState(p, *next)
+	}
+	convert(out, d)
+	return nil
 }
 
-// decideOneNew decides for a key s (locked) does not hold; i is the slot Find returned. It
-// is apart from decideOne so that only a new key's state is allocated.
-func (l *Limiter) decideOneNew(st Stepper, s *Shard[core.State], i int, key string, tag uint32, now, n int64) (core.Decision, error) {
-	if st == nil {
-		st = Native(l.limits)
-	}
+// decideOneNew decides natively for a key s (locked) does not hold; i is the slot Find
+// returned. It is apart so that only a new key's state is allocated.
+func (l *Limiter) decideOneNew(s *Shard[core.State], i int, key string, tag uint32, now, n int64) (core.Decision, error) {
 	lim := l.limits[0]
 	var v core.State
-	d, next, err := st.Check(0, &v, now, n)
+	d, next, err := lim.CheckState(&v, now, n)
 	if err == nil && d.Allowed {
 		lim.CommitState(&v, next)
 		l.one.Insert(s, i, key, tag, v, func(v core.State) bool { return lim.IdleState(&v, now) })
@@ -184,16 +187,16 @@ func (l *Limiter) decideMulti(st Stepper, key string, now, n int64) (core.Decisi
 	i, ok := s.Find(key, tag)
 	if !ok {
 		e := make([]core.State, len(l.limits))
-		return l.decideAll(st, e, now, n, func() {
+		return l.decideAll(s, st, e, now, n, func() {
 			l.multi.Insert(s, i, key, tag, e, func(v []core.State) bool { return l.idle(v, now) })
 		})
 	}
-	return l.decideAll(st, *s.Val(i), now, n, nil)
+	return l.decideAll(s, st, *s.Val(i), now, n, nil)
 }
 
 // decideAll decides a request against every limit of a key in state e, and when every
 // limit admits commits it to all of them and calls store (if not nil).
-func (l *Limiter) decideAll(st Stepper, e []core.State, now, n int64, store func()) (core.Decision, error) {
+func (l *Limiter) decideAll(sh *Shard[[]core.State], st Stepper, e []core.State, now, n int64, store func()) (core.Decision, error) {
 	var (
 		dsBuf   [Inline]core.Decision
 		nextBuf [Inline]core.Next
@@ -204,13 +207,13 @@ func (l *Limiter) decideAll(st Stepper, e []core.State, now, n int64, store func
 		nexts = make([]core.Next, 0, len(l.limits))
 	}
 	all := true
+	d, next := &sh.scratch, &sh.next
 	for j := range l.limits {
-		d, next, err := st.Check(j, &e[j], now, n)
-		if err != nil {
+		if err := st.Check(j, &e[j], now, n, d, next); err != nil {
 			return core.Decision{}, fmt.Errorf("limit %d: %w", j, err)
 		}
-		ds = append(ds, d)
-		nexts = append(nexts, next)
+		ds = append(ds, *d)
+		nexts = append(nexts, *next)
 		all = all && d.Allowed
 	}
 	if all {

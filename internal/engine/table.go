@@ -32,9 +32,11 @@ type Shard[S any] struct {
 	ents  []entry[S]
 	count int // keys held
 	mark  int // a new key arriving when count >= mark sweeps first
-	// scratch receives the decision of a step made under the lock (see native.go).
+	// scratch and next receive the decision of a step made under the lock and what it
+	// commits (see native.go and Stepper).
 	scratch core.Decision
-	_       [2*cacheLine - 8 - 24 - 24 - 8 - 8 - 48]byte
+	next    core.Next
+	_       [3*cacheLine - 8 - 24 - 24 - 8 - 8 - 48 - 24]byte
 }
 
 type entry[S any] struct {
