@@ -47,8 +47,8 @@ type Limiter struct {
 	max    int64
 	one    Table[core.State]   // a single limit
 	multi  Table[[]core.State] // several limits
-	words  *wordsPath          // a single WordsStepper, native only (instead of one)
-	logs   *logPath            // a single LogStepper, native only (instead of one)
+	words  *wordsPath          // a single WordsStepper decided natively, on one
+	logs   *logPath            // a single LogStepper decided natively, on one
 }
 
 // NewLimiter returns a limiter of limits (at least one) configured by c.
@@ -65,22 +65,20 @@ func NewLimiter(limits []core.Limit, c Config) *Limiter {
 	return l
 }
 
-// NewNativeLimiter is NewLimiter for a limiter that only ever decides natively
-// (DecideNative): a single limit that is a WordsStepper or a LogStepper keeps its narrower
-// state and is stepped through it.
+// NewNativeLimiter is NewLimiter for a limiter that decides natively (DecideNative): a
+// single limit that is a WordsStepper or a LogStepper is stepped through that method (see
+// native.go) instead of StepState.
 func NewNativeLimiter(limits []core.Limit, c Config) *Limiter {
+	l := NewLimiter(limits, c)
 	if len(limits) == 1 {
-		l := &Limiter{limits: limits, native: Native(limits), max: min(core.MaxCount, limits[0].Max())}
 		switch lim := limits[0].(type) {
 		case WordsStepper:
-			l.words = &wordsPath{lim: lim, t: NewTable[[3]int64](c)}
-			return l
+			l.words = &wordsPath{lim: lim, t: &l.one}
 		case LogStepper:
-			l.logs = &logPath{lim: lim, t: NewTable[*core.Log](c)}
-			return l
+			l.logs = &logPath{lim: lim, t: &l.one}
 		}
 	}
-	return NewLimiter(limits, c)
+	return l
 }
 
 // Limits returns the limits, in a new slice.
@@ -241,12 +239,6 @@ func (l *Limiter) idle(e []core.State, now int64) bool {
 // have recovered but not been swept yet. Each shard is counted under its lock; the total is
 // exact when no other goroutine is deciding.
 func (l *Limiter) TrackedKeys() int {
-	switch {
-	case l.words != nil:
-		return l.words.t.Len()
-	case l.logs != nil:
-		return l.logs.t.Len()
-	}
 	if len(l.limits) == 1 {
 		return l.one.Len()
 	}

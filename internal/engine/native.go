@@ -8,12 +8,13 @@ import (
 // The single-limit native paths of the limits whose state is narrower than core.State,
 // chosen once by NewNativeLimiter from the methods the limit has (not from its algorithm):
 //
-//   - a limit with StepWords (the fixed window and the sliding counter) keeps its three
-//     state words per key and steps on them in place: 24 bytes of state instead of
-//     core.State's 32, and no pointer in the entries for the garbage collector to scan;
-//   - a limit with StepInto and Idle on a *core.Log (the sliding log) keeps the log pointer.
+//   - a limit with StepWords (the fixed window and the sliding counter) is stepped in place
+//     on the words of the key's core.State;
+//   - a limit with StepInto and Idle on a *core.Log (the sliding log) on the key's log.
 //
-// Both decide a key already held with one call to the limit's step, under the shard lock,
+// The state stays the limiter's one core.State per key (in Limiter.one, where every other
+// reader, such as a peek, finds it). Both decide a key already held with one call to the
+// limit's step, under the shard lock,
 // writing the decision into the shard's scratch decision (memory the lock owns, so that
 // the pointer passed through the interface call does not make a stack variable escape),
 // and convert it once into the caller's. A key not held and the sweep are the table's, as
@@ -33,10 +34,10 @@ type LogStepper interface {
 	Idle(l *core.Log, now int64) bool
 }
 
-// wordsPath is the single-limit native path of a WordsStepper.
+// wordsPath is the single-limit native path of a WordsStepper, on the limiter's table.
 type wordsPath struct {
 	lim WordsStepper
-	t   Table[[3]int64]
+	t   *Table[core.State]
 }
 
 func (p *wordsPath) decide(out *redstream.Decision, key string, now, n int64) error {
@@ -48,7 +49,7 @@ func (p *wordsPath) decide(out *redstream.Decision, key string, now, n int64) er
 		s.Unlock()
 		return err
 	}
-	err := p.lim.StepWords(s.Val(i), now, n, &s.scratch)
+	err := p.lim.StepWords(&s.Val(i).Words, now, n, &s.scratch)
 	convert(out, &s.scratch)
 	s.Unlock()
 	return err
@@ -56,47 +57,51 @@ func (p *wordsPath) decide(out *redstream.Decision, key string, now, n int64) er
 
 // decideNew decides for a key s (locked) does not hold, from the zero state, and stores
 // the key when admitted.
-func (p *wordsPath) decideNew(out *redstream.Decision, s *Shard[[3]int64], i int, key string, tag uint32, now, n int64) error {
-	var w [3]int64
-	err := p.lim.StepWords(&w, now, n, &s.scratch)
+func (p *wordsPath) decideNew(out *redstream.Decision, s *Shard[core.State], i int, key string, tag uint32, now, n int64) error {
+	var v core.State
+	err := p.lim.StepWords(&v.Words, now, n, &s.scratch)
 	convert(out, &s.scratch)
 	if err == nil && out.Allowed {
 		lim := p.lim
-		p.t.Insert(s, i, key, tag, w, func(w [3]int64) bool {
-			return lim.IdleState(&core.State{Words: w}, now)
-		})
+		p.t.Insert(s, i, key, tag, v, func(v core.State) bool { return lim.IdleState(&v, now) })
 	}
 	return err
 }
 
-// logPath is the single-limit native path of a LogStepper.
+// logPath is the single-limit native path of a LogStepper, on the limiter's table.
 type logPath struct {
 	lim LogStepper
-	t   Table[*core.Log]
+	t   *Table[core.State]
 }
 
 func (p *logPath) decide(out *redstream.Decision, key string, now, n int64) error {
 	s, tag := p.t.Locate(key)
 	s.Lock()
 	i, ok := s.Find(key, tag)
-	if !ok {
-		err := p.decideNew(out, s, i, key, tag, now, n)
+	if !ok || s.Val(i).Log == nil {
+		err := p.decideNew(out, s, i, ok, key, tag, now, n)
 		s.Unlock()
 		return err
 	}
-	err := p.lim.StepInto(*s.Val(i), now, n, &s.scratch)
+	err := p.lim.StepInto(s.Val(i).Log, now, n, &s.scratch)
 	convert(out, &s.scratch)
 	s.Unlock()
 	return err
 }
 
-func (p *logPath) decideNew(out *redstream.Decision, s *Shard[*core.Log], i int, key string, tag uint32, now, n int64) error {
+// decideNew decides for a key s (locked) does not hold (or holds without a log), from an
+// empty log, and stores the key when admitted.
+func (p *logPath) decideNew(out *redstream.Decision, s *Shard[core.State], i int, held bool, key string, tag uint32, now, n int64) error {
 	lg := new(core.Log)
 	err := p.lim.StepInto(lg, now, n, &s.scratch)
 	convert(out, &s.scratch)
 	if err == nil && out.Allowed {
+		if held {
+			s.Val(i).Log = lg
+			return nil
+		}
 		lim := p.lim
-		p.t.Insert(s, i, key, tag, lg, func(lg *core.Log) bool { return lim.Idle(lg, now) })
+		p.t.Insert(s, i, key, tag, core.State{Log: lg}, func(v core.State) bool { return lim.IdleState(&v, now) })
 	}
 	return err
 }
