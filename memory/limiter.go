@@ -113,7 +113,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 }
 
 // allow is AllowN deciding into *d, the shape every call layer of the kernel has (see
-// engine.Decide): the three methods above each make this one call.
+// engine.Limiter.DecideInto): the three methods above each make this one call.
 //
 // The checks of engine.CheckRequest are split: the empty key and a cost <= 0 here, the
 // time and the cost's upper bound in core's step, which makes them anyway, in the same
@@ -136,9 +136,9 @@ func (l *Limiter) allow(d *redstream.Decision, key string, now time.Time, n int6
 	}
 	var err error
 	if b := l.buckets; b != nil {
-		err = b.Decide(d, key, t, n)
+		err = b.DecideInto(d, key, t, n)
 	} else {
-		err = l.k.DecideNative(d, key, t, n)
+		err = l.k.DecideNativeInto(d, key, t, n)
 	}
 	if err != nil {
 		*d = redstream.Decision{}

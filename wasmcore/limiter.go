@@ -122,7 +122,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 }
 
 // allow is AllowN deciding into *d, the shape of every call layer of the kernel (see
-// engine.Limiter.Decide).
+// engine.Limiter.DecideInto).
 func (l *Limiter) allow(ctx context.Context, d *redstream.Decision, key string, now time.Time, n int64) error {
 	if err := engine.CheckRequest(key, now, n); err != nil {
 		return fmt.Errorf("wasmcore: %w", err)
@@ -134,7 +134,7 @@ func (l *Limiter) allow(ctx context.Context, d *redstream.Decision, key string, 
 	}
 	st := &in.stepper
 	st.ctx, st.limits = ctx, l.abi
-	err = l.k.Decide(d, st, key, t, n)
+	err = l.k.DecideInto(d, st, key, t, n)
 	st.ctx, st.limits = nil, nil
 	l.opts.rt.release(in)
 	if err != nil {

@@ -297,8 +297,15 @@ func NewBuckets(lim core.Limit, c Config) (*Buckets, bool) {
 	return b, true
 }
 
-// Decide decides a request of cost n for key at now into *out (see convert).
-func (b *Buckets) Decide(out *redstream.Decision, key string, now, n int64) error {
+// Decide decides a request of cost n for key at now. DecideInto is the fast form.
+func (b *Buckets) Decide(key string, now, n int64) (core.Decision, error) {
+	var out redstream.Decision
+	err := b.DecideInto(&out, key, now, n)
+	return coreOf(&out), err
+}
+
+// DecideInto decides a request of cost n for key at now into *out (see convert).
+func (b *Buckets) DecideInto(out *redstream.Decision, key string, now, n int64) error {
 	if len(key) <= maxShortKey {
 		k := packShort(key)
 		return stepBucket(out, b, &b.short, k, hashShort(&b.short.short, k), now, n)

@@ -114,6 +114,18 @@ func Decision(d core.Decision) redstream.Decision {
 	return out
 }
 
+// coreOf is the inverse of convert (exact: the durations are whole microseconds).
+func coreOf(d *redstream.Decision) core.Decision {
+	return core.Decision{
+		Allowed:    d.Allowed,
+		Limit:      d.Limit,
+		Remaining:  d.Remaining,
+		RetryAfter: d.RetryAfter.Microseconds(),
+		ResetAfter: d.ResetAfter.Microseconds(),
+		Delay:      d.Delay.Microseconds(),
+	}
+}
+
 // convert is Decision from *d into *out, field by field. The kernel's paths work on
 // pointers because a Decision is too large to live in registers: Go returns one by storing
 // it field by field and copying it on 16 bytes at a time, and such a copy of a value just

@@ -87,14 +87,29 @@ func (l *Limiter) Limits() []core.Limit { return append([]core.Limit(nil), l.lim
 // Max returns the largest cost every limit admits.
 func (l *Limiter) Max() int64 { return l.max }
 
-// Decide decides a request of cost n for key at now with st (nil: natively) into *out.
+// Decide decides a request of cost n for key at now with st; a nil st steps natively. It
+// is DecideInto for callers that want core's decision.
+func (l *Limiter) Decide(st Stepper, key string, now, n int64) (core.Decision, error) {
+	var out redstream.Decision
+	err := l.DecideInto(&out, st, key, now, n)
+	return coreOf(&out), err
+}
+
+// DecideNative is Decide(nil, key, now, n): core steps, in one call on a key already held.
+func (l *Limiter) DecideNative(key string, now, n int64) (core.Decision, error) {
+	var out redstream.Decision
+	err := l.DecideNativeInto(&out, key, now, n)
+	return coreOf(&out), err
+}
+
+// DecideInto decides a request of cost n for key at now with st (nil: natively) into *out.
 // Every call layer of the kernel writes its decision through a pointer: a Decision is too
 // large to be returned in registers, and Go returns one by storing it and copying it,
 // which stalls on store-to-load forwarding at each layer (see convert). An error of limit
 // i of a multi-limit is prefixed "limit i: ".
-func (l *Limiter) Decide(out *redstream.Decision, st Stepper, key string, now, n int64) error {
+func (l *Limiter) DecideInto(out *redstream.Decision, st Stepper, key string, now, n int64) error {
 	if st == nil {
-		return l.DecideNative(out, key, now, n)
+		return l.DecideNativeInto(out, key, now, n)
 	}
 	if len(l.limits) == 1 {
 		return l.decideOne(out, st, key, now, n)
@@ -104,9 +119,9 @@ func (l *Limiter) Decide(out *redstream.Decision, st Stepper, key string, now, n
 	return err
 }
 
-// DecideNative is Decide(nil, key, now, n) writing the decision into *out (see convert):
-// core steps, in one call on a key already held.
-func (l *Limiter) DecideNative(out *redstream.Decision, key string, now, n int64) error {
+// DecideNativeInto is DecideInto(out, nil, key, now, n): core steps, in one call on a key
+// already held.
+func (l *Limiter) DecideNativeInto(out *redstream.Decision, key string, now, n int64) error {
 	switch {
 	case l.words != nil:
 		return l.words.decide(out, key, now, n)
