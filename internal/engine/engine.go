@@ -6,7 +6,9 @@
 // An engine is a thin constructor over it: it validates its options into a [Config], builds
 // a [Limiter] from the specs' core limits and decides each request with its own Stepper.
 // The token and leaky bucket of a single-limit native limiter keep their lock-free
-// compare-and-swap path ([Buckets]), the one concrete fast path.
+// compare-and-swap path ([Buckets]), the one concrete fast path; a single native window or
+// log is stepped in place through [WordsStepper] or [LogStepper]. Every path writes its
+// decision through a pointer (DecideInto; see convert for why).
 package engine
 
 import (
