@@ -33,7 +33,8 @@ import (
 //	go test -run xxx -bench 'Memory(HotKey|Algorithms|ManyKeys)' -benchtime 2000000x
 //
 // The ratio metrics read "redstream/<peer>": redstream's time per decision over the peer's,
-// in the same rounds (below 1: redstream is faster); -p25 and -p75 give their spread.
+// in the same rounds (below 1: redstream is faster); -p25 and -p75 give their spread. The
+// ns/op column is redstream's median.
 
 func newMemory(b *testing.B, spec redstream.Spec) *memory.Limiter {
 	b.Helper()
