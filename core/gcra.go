@@ -46,24 +46,39 @@ func newGCRA(capName string, capacity float64, rateName string, rate float64) (G
 // shaping false, LeakyBucket.Step with shaping true (an admitted decision then carries the
 // shaping Delay). It returns the TAT to store (tat itself when denied) and the decision.
 func (g GCRA) Decide(tat, now, n int64, shaping bool) (int64, Decision, error) {
+	var d Decision
+	tat, err := g.DecideInto(&d, tat, now, n, shaping)
+	return tat, d, err
+}
+
+// DecideInto is Decide writing the decision into *d (all of it: d need not be zeroed). An
+// engine that converts the decision right away calls it: a Decision is too large to be
+// returned in registers, and Go copies a returned one through memory.
+func (g GCRA) DecideInto(d *Decision, tat, now, n int64, shaping bool) (int64, error) {
 	if uint64(now) > uint64(MaxTime) || n <= 0 || n > g.Burst {
-		return tat, Decision{}, badRequest(now, n, g.Burst)
+		*d = Decision{}
+		return tat, badRequest(now, n, g.Burst)
 	}
 	t := max64(tat, now)
 	next := t + n*g.Interval
+	d.Limit = g.Burst
 	if next-now <= g.Tolerance {
-		d := Decision{Allowed: true, Limit: g.Burst, Remaining: (g.Tolerance - (next - now)) / g.Interval, ResetAfter: next - now}
+		d.Allowed = true
+		d.Remaining = (g.Tolerance - (next - now)) / g.Interval
+		d.RetryAfter = 0
+		d.ResetAfter = next - now
+		d.Delay = 0
 		if shaping {
 			d.Delay = t - now
 		}
-		return next, d, nil
+		return next, nil
 	}
-	return tat, Decision{
-		Limit:      g.Burst,
-		Remaining:  max64(0, (g.Tolerance-(t-now))/g.Interval),
-		RetryAfter: next - now - g.Tolerance,
-		ResetAfter: t - now,
-	}, nil
+	d.Allowed = false
+	d.Remaining = max64(0, (g.Tolerance-(t-now))/g.Interval)
+	d.RetryAfter = next - now - g.Tolerance
+	d.ResetAfter = t - now
+	d.Delay = 0
+	return tat, nil
 }
 
 // TokenBucket is a token bucket implemented as GCRA: a new key starts full (it admits a burst

@@ -135,7 +135,9 @@ func (p FixedWindow) CommitState(s *State, next Next) { s.Words = next }
 
 // StepState is Step on the window state held in s.Words.
 func (p FixedWindow) StepState(s *State, now, n int64) (Decision, error) {
-	return p.step(&s.Words, now, n)
+	var d Decision
+	err := p.step(&s.Words, now, n, &d)
+	return d, err
 }
 
 // IdleState is Idle on the window state held in s.Words.
@@ -164,7 +166,9 @@ func (p SlidingCounter) CommitState(s *State, next Next) { s.Words = next }
 
 // StepState is Step on the window state held in s.Words.
 func (p SlidingCounter) StepState(s *State, now, n int64) (Decision, error) {
-	return p.step(&s.Words, now, n)
+	var d Decision
+	err := p.step(&s.Words, now, n, &d)
+	return d, err
 }
 
 // IdleState is Idle on the window state held in s.Words.

@@ -96,27 +96,46 @@ func (p SlidingLog) Step(l *Log, now, n int64) (Decision, error) {
 // (expired entries are pruned only when a request is recorded), so the answer to a later
 // request never depends on whether an earlier one was denied.
 func (p SlidingLog) Check(l *Log, now, n int64) (Decision, error) {
+	var d Decision
+	err := p.check(l, now, n, &d)
+	return d, err
+}
+
+// check is Check writing the decision into *d (all of it).
+func (p SlidingLog) check(l *Log, now, n int64, d *Decision) error {
+	*d = Decision{}
 	if err := CheckTime(now); err != nil {
-		return Decision{}, err
+		return err
 	}
 	if err := checkCost(n, p.Limit); err != nil {
-		return Decision{}, err
+		return err
 	}
 	eff := p.effective(l, now)
 	live := l.firstLive(eff - p.Window)
 	count := int64(l.n - live)
-	d := Decision{Limit: p.Limit}
+	d.Limit = p.Limit
 	if count+n <= p.Limit {
 		d.Allowed = true
 		d.Remaining = p.Limit - count - n
 		d.ResetAfter = eff + p.Window - now
-		return d, nil
+		return nil
 	}
 	k := count + n - p.Limit // oldest live entries that must expire first
 	d.Remaining = p.Limit - count
 	d.RetryAfter = l.At(live+int(k-1)) + p.Window - now
 	d.ResetAfter = l.Newest() + p.Window - now
-	return d, nil
+	return nil
+}
+
+// StepInto is Step writing the decision into *d (all of it). It is the call an in-process
+// engine makes on a key it holds: a Decision is too large to be returned in registers, and
+// Go copies a returned one through memory.
+func (p SlidingLog) StepInto(l *Log, now, n int64, d *Decision) error {
+	err := p.check(l, now, n, d)
+	if err == nil && d.Allowed {
+		p.Record(l, now, n)
+	}
+	return err
 }
 
 // firstLive returns the index of the oldest entry newer than cutoff (Len if none), by

@@ -35,17 +35,20 @@ func NewFixedWindow(window, limit int64) (FixedWindow, error) {
 // when admitted, s unchanged when denied (a denial changes nothing).
 func (p FixedWindow) Step(s WindowState, now, n int64) (WindowState, Decision, error) {
 	w := [3]int64{s.Start, s.Count, s.Prev}
-	d, err := p.step(&w, now, n)
+	var d Decision
+	err := p.step(&w, now, n, &d)
 	return WindowState{Start: w[0], Count: w[1], Prev: w[2]}, d, err
 }
 
-// step is Step on the state words (start, count, prev), changed in place only when admitted.
-func (p FixedWindow) step(w *[3]int64, now, n int64) (Decision, error) {
+// step is Step on the state words (start, count, prev), changed in place only when
+// admitted, writing the decision into *d (all of it).
+func (p FixedWindow) step(w *[3]int64, now, n int64, d *Decision) error {
+	*d = Decision{}
 	if err := CheckTime(now); err != nil {
-		return Decision{}, err
+		return err
 	}
 	if err := checkCost(n, p.Limit); err != nil {
-		return Decision{}, err
+		return err
 	}
 	s := WindowState{Start: w[0], Count: w[1], Prev: w[2]}
 	eff := max64(now, s.Start)
@@ -53,19 +56,19 @@ func (p FixedWindow) step(w *[3]int64, now, n int64) (Decision, error) {
 	if start != s.Start {
 		s = WindowState{Start: start}
 	}
-	d := Decision{Limit: p.Limit}
+	d.Limit = p.Limit
 	if s.Count+n <= p.Limit {
 		s.Count += n
 		*w = [3]int64{s.Start, s.Count, s.Prev}
 		d.Allowed = true
 		d.Remaining = p.Limit - s.Count
 		d.ResetAfter = start + p.Window - now
-		return d, nil
+		return nil
 	}
 	d.Remaining = p.Limit - s.Count
 	d.RetryAfter = start + p.Window - now
 	d.ResetAfter = d.RetryAfter
-	return d, nil
+	return nil
 }
 
 // Idle reports whether the key holds no count that still matters at now.
@@ -106,17 +109,20 @@ func NewSlidingCounter(window, limit int64) (SlidingCounter, error) {
 // when admitted, s unchanged when denied (a denial changes nothing).
 func (p SlidingCounter) Step(s WindowState, now, n int64) (WindowState, Decision, error) {
 	w := [3]int64{s.Start, s.Count, s.Prev}
-	d, err := p.step(&w, now, n)
+	var d Decision
+	err := p.step(&w, now, n, &d)
 	return WindowState{Start: w[0], Count: w[1], Prev: w[2]}, d, err
 }
 
-// step is Step on the state words (start, count, prev), changed in place only when admitted.
-func (p SlidingCounter) step(ws *[3]int64, now, n int64) (Decision, error) {
+// step is Step on the state words (start, count, prev), changed in place only when
+// admitted, writing the decision into *d (all of it).
+func (p SlidingCounter) step(ws *[3]int64, now, n int64, d *Decision) error {
+	*d = Decision{}
 	if err := CheckTime(now); err != nil {
-		return Decision{}, err
+		return err
 	}
 	if err := checkCost(n, p.Limit); err != nil {
-		return Decision{}, err
+		return err
 	}
 	w := p.Window
 	s := WindowState{Start: ws[0], Count: ws[1], Prev: ws[2]}
@@ -130,14 +136,14 @@ func (p SlidingCounter) step(ws *[3]int64, now, n int64) (Decision, error) {
 		s = WindowState{Start: start}
 	}
 	weighted := s.Prev * (w - (eff - start))
-	d := Decision{Limit: p.Limit}
+	d.Limit = p.Limit
 	if s.Count+n <= p.Limit && weighted <= (p.Limit-s.Count-n)*w {
 		s.Count += n
 		*ws = [3]int64{s.Start, s.Count, s.Prev}
 		d.Allowed = true
 		d.Remaining = p.Limit - s.Count - ceilDiv(weighted, w)
 		d.ResetAfter = p.resetAt(s) - now
-		return d, nil
+		return nil
 	}
 	d.Remaining = max64(0, p.Limit-s.Count-ceilDiv(weighted, w))
 	var at int64
@@ -150,7 +156,7 @@ func (p SlidingCounter) step(ws *[3]int64, now, n int64) (Decision, error) {
 	}
 	d.RetryAfter = at - now
 	d.ResetAfter = p.resetAt(s) - now
-	return d, nil
+	return nil
 }
 
 func (p SlidingCounter) resetAt(s WindowState) int64 {
@@ -166,4 +172,20 @@ func (p SlidingCounter) resetAt(s WindowState) int64 {
 // Idle reports whether the estimate for the key is zero at now and stays zero.
 func (p SlidingCounter) Idle(s WindowState, now int64) bool {
 	return p.resetAt(s) <= now
+}
+
+// StepWords is Step on the state words (Start, Count, Prev) as core.State.Words holds them,
+// changed in place and only when the request is admitted, writing the decision into *d (all
+// of it). It is the call an in-process engine makes on a key it holds: a Decision is too
+// large to be returned in registers, and Go copies a returned one through memory.
+func (p FixedWindow) StepWords(w *[3]int64, now, n int64, d *Decision) error {
+	return p.step(w, now, n, d)
+}
+
+// StepWords is Step on the state words (Start, Count, Prev) as core.State.Words holds them,
+// changed in place and only when the request is admitted, writing the decision into *d (all
+// of it). It is the call an in-process engine makes on a key it holds: a Decision is too
+// large to be returned in registers, and Go copies a returned one through memory.
+func (p SlidingCounter) StepWords(w *[3]int64, now, n int64, d *Decision) error {
+	return p.step(w, now, n, d)
 }

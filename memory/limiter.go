@@ -76,7 +76,7 @@ func NewMultiLimiter(specs []redstream.Spec, opts Options) (*Limiter, error) {
 			return l, nil
 		}
 	}
-	l.k = engine.NewLimiter(ls, c)
+	l.k = engine.NewNativeLimiter(ls, c)
 	return l, nil
 }
 
@@ -86,12 +86,16 @@ func (l *Limiter) Limits() []core.Limit { return append([]core.Limit(nil), l.lim
 
 // Allow is shorthand for AllowN(ctx, key, time.Time{}, 1): cost 1 at the limiter's clock.
 func (l *Limiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
-	return l.AllowN(ctx, key, time.Time{}, 1)
+	var d redstream.Decision
+	err := l.allow(&d, key, time.Time{}, 1)
+	return d, err
 }
 
 // AllowAt is shorthand for AllowN(ctx, key, now, 1).
 func (l *Limiter) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	return l.AllowN(ctx, key, now, 1)
+	var d redstream.Decision
+	err := l.allow(&d, key, now, 1)
+	return d, err
 }
 
 // AllowN decides a request of cost n for key at now (the zero time means Options.Clock).
@@ -103,22 +107,44 @@ func (l *Limiter) AllowAt(ctx context.Context, key string, now time.Time) (redst
 //
 // ctx is not used: a decision does no I/O and waits only for the lock of one shard.
 func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {
-	if err := engine.CheckRequest(key, now, n); err != nil {
-		return redstream.Decision{}, wrap(err)
+	var d redstream.Decision
+	err := l.allow(&d, key, now, n)
+	return d, err
+}
+
+// allow is AllowN deciding into *d, the shape every call layer of the kernel has (see
+// engine.Limiter.DecideInto): the three methods above each make this one call.
+//
+// The checks of engine.CheckRequest are split: the empty key and a cost <= 0 here, the
+// time and the cost's upper bound in core's step, which makes them anyway, in the same
+// order (time, then cost), with the same errors.
+func (l *Limiter) allow(d *redstream.Decision, key string, now time.Time, n int64) error {
+	if key == "" || n <= 0 {
+		return wrap(engine.CheckRequest(key, now, n))
 	}
-	t := l.cfg.Micros(now)
-	if b := l.buckets; b != nil {
-		d, err := b.Decide(key, t, n)
-		if err != nil {
-			return redstream.Decision{}, wrap(err)
+	var t int64
+	if now.IsZero() {
+		t = l.cfg.Now()
+	} else {
+		t = now.UnixMicro()
+		if len(l.limits) > 1 {
+			// A multi-limit's step errors name the limit; a bad time is the request's.
+			if err := core.CheckTime(t); err != nil {
+				return wrap(err)
+			}
 		}
-		return engine.Decision(d), nil
 	}
-	d, err := l.k.DecideNative(key, t, n)
+	var err error
+	if b := l.buckets; b != nil {
+		err = b.DecideInto(d, key, t, n)
+	} else {
+		err = l.k.DecideNativeInto(d, key, t, n)
+	}
 	if err != nil {
-		return redstream.Decision{}, wrap(err)
+		*d = redstream.Decision{}
+		return wrap(err)
 	}
-	return engine.Decision(d), nil
+	return nil
 }
 
 // wrap prefixes an error of core with the package name.

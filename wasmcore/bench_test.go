@@ -3,6 +3,8 @@ package wasmcore
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -78,6 +80,7 @@ func BenchmarkDecision(b *testing.B) {
 				tat int64
 				ws  core.WindowState
 				lg  core.State
+				d   core.Decision
 			)
 			a := l.abi[0]
 			now := start.UnixMicro()
@@ -87,15 +90,15 @@ func BenchmarkDecision(b *testing.B) {
 				var err error
 				switch a.fn {
 				case fnTokenBucket, fnLeakyBucket:
-					tat, _, err = in.gcraStep(ctx, a.fn, spec.Capacity, spec.Rate, tat, now, 1)
+					tat, err = in.gcraStep(ctx, a.fn, spec.Capacity, spec.Rate, tat, now, 1, &d)
 				case fnFixedWindow:
-					ws, _, err = in.fixedWindowStep(ctx, a.window, spec.Limit, ws, now, 1)
+					ws, err = in.fixedWindowStep(ctx, a.window, spec.Limit, ws, now, 1, &d)
 				case fnSlidingCounter:
-					ws, _, err = in.slidingCounterStep(ctx, a.window, spec.Limit, ws, now, 1)
+					ws, err = in.slidingCounterStep(ctx, a.window, spec.Limit, ws, now, 1, &d)
 				default:
-					var d logDelta
-					d, _, err = in.slidingLogStep(ctx, a.window, spec.Limit, lg.Log, now, 1)
-					l.limits[0].CommitState(&lg, core.Next{d.Pruned, d.Appended, d.At})
+					var dl logDelta
+					dl, err = in.slidingLogStep(ctx, a.window, spec.Limit, lg.Log, now, 1, &d)
+					l.limits[0].CommitState(&lg, core.Next{dl.Pruned, dl.Appended, dl.At})
 				}
 				if err != nil {
 					b.Fatal(err)
@@ -205,4 +208,82 @@ func BenchmarkInstantiate(b *testing.B) {
 	}
 	b.ReportMetric(float64(size), "memory-bytes/instance")
 	b.ReportMetric(float64(len(module)), "module-bytes")
+}
+
+// BenchmarkEngines decides on one hot key of every algorithm (explicit times one µs apart)
+// with the wasm engine, the memory engine and core's own step, in alternating rounds
+// (wasm, memory, core; then memory, core, wasm; ...) so that machine drift falls on all
+// three alike, each round timed by the thread's CPU time where the platform has it
+// (cputime_linux_test.go). It reports each one's median ns/op over the rounds and the median ratios
+// wasm/memory and wasm/core, with their 25th and 75th percentiles.
+func BenchmarkEngines(b *testing.B) {
+	ctx := context.Background()
+	rt := testRuntime(b)
+	start := time.UnixMicro(1767225600000000)
+	for _, spec := range benchSpecs {
+		b.Run(string(spec.Algorithm), func(b *testing.B) {
+			engine := func(l redstream.Limiter) func(n int) {
+				now := start
+				return func(n int) {
+					for range n {
+						now = now.Add(time.Microsecond)
+						if _, err := l.AllowAt(ctx, "hot", now); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+			step := nativeStep(b, spec)
+			us := start.UnixMicro()
+			runs := []func(n int){
+				engine(benchLimiter(b, "wasm-engine", spec, rt)),
+				engine(benchLimiter(b, "memory-engine", spec, rt)),
+				func(n int) {
+					for range n {
+						us++
+						step(us)
+					}
+				},
+			}
+			names := []string{"wasm", "memory", "core"}
+			const rounds = 15
+			per := max(500, b.N/rounds)
+			ns := make([][]float64, len(runs))
+			for _, run := range runs {
+				run(per / 4) // warm up
+			}
+			runtime.LockOSThread() // the thread's CPU time is the goroutine's
+			defer runtime.UnlockOSThread()
+			b.ResetTimer()
+			for r := range rounds {
+				for k := range runs {
+					i := (r + k) % len(runs)
+					t0 := cpuNow()
+					runs[i](per)
+					ns[i] = append(ns[i], float64((cpuNow()-t0).Nanoseconds())/float64(per))
+				}
+			}
+			b.StopTimer()
+			for i, name := range names {
+				b.ReportMetric(quantile(ns[i], 0.5), name+"-ns/op")
+			}
+			for i := 1; i < len(runs); i++ {
+				ratios := make([]float64, rounds)
+				for r := range ratios {
+					ratios[r] = ns[0][r] / ns[i][r]
+				}
+				unit := "wasm/" + names[i]
+				b.ReportMetric(quantile(ratios, 0.5), unit)
+				b.ReportMetric(quantile(ratios, 0.25), unit+"-p25")
+				b.ReportMetric(quantile(ratios, 0.75), unit+"-p75")
+			}
+		})
+	}
+}
+
+// quantile returns the q-quantile of v (nearest rank).
+func quantile(v []float64, q float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))]
 }

@@ -176,16 +176,16 @@ func f64(v float64) uint64 { return math.Float64bits(v) }
 
 func i32(v int32) uint64 { return api.EncodeI32(v) }
 
-// decision reads the decision of a limiter step.
-func decision(b []byte) core.Decision {
-	return core.Decision{
-		Allowed:    slot(b, wasmabi.SlotAllowed) != 0,
-		Limit:      slot(b, wasmabi.SlotLimit),
-		Remaining:  slot(b, wasmabi.SlotRemaining),
-		RetryAfter: slot(b, wasmabi.SlotRetryAfter),
-		ResetAfter: slot(b, wasmabi.SlotResetAfter),
-		Delay:      slot(b, wasmabi.SlotDelay),
-	}
+// readDecision reads the decision of a limiter step into *d. The steps write decisions
+// through a pointer (as the kernel's paths do): a core.Decision is too large to be returned
+// in registers, and Go copies a returned one through memory.
+func readDecision(b []byte, d *core.Decision) {
+	d.Allowed = slot(b, wasmabi.SlotAllowed) != 0
+	d.Limit = slot(b, wasmabi.SlotLimit)
+	d.Remaining = slot(b, wasmabi.SlotRemaining)
+	d.RetryAfter = slot(b, wasmabi.SlotRetryAfter)
+	d.ResetAfter = slot(b, wasmabi.SlotResetAfter)
+	d.Delay = slot(b, wasmabi.SlotDelay)
 }
 
 // statusErr converts a non-OK status of a step into the error core returns for the same
@@ -198,48 +198,51 @@ func statusErr(s wasmabi.Status, f fn) error {
 }
 
 // gcraStep calls the token or leaky bucket step.
-func (in *instance) gcraStep(ctx context.Context, f fn, capacity, rate float64, tat, now, n int64) (int64, core.Decision, error) {
+func (in *instance) gcraStep(ctx context.Context, f fn, capacity, rate float64, tat, now, n int64, d *core.Decision) (int64, error) {
 	st := &in.stack
 	st[0], st[1], st[2], st[3], st[4] = f64(capacity), f64(rate), uint64(tat), uint64(now), uint64(n)
 	s, err := in.call(ctx, f)
 	if err != nil {
-		return tat, core.Decision{}, err
+		return tat, err
 	}
 	if s != wasmabi.StatusOK {
-		return tat, core.Decision{}, statusErr(s, f)
+		return tat, statusErr(s, f)
 	}
 	b := in.slots()
-	return slot(b, wasmabi.SlotState0), decision(b), nil
+	readDecision(b, d)
+	return slot(b, wasmabi.SlotState0), nil
 }
 
 // fixedWindowStep calls redstream_fixed_window_step.
-func (in *instance) fixedWindowStep(ctx context.Context, window, limit int64, ws core.WindowState, now, n int64) (core.WindowState, core.Decision, error) {
+func (in *instance) fixedWindowStep(ctx context.Context, window, limit int64, ws core.WindowState, now, n int64, d *core.Decision) (core.WindowState, error) {
 	st := &in.stack
 	st[0], st[1], st[2], st[3], st[4], st[5] = uint64(window), uint64(limit), uint64(ws.Start), uint64(ws.Count), uint64(now), uint64(n)
 	s, err := in.call(ctx, fnFixedWindow)
 	if err != nil {
-		return ws, core.Decision{}, err
+		return ws, err
 	}
 	if s != wasmabi.StatusOK {
-		return ws, core.Decision{}, statusErr(s, fnFixedWindow)
+		return ws, statusErr(s, fnFixedWindow)
 	}
 	b := in.slots()
-	return core.WindowState{Start: slot(b, wasmabi.SlotState0), Count: slot(b, wasmabi.SlotState1)}, decision(b), nil
+	readDecision(b, d)
+	return core.WindowState{Start: slot(b, wasmabi.SlotState0), Count: slot(b, wasmabi.SlotState1)}, nil
 }
 
 // slidingCounterStep calls redstream_sliding_counter_step.
-func (in *instance) slidingCounterStep(ctx context.Context, window, limit int64, ws core.WindowState, now, n int64) (core.WindowState, core.Decision, error) {
+func (in *instance) slidingCounterStep(ctx context.Context, window, limit int64, ws core.WindowState, now, n int64, d *core.Decision) (core.WindowState, error) {
 	st := &in.stack
 	st[0], st[1], st[2], st[3], st[4], st[5], st[6] = uint64(window), uint64(limit), uint64(ws.Start), uint64(ws.Count), uint64(ws.Prev), uint64(now), uint64(n)
 	s, err := in.call(ctx, fnSlidingCounter)
 	if err != nil {
-		return ws, core.Decision{}, err
+		return ws, err
 	}
 	if s != wasmabi.StatusOK {
-		return ws, core.Decision{}, statusErr(s, fnSlidingCounter)
+		return ws, statusErr(s, fnSlidingCounter)
 	}
 	b := in.slots()
-	return core.WindowState{Start: slot(b, wasmabi.SlotState0), Count: slot(b, wasmabi.SlotState1), Prev: slot(b, wasmabi.SlotState2)}, decision(b), nil
+	readDecision(b, d)
+	return core.WindowState{Start: slot(b, wasmabi.SlotState0), Count: slot(b, wasmabi.SlotState1), Prev: slot(b, wasmabi.SlotState2)}, nil
 }
 
 // logDelta is how a sliding log step changes the log: drop the oldest Pruned entries, then
@@ -248,16 +251,16 @@ type logDelta struct{ Pruned, Appended, At int64 }
 
 // slidingLogStep calls redstream_sliding_log_step with the entries of log (nil for an empty
 // log), oldest first.
-func (in *instance) slidingLogStep(ctx context.Context, window, limit int64, log *core.Log, now, n int64) (logDelta, core.Decision, error) {
+func (in *instance) slidingLogStep(ctx context.Context, window, limit int64, log *core.Log, now, n int64, dec *core.Decision) (logDelta, error) {
 	entries := 0
 	if log != nil {
 		entries = log.Len()
 	}
 	if entries > wasmabi.MaxLog {
-		return logDelta{}, core.Decision{}, fmt.Errorf("wasmcore: a log of %d entries exceeds %d", entries, wasmabi.MaxLog)
+		return logDelta{}, fmt.Errorf("wasmcore: a log of %d entries exceeds %d", entries, wasmabi.MaxLog)
 	}
 	if err := in.ensure(ctx, 8*entries); err != nil {
-		return logDelta{}, core.Decision{}, err
+		return logDelta{}, err
 	}
 	if entries > 0 {
 		b := in.bytes(8 * entries)
@@ -269,18 +272,19 @@ func (in *instance) slidingLogStep(ctx context.Context, window, limit int64, log
 	st[0], st[1], st[2], st[3], st[4] = uint64(window), uint64(limit), i32(int32(entries)), uint64(now), uint64(n)
 	s, err := in.call(ctx, fnSlidingLog)
 	if err != nil {
-		return logDelta{}, core.Decision{}, err
+		return logDelta{}, err
 	}
 	if s != wasmabi.StatusOK {
-		return logDelta{}, core.Decision{}, statusErr(s, fnSlidingLog)
+		return logDelta{}, statusErr(s, fnSlidingLog)
 	}
 	b := in.slots()
 	d := logDelta{slot(b, wasmabi.SlotState0), slot(b, wasmabi.SlotState1), slot(b, wasmabi.SlotState2)}
 	if d.Pruned < 0 || d.Pruned > int64(entries) || d.Appended < 0 || d.Appended > limit {
 		in.broken = true
-		return logDelta{}, core.Decision{}, fmt.Errorf("%w: %s returned an impossible delta %+v", ErrTrapped, fnNames[fnSlidingLog], d)
+		return logDelta{}, fmt.Errorf("%w: %s returned an impossible delta %+v", ErrTrapped, fnNames[fnSlidingLog], d)
 	}
-	return d, decision(b), nil
+	readDecision(b, dec)
+	return d, nil
 }
 
 // windowDedupCheck calls redstream_window_dedup_check and returns whether the element is a

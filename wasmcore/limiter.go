@@ -96,12 +96,16 @@ func (l *Limiter) TrackedKeys() int { return l.k.TrackedKeys() }
 
 // Allow is shorthand for AllowN(ctx, key, time.Time{}, 1): cost 1 at the limiter's clock.
 func (l *Limiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
-	return l.AllowN(ctx, key, time.Time{}, 1)
+	var d redstream.Decision
+	err := l.allow(ctx, &d, key, time.Time{}, 1)
+	return d, err
 }
 
 // AllowAt is shorthand for AllowN(ctx, key, now, 1).
 func (l *Limiter) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	return l.AllowN(ctx, key, now, 1)
+	var d redstream.Decision
+	err := l.allow(ctx, &d, key, now, 1)
+	return d, err
 }
 
 // AllowN decides a request of cost n for key at now (the zero time means Options.Clock).
@@ -112,26 +116,35 @@ func (l *Limiter) AllowAt(ctx context.Context, key string, now time.Time) (redst
 // ErrTrapped or ErrClosed (or ctx's error) means the decision was not made and the key's
 // state is unchanged.
 func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {
+	var d redstream.Decision
+	err := l.allow(ctx, &d, key, now, n)
+	return d, err
+}
+
+// allow is AllowN deciding into *d, the shape of every call layer of the kernel (see
+// engine.Limiter.DecideInto).
+func (l *Limiter) allow(ctx context.Context, d *redstream.Decision, key string, now time.Time, n int64) error {
 	if err := engine.CheckRequest(key, now, n); err != nil {
-		return redstream.Decision{}, fmt.Errorf("wasmcore: %w", err)
+		return fmt.Errorf("wasmcore: %w", err)
 	}
 	t := l.opts.cfg.Micros(now)
 	in, err := l.opts.rt.acquire(ctx)
 	if err != nil {
-		return redstream.Decision{}, err
+		return err
 	}
 	st := &in.stepper
 	st.ctx, st.limits = ctx, l.abi
-	d, err := l.k.Decide(st, key, t, n)
+	err = l.k.DecideInto(d, st, key, t, n)
 	st.ctx, st.limits = nil, nil
 	l.opts.rt.release(in)
 	if err != nil {
+		*d = redstream.Decision{}
 		if len(l.abi) > 1 {
 			err = fmt.Errorf("wasmcore: %w", err)
 		}
-		return redstream.Decision{}, err
+		return err
 	}
-	return engine.Decision(d), nil
+	return nil
 }
 
 // stepper is the engine.Stepper of an instance: it calls each limit's step export.
@@ -142,21 +155,25 @@ type stepper struct {
 }
 
 // Check calls limit i's step export on s.
-func (st *stepper) Check(i int, s *core.State, now, n int64) (core.Decision, core.Next, error) {
+func (st *stepper) Check(i int, s *core.State, now, n int64, d *core.Decision, next *core.Next) error {
 	l, in := &st.limits[i], st.in
 	switch l.fn {
 	case fnTokenBucket, fnLeakyBucket:
-		tat, d, err := in.gcraStep(st.ctx, l.fn, l.capacity, l.rate, s.Words[0], now, n)
-		return d, core.Next{tat}, err
+		tat, err := in.gcraStep(st.ctx, l.fn, l.capacity, l.rate, s.Words[0], now, n, d)
+		*next = core.Next{tat}
+		return err
 	case fnFixedWindow:
-		w, d, err := in.fixedWindowStep(st.ctx, l.window, l.limit, windowOf(s), now, n)
-		return d, core.Next{w.Start, w.Count, w.Prev}, err
+		w, err := in.fixedWindowStep(st.ctx, l.window, l.limit, windowOf(s), now, n, d)
+		*next = core.Next{w.Start, w.Count, w.Prev}
+		return err
 	case fnSlidingCounter:
-		w, d, err := in.slidingCounterStep(st.ctx, l.window, l.limit, windowOf(s), now, n)
-		return d, core.Next{w.Start, w.Count, w.Prev}, err
+		w, err := in.slidingCounterStep(st.ctx, l.window, l.limit, windowOf(s), now, n, d)
+		*next = core.Next{w.Start, w.Count, w.Prev}
+		return err
 	}
-	dl, d, err := in.slidingLogStep(st.ctx, l.window, l.limit, s.Log, now, n)
-	return d, core.Next{dl.Pruned, dl.Appended, dl.At}, err
+	dl, err := in.slidingLogStep(st.ctx, l.window, l.limit, s.Log, now, n, d)
+	*next = core.Next{dl.Pruned, dl.Appended, dl.At}
+	return err
 }
 
 func windowOf(s *core.State) core.WindowState {

@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "e88cf56bb2a04ba945ca427e3d84c268c5c924257ea70884045b2629c29ea971"
+	ModuleSHA256 = "c268b49b4948cf26ac0346e5cf26a7b4533f072c9b70c851adfb4e0c37d5e911"
 	// ModuleSize is the size of core.wasm in bytes.
-	ModuleSize = 2674837
+	ModuleSize = 2673339
 )

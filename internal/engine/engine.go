@@ -6,7 +6,9 @@
 // An engine is a thin constructor over it: it validates its options into a [Config], builds
 // a [Limiter] from the specs' core limits and decides each request with its own Stepper.
 // The token and leaky bucket of a single-limit native limiter keep their lock-free
-// compare-and-swap path ([Buckets]), the one concrete fast path.
+// compare-and-swap path ([Buckets]), the one concrete fast path; a single native window or
+// log is stepped in place through [WordsStepper] or [LogStepper]. Every path writes its
+// decision through a pointer (DecideInto; see convert for why).
 package engine
 
 import (
@@ -74,6 +76,14 @@ func (c *Config) Micros(now time.Time) int64 {
 	return c.clock().UnixMicro()
 }
 
+// Now reads the clock in core microseconds: MonoMicros, or Options.Clock when set.
+func (c *Config) Now() int64 {
+	if c.clock == nil {
+		return MonoMicros()
+	}
+	return c.clock().UnixMicro()
+}
+
 // MicrosOf converts t to core microseconds since the Unix epoch; the zero time maps to 0,
 // which a Redis engine reads as "use the server's clock".
 func MicrosOf(t time.Time) int64 {
@@ -101,14 +111,34 @@ func CheckRequest(key string, now time.Time, n int64) error {
 
 // Decision converts a core decision (microseconds) into a redstream.Decision.
 func Decision(d core.Decision) redstream.Decision {
-	return redstream.Decision{
+	var out redstream.Decision
+	convert(&out, &d)
+	return out
+}
+
+// coreOf is the inverse of convert (exact: the durations are whole microseconds).
+func coreOf(d *redstream.Decision) core.Decision {
+	return core.Decision{
 		Allowed:    d.Allowed,
 		Limit:      d.Limit,
 		Remaining:  d.Remaining,
-		RetryAfter: time.Duration(d.RetryAfter) * time.Microsecond,
-		ResetAfter: time.Duration(d.ResetAfter) * time.Microsecond,
-		Delay:      time.Duration(d.Delay) * time.Microsecond,
+		RetryAfter: d.RetryAfter.Microseconds(),
+		ResetAfter: d.ResetAfter.Microseconds(),
+		Delay:      d.Delay.Microseconds(),
 	}
+}
+
+// convert is Decision from *d into *out, field by field. The kernel's paths work on
+// pointers because a Decision is too large to live in registers: Go returns one by storing
+// it field by field and copying it on 16 bytes at a time, and such a copy of a value just
+// stored stalls on store-to-load forwarding (about 4 ns, at every call layer it crosses).
+func convert(out *redstream.Decision, d *core.Decision) {
+	out.Allowed = d.Allowed
+	out.Limit = d.Limit
+	out.Remaining = d.Remaining
+	out.RetryAfter = time.Duration(d.RetryAfter) * time.Microsecond
+	out.ResetAfter = time.Duration(d.ResetAfter) * time.Microsecond
+	out.Delay = time.Duration(d.Delay) * time.Microsecond
 }
 
 // Limits validates specs (at least one) into core limits; pkg prefixes the errors, which

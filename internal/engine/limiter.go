@@ -3,21 +3,27 @@ package engine
 import (
 	"fmt"
 
+	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
 )
 
 // Stepper decides limit i of a request for a key in state s without changing s, as
-// core.Limit.CheckState does: natively ([Native]) or in a WebAssembly instance.
+// core.Limit.CheckState does, natively ([Native]) or in a WebAssembly instance, writing the
+// decision into *d and what CommitState must store into *next (both may be left as they
+// are on an error). The kernel passes pointers into the locked shard's scratch space, so
+// that the call through the interface makes no stack variable escape.
 type Stepper interface {
-	Check(i int, s *core.State, now, n int64) (core.Decision, core.Next, error)
+	Check(i int, s *core.State, now, n int64, d *core.Decision, next *core.Next) error
 }
 
 // Native steps with core itself.
 type Native []core.Limit
 
 // Check calls CheckState of limit i.
-func (ls Native) Check(i int, s *core.State, now, n int64) (core.Decision, core.Next, error) {
-	return ls[i].CheckState(s, now, n)
+func (ls Native) Check(i int, s *core.State, now, n int64, d *core.Decision, next *core.Next) error {
+	var err error
+	*d, *next, err = ls[i].CheckState(s, now, n)
+	return err
 }
 
 // Inline is the number of limits a multi-limit decision handles without allocating.
@@ -41,6 +47,8 @@ type Limiter struct {
 	max    int64
 	one    Table[core.State]   // a single limit
 	multi  Table[[]core.State] // several limits
+	words  *wordsPath          // a single WordsStepper decided natively, on one
+	logs   *logPath            // a single LogStepper decided natively, on one
 }
 
 // NewLimiter returns a limiter of limits (at least one) configured by c.
@@ -57,78 +65,127 @@ func NewLimiter(limits []core.Limit, c Config) *Limiter {
 	return l
 }
 
+// NewNativeLimiter is NewLimiter for a limiter that decides natively (DecideNative): a
+// single limit that is a WordsStepper or a LogStepper is stepped through that method (see
+// native.go) instead of StepState.
+func NewNativeLimiter(limits []core.Limit, c Config) *Limiter {
+	l := NewLimiter(limits, c)
+	if len(limits) == 1 {
+		switch lim := limits[0].(type) {
+		case WordsStepper:
+			l.words = &wordsPath{lim: lim, t: &l.one}
+		case LogStepper:
+			l.logs = &logPath{lim: lim, t: &l.one}
+		}
+	}
+	return l
+}
+
 // Limits returns the limits, in a new slice.
 func (l *Limiter) Limits() []core.Limit { return append([]core.Limit(nil), l.limits...) }
 
 // Max returns the largest cost every limit admits.
 func (l *Limiter) Max() int64 { return l.max }
 
-// Decide decides a request of cost n for key at now with st; a nil st steps natively
-// (core.Limit.StepState on a key already held, one call). An error of limit i of a
-// multi-limit is prefixed "limit i: ".
+// Decide decides a request of cost n for key at now with st; a nil st steps natively. It
+// is DecideInto for callers that want core's decision.
 func (l *Limiter) Decide(st Stepper, key string, now, n int64) (core.Decision, error) {
-	if len(l.limits) == 1 {
-		return l.decideOne(st, key, now, n)
-	}
-	if st == nil {
-		st = l.native
-	}
-	return l.decideMulti(st, key, now, n)
+	var out redstream.Decision
+	err := l.DecideInto(&out, st, key, now, n)
+	return coreOf(&out), err
 }
 
 // DecideNative is Decide(nil, key, now, n): core steps, in one call on a key already held.
 func (l *Limiter) DecideNative(key string, now, n int64) (core.Decision, error) {
-	if len(l.limits) != 1 {
-		return l.decideMulti(l.native, key, now, n)
-	}
-	s, tag := l.one.Locate(key)
-	s.Lock()
-	i, ok := s.Find(key, tag)
-	if !ok {
-		d, err := l.decideOneNew(l.native, s, i, key, tag, now, n)
-		s.Unlock()
-		return d, err
-	}
-	d, err := l.limits[0].StepState(s.Val(i), now, n)
-	s.Unlock()
-	return d, err
+	var out redstream.Decision
+	err := l.DecideNativeInto(&out, key, now, n)
+	return coreOf(&out), err
 }
 
-func (l *Limiter) decideOne(st Stepper, key string, now, n int64) (core.Decision, error) {
-	s, tag := l.one.Locate(key)
-	s.Lock()
-	i, ok := s.Find(key, tag)
-	if !ok {
-		d, err := l.decideOneNew(st, s, i, key, tag, now, n)
-		s.Unlock()
-		return d, err
+// DecideInto decides a request of cost n for key at now with st (nil: natively) into *out.
+// Every call layer of the kernel writes its decision through a pointer: a Decision is too
+// large to be returned in registers, and Go returns one by storing it and copying it,
+// which stalls on store-to-load forwarding at each layer (see convert). An error of limit
+// i of a multi-limit is prefixed "limit i: ".
+func (l *Limiter) DecideInto(out *redstream.Decision, st Stepper, key string, now, n int64) error {
+	if st == nil {
+		return l.DecideNativeInto(out, key, now, n)
 	}
-	p := s.Val(i)
+	if len(l.limits) == 1 {
+		return l.decideOne(out, st, key, now, n)
+	}
+	d, err := l.decideMulti(st, key, now, n)
+	convert(out, &d)
+	return err
+}
+
+// DecideNativeInto is DecideInto(out, nil, key, now, n): core steps, in one call on a key
+// already held.
+func (l *Limiter) DecideNativeInto(out *redstream.Decision, key string, now, n int64) error {
+	switch {
+	case l.words != nil:
+		return l.words.decide(out, key, now, n)
+	case l.logs != nil:
+		return l.logs.decide(out, key, now, n)
+	}
 	var (
 		d   core.Decision
 		err error
 	)
-	if st == nil {
-		d, err = l.limits[0].StepState(p, now, n)
+	if len(l.limits) != 1 {
+		d, err = l.decideMulti(l.native, key, now, n)
 	} else {
-		var next core.Next
-		if d, next, err = st.Check(0, p, now, n); err == nil && d.Allowed {
-			l.limits[0].CommitState(p, next)
+		s, tag := l.one.Locate(key)
+		s.Lock()
+		i, ok := s.Find(key, tag)
+		if ok {
+			d, err = l.limits[0].StepState(s.Val(i), now, n)
+		} else {
+			d, err = l.decideOneNew(s, i, key, tag, now, n)
 		}
+		s.Unlock()
 	}
-	s.Unlock()
-	return d, err
+	convert(out, &d)
+	return err
 }
 
-// decideOneNew decides for a key s (locked) does not hold; i is the slot Find returned. It
-// is apart from decideOne so that only a new key's state is allocated.
-func (l *Limiter) decideOneNew(st Stepper, s *Shard[core.State], i int, key string, tag uint32, now, n int64) (core.Decision, error) {
-	if st == nil {
-		st = Native(l.limits)
+func (l *Limiter) decideOne(out *redstream.Decision, st Stepper, key string, now, n int64) error {
+	s, tag := l.one.Locate(key)
+	s.Lock()
+	defer s.Unlock()
+	d, next := &s.scratch, &s.next
+	i, ok := s.Find(key, tag)
+	if !ok {
+		var v core.State
+		err := st.Check(0, &v, now, n, d, next)
+		if err != nil {
+			return err
+		}
+		convert(out, d)
+		if d.Allowed {
+			lim := l.limits[0]
+			lim.CommitState(&v, *next)
+			l.one.Insert(s, i, key, tag, v, func(v core.State) bool { return lim.IdleState(&v, now) })
+		}
+		return nil
 	}
+	p := s.Val(i)
+	if err := st.Check(0, p, now, n, d, next); err != nil {
+		return err
+	}
+	if d.Allowed {
+		l.limits[0].CommitState(p, *next)
+	}
+	convert(out, d)
+	return nil
+}
+
+// decideOneNew decides natively for a key s (locked) does not hold; i is the slot Find
+// returned. It is apart so that only a new key's state is allocated.
+func (l *Limiter) decideOneNew(s *Shard[core.State], i int, key string, tag uint32, now, n int64) (core.Decision, error) {
 	lim := l.limits[0]
 	var v core.State
-	d, next, err := st.Check(0, &v, now, n)
+	d, next, err := lim.CheckState(&v, now, n)
 	if err == nil && d.Allowed {
 		lim.CommitState(&v, next)
 		l.one.Insert(s, i, key, tag, v, func(v core.State) bool { return lim.IdleState(&v, now) })
@@ -143,16 +200,16 @@ func (l *Limiter) decideMulti(st Stepper, key string, now, n int64) (core.Decisi
 	i, ok := s.Find(key, tag)
 	if !ok {
 		e := make([]core.State, len(l.limits))
-		return l.decideAll(st, e, now, n, func() {
+		return l.decideAll(s, st, e, now, n, func() {
 			l.multi.Insert(s, i, key, tag, e, func(v []core.State) bool { return l.idle(v, now) })
 		})
 	}
-	return l.decideAll(st, *s.Val(i), now, n, nil)
+	return l.decideAll(s, st, *s.Val(i), now, n, nil)
 }
 
 // decideAll decides a request against every limit of a key in state e, and when every
 // limit admits commits it to all of them and calls store (if not nil).
-func (l *Limiter) decideAll(st Stepper, e []core.State, now, n int64, store func()) (core.Decision, error) {
+func (l *Limiter) decideAll(sh *Shard[[]core.State], st Stepper, e []core.State, now, n int64, store func()) (core.Decision, error) {
 	var (
 		dsBuf   [Inline]core.Decision
 		nextBuf [Inline]core.Next
@@ -163,13 +220,13 @@ func (l *Limiter) decideAll(st Stepper, e []core.State, now, n int64, store func
 		nexts = make([]core.Next, 0, len(l.limits))
 	}
 	all := true
+	d, next := &sh.scratch, &sh.next
 	for j := range l.limits {
-		d, next, err := st.Check(j, &e[j], now, n)
-		if err != nil {
+		if err := st.Check(j, &e[j], now, n, d, next); err != nil {
 			return core.Decision{}, fmt.Errorf("limit %d: %w", j, err)
 		}
-		ds = append(ds, d)
-		nexts = append(nexts, next)
+		ds = append(ds, *d)
+		nexts = append(nexts, *next)
 		all = all && d.Allowed
 	}
 	if all {

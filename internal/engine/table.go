@@ -3,19 +3,23 @@ package engine
 import (
 	"hash/maphash"
 	"sync"
+
+	"github.com/redstream-go/redstream/core"
 )
 
 // Table maps string keys to states of type S. It is split into power-of-two shards, each
-// an open-addressing hash table (linear probing) under its own mutex. One hash/maphash hash
-// of the key chooses the shard (low bits) and the tag (high 32 bits); the tag chooses the
-// home slot and filters the probe, so a lookup hashes the key once and compares key bytes
-// only on a tag match, and the value is updated in place.
+// an open-addressing hash table (linear probing) under its own mutex. One hash of the key
+// (hashShort for keys of up to maxShortKey bytes, else hash/maphash) chooses the shard (low
+// bits) and the tag (high 32 bits); the tag chooses the home slot and filters the probe,
+// so a lookup hashes the key once and compares key bytes only on a tag match, and the
+// value is updated in place.
 //
 // Keys are never deleted one by one: a sweep (or Clear) rebuilds a shard from the entries
 // it keeps, which also gives memory back when most keys went away.
 type Table[S any] struct {
 	shards    []Shard[S]
-	seed      maphash.Seed
+	seed      maphash.Seed // hashes long keys
+	short     shortSeed    // hashes keys of up to maxShortKey bytes (see hashShort)
 	shardMask uint64
 	threshold int
 }
@@ -30,7 +34,11 @@ type Shard[S any] struct {
 	ents  []entry[S]
 	count int // keys held
 	mark  int // a new key arriving when count >= mark sweeps first
-	_     [2*cacheLine - 8 - 24 - 24 - 8 - 8]byte
+	// scratch and next receive the decision of a step made under the lock and what it
+	// commits (see native.go and Stepper).
+	scratch core.Decision
+	next    core.Next
+	_       [3*cacheLine - 8 - 24 - 24 - 8 - 8 - 48 - 24]byte
 }
 
 type entry[S any] struct {
@@ -50,6 +58,7 @@ func NewTable[S any](c Config) Table[S] {
 	t := Table[S]{
 		shards:    make([]Shard[S], c.Shards),
 		seed:      maphash.MakeSeed(),
+		short:     newShortSeed(),
 		shardMask: uint64(c.Shards - 1),
 		threshold: c.SweepThreshold,
 	}
@@ -68,7 +77,12 @@ func (s *Shard[S]) reset(threshold int) {
 
 // Locate hashes key once and returns its shard and tag (never 0).
 func (t *Table[S]) Locate(key string) (*Shard[S], uint32) {
-	h := maphash.String(t.seed, key)
+	var h uint64
+	if len(key) <= maxShortKey {
+		h = hashShort(&t.short, packShort(key))
+	} else {
+		h = maphash.String(t.seed, key)
+	}
 	tag := uint32(h >> 32)
 	if tag == 0 {
 		tag = 1

@@ -224,7 +224,7 @@ func b2i(b bool) int64 {
 }
 
 // putDecision writes d into slots 0..5.
-func putDecision(r *Results, d core.Decision) {
+func putDecision(r *Results, d *core.Decision) {
 	r[SlotAllowed] = b2i(d.Allowed)
 	r[SlotLimit] = d.Limit
 	r[SlotRemaining] = d.Remaining
@@ -284,11 +284,12 @@ func TokenBucketStep(r *Results, c *GCRACache, capacity, rate float64, tat, now,
 	if tat < 0 || tat > maxTAT {
 		return StatusInvalidState
 	}
-	next, d, err := core.TokenBucket{GCRA: g}.Step(tat, now, n)
+	var d core.Decision // TokenBucket.Step is DecideInto without shaping
+	next, err := g.DecideInto(&d, tat, now, n, false)
 	if err != nil {
 		return statusOf(err)
 	}
-	putDecision(r, d)
+	putDecision(r, &d)
 	r[SlotState0] = next
 	return StatusOK
 }
@@ -303,11 +304,12 @@ func LeakyBucketStep(r *Results, c *GCRACache, capacity, rate float64, tat, now,
 	if tat < 0 || tat > maxTAT {
 		return StatusInvalidState
 	}
-	next, d, err := core.LeakyBucket{GCRA: g}.Step(tat, now, n)
+	var d core.Decision // LeakyBucket.Step is DecideInto with shaping
+	next, err := g.DecideInto(&d, tat, now, n, true)
 	if err != nil {
 		return statusOf(err)
 	}
-	putDecision(r, d)
+	putDecision(r, &d)
 	r[SlotState0] = next
 	return StatusOK
 }
@@ -327,12 +329,14 @@ func FixedWindowStep(r *Results, window, limit, start, count, now, n int64) Stat
 	if !validWindowState(start, count, 0, limit) {
 		return StatusInvalidState
 	}
-	s, d, err := p.Step(core.WindowState{Start: start, Count: count}, now, n)
-	if err != nil {
+	// Step on the words in place (StepWords): no state or decision copied back.
+	var d core.Decision
+	w := [3]int64{start, count, 0}
+	if err := p.StepWords(&w, now, n, &d); err != nil {
 		return statusOf(err)
 	}
-	putDecision(r, d)
-	r[SlotState0], r[SlotState1] = s.Start, s.Count
+	putDecision(r, &d)
+	r[SlotState0], r[SlotState1] = w[0], w[1]
 	return StatusOK
 }
 
@@ -347,12 +351,13 @@ func SlidingCounterStep(r *Results, window, limit, start, count, prev, now, n in
 	if !validWindowState(start, count, prev, limit) {
 		return StatusInvalidState
 	}
-	s, d, err := p.Step(core.WindowState{Start: start, Count: count, Prev: prev}, now, n)
-	if err != nil {
+	var d core.Decision
+	w := [3]int64{start, count, prev}
+	if err := p.StepWords(&w, now, n, &d); err != nil {
 		return statusOf(err)
 	}
-	putDecision(r, d)
-	r[SlotState0], r[SlotState1], r[SlotState2] = s.Start, s.Count, s.Prev
+	putDecision(r, &d)
+	r[SlotState0], r[SlotState1], r[SlotState2] = w[0], w[1], w[2]
 	return StatusOK
 }
 
@@ -387,7 +392,7 @@ func SlidingLogStep(r *Results, lg *core.Log, buf []byte, window, limit int64, l
 	if err != nil {
 		return statusOf(err)
 	}
-	putDecision(r, d)
+	putDecision(r, &d)
 	r[SlotState0], r[SlotState1], r[SlotState2] = 0, 0, 0 // a denial changes nothing
 	if d.Allowed {
 		// Record one entry: it prunes what expired and tells the time the n entries are
