@@ -65,6 +65,11 @@ type Options struct {
 	// per change, however many calls fail meanwhile; a caller cancelling its own context
 	// is not a failure.
 	Logger *slog.Logger
+	// DisableLocalDenials turns local denials off: by default a limiter remembers each
+	// key's latest denial (up to DefaultLocalDenialEntries keys) and answers the requests
+	// that denial proves denied without a Redis call, with the Decision Redis would give
+	// (see the package documentation). A multi-limit limiter has none.
+	DisableLocalDenials bool
 }
 
 // Limiter is a rate limiter whose state lives in Redis: one Spec, or several limits on one
@@ -84,6 +89,7 @@ type Limiter struct {
 	fallback redstream.Limiter
 	log      *slog.Logger
 	failing  atomic.Bool // Redis failed on the last decision that reached it
+	local    *localTable // local denials (localdeny.go); nil when off
 }
 
 var _ redstream.Limiter = (*Limiter)(nil)
@@ -106,6 +112,9 @@ func NewLimiter(client rueidis.Client, spec redstream.Spec, opts Options) (*Limi
 	l.limit = p.Max()
 	l.params = append(append(algParams(p), l.params...), as.extra...)
 	l.script = as.script
+	if !opts.DisableLocalDenials {
+		l.local = newLocalTable(p, l.prefix, DefaultLocalDenialEntries)
+	}
 	return l, nil
 }
 
@@ -246,12 +255,17 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 	if err := l.check(key, now, n); err != nil {
 		return redstream.Decision{}, err
 	}
+	d, local, sent := l.local.lookup(key, now, n)
+	if local {
+		return d, nil
+	}
 	keys := l.Keys(key)
 	d, err := l.parse(l.script.exec(ctx, l.client, keys, l.args(now, n)))
 	if err != nil {
 		return l.fail(ctx, key, now, n, err)
 	}
 	l.answered()
+	l.local.record(key, now, n, sent, d)
 	return d, nil
 }
 
@@ -371,6 +385,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if err := checkSize("key", len(key)+len(l.prefix)); err != nil {
 		return err
 	}
+	defer l.local.reset(key) // after the DEL: denials of requests sent before it are stale
 	if err := l.client.Do(ctx, l.client.B().Del().Key(l.Keys(key)...).Build()).Error(); err != nil {
 		return fmt.Errorf("redisbackend: reset: %w", err)
 	}
