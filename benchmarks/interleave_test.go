@@ -255,7 +255,7 @@ func report(b *testing.B, cs []contender, res [][]sliceStats, ratios [][2]string
 		b.ReportMetric(med, p[0]+"/"+p[1])
 	}
 	fmt.Fprintf(&sb, "rounds %d, slices of %v; load average at the end: %s", len(res[0]), envDuration("REDSTREAM_BENCH_SLICE", 400*time.Millisecond), loadAvg())
-	b.Log(sb.String())
+	fmt.Println(sb.String()) // b.Log would truncate the table
 }
 
 // loadAvg returns /proc/loadavg's first three fields, or "n/a".
