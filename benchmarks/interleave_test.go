@@ -50,6 +50,7 @@ type sliceStats struct {
 	redisCalls          int64         // the contender's commands Redis ran (INFO commandstats)
 	redisCmdUsec        int64         // their usec in commandstats (a script's commands included)
 	redisCPU            time.Duration // used_cpu_user+used_cpu_sys of the server (INFO cpu)
+	p50, p99            time.Duration // latency of one decision in 8 (a sample, so timing costs little)
 }
 
 func (s sliceStats) perSec() float64 { return float64(s.decisions) / s.elapsed.Seconds() }
@@ -132,6 +133,7 @@ func runSlice(b *testing.B, admin rueidis.Client, g int, d time.Duration, c cont
 	var decisions, admitted atomic.Int64
 	var failed atomic.Value
 	var wg sync.WaitGroup
+	lats := make([][]time.Duration, g)
 	cpu0 := processCPU()
 	start := time.Now()
 	timer := time.AfterFunc(d, func() { stop.Store(true) })
@@ -142,8 +144,17 @@ func runSlice(b *testing.B, admin rueidis.Client, g int, d time.Duration, c cont
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(w), uint64(start.UnixNano())))
 			var n, ok int64
+			var lat []time.Duration
 			for !stop.Load() {
-				a, err := c.decide(ctx, r)
+				var a bool
+				var err error
+				if n&7 == 0 {
+					t := time.Now()
+					a, err = c.decide(ctx, r)
+					lat = append(lat, time.Since(t))
+				} else {
+					a, err = c.decide(ctx, r)
+				}
 				if err != nil {
 					failed.CompareAndSwap(nil, fmt.Sprintf("%s: %v", c.name, err))
 					stop.Store(true)
@@ -156,6 +167,7 @@ func runSlice(b *testing.B, admin rueidis.Client, g int, d time.Duration, c cont
 			}
 			decisions.Add(n)
 			admitted.Add(ok)
+			lats[w] = lat
 		}(w)
 	}
 	wg.Wait()
@@ -174,6 +186,10 @@ func runSlice(b *testing.B, admin rueidis.Client, g int, d time.Duration, c cont
 		s.redisCmdUsec += cmds1[n][1] - cmds0[n][1]
 	}
 	s.redisCPU = rcpu1 - rcpu0
+	if all := slices.Concat(lats...); len(all) > 0 {
+		slices.Sort(all)
+		s.p50, s.p99 = all[len(all)/2], all[len(all)*99/100]
+	}
 	return s
 }
 
@@ -227,9 +243,10 @@ func column(ss []sliceStats, f func(sliceStats) float64) []float64 {
 func report(b *testing.B, cs []contender, res [][]sliceStats, ratios [][2]string) {
 	b.Helper()
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n%-34s %12s %21s %8s %11s %11s %11s %11s\n", "contender", "decisions/s", "(min .. max)",
-		"admitted", "redis-calls", "redis-cmd", "redis-cpu", "client-cpu")
-	fmt.Fprintf(&sb, "%-34s %12s %21s %8s %11s %11s %11s %11s\n", "", "median", "", "", "/decision", "µs/decision", "µs/decision", "µs/decision")
+	fmt.Fprintf(&sb, "\n%-36s %12s %21s %8s %11s %11s %11s %11s %9s %9s\n", "contender", "decisions/s", "(min .. max)",
+		"admitted", "redis-calls", "redis-cmd", "redis-cpu", "client-cpu", "p50", "p99")
+	fmt.Fprintf(&sb, "%-36s %12s %21s %8s %11s %11s %11s %11s %9s %9s\n", "", "median", "", "", "/decision", "µs/decision",
+		"µs/decision", "µs/decision", "µs", "µs")
 	index := map[string]int{}
 	for i, c := range cs {
 		index[c.name] = i
@@ -240,8 +257,10 @@ func report(b *testing.B, cs []contender, res [][]sliceStats, ratios [][2]string
 		cmd, _, _ := median(column(ss, func(s sliceStats) float64 { return s.per(float64(s.redisCmdUsec)) }))
 		rcpu, _, _ := median(column(ss, func(s sliceStats) float64 { return s.per(float64(s.redisCPU.Microseconds())) }))
 		ccpu, _, _ := median(column(ss, func(s sliceStats) float64 { return s.per(float64(s.clientCPU.Nanoseconds()) / 1e3) }))
-		fmt.Fprintf(&sb, "%-34s %12.0f %10.0f .. %-9.0f %7.1f%% %11.4f %11.3f %11.3f %11.3f\n",
-			c.name, rate, lo, hi, 100*adm, calls, cmd, rcpu, ccpu)
+		p50, _, _ := median(column(ss, func(s sliceStats) float64 { return float64(s.p50.Nanoseconds()) / 1e3 }))
+		p99, _, _ := median(column(ss, func(s sliceStats) float64 { return float64(s.p99.Nanoseconds()) / 1e3 }))
+		fmt.Fprintf(&sb, "%-36s %12.0f %10.0f .. %-9.0f %7.1f%% %11.4f %11.3f %11.3f %11.3f %9.1f %9.1f\n",
+			c.name, rate, lo, hi, 100*adm, calls, cmd, rcpu, ccpu, p50, p99)
 		b.ReportMetric(rate, c.name+"-decisions/s")
 	}
 	for _, p := range ratios {

@@ -68,14 +68,15 @@ type Options struct {
 	// DisableLocalDenials turns local denials off: by default a limiter remembers each
 	// key's latest denial (up to DefaultLocalDenialEntries keys) and answers the requests
 	// that denial proves denied without a Redis call, with the Decision Redis would give
-	// (see the package documentation). A multi-limit limiter has none.
+	// (see "Local denials" in the package documentation). A multi-limit limiter has none.
 	DisableLocalDenials bool
 }
 
 // Limiter is a rate limiter whose state lives in Redis: one Spec, or several limits on one
 // key (NewMultiLimiter). Each decision runs one Lua script, atomically, in one round trip.
-// A Limiter is safe for concurrent use; it holds no state of its own besides its
-// configuration, so any number of processes may share the same keys.
+// A Limiter is safe for concurrent use. Besides its configuration it holds only its table
+// of local denials (see Options.DisableLocalDenials), which Redis's state proves, so any
+// number of processes may share the same keys.
 type Limiter struct {
 	client   rueidis.Client
 	specs    []redstream.Spec
