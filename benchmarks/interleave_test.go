@@ -243,7 +243,7 @@ func column(ss []sliceStats, f func(sliceStats) float64) []float64 {
 func report(b *testing.B, cs []contender, res [][]sliceStats, ratios [][2]string) {
 	b.Helper()
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n%-36s %12s %21s %8s %11s %11s %11s %11s %9s %9s\n", "contender", "decisions/s", "(min .. max)",
+	fmt.Fprintf(&sb, "\n%s\n%-36s %12s %21s %8s %11s %11s %11s %11s %9s %9s\n", b.Name(), "contender", "decisions/s", "(min .. max)",
 		"admitted", "redis-calls", "redis-cmd", "redis-cpu", "client-cpu", "p50", "p99")
 	fmt.Fprintf(&sb, "%-36s %12s %21s %8s %11s %11s %11s %11s %9s %9s\n", "", "median", "", "", "/decision", "µs/decision",
 		"µs/decision", "µs/decision", "µs", "µs")
