@@ -362,3 +362,31 @@ func TestLocalDenialsHammer(t *testing.T) {
 		t.Errorf("no local denial under the hammer")
 	}
 }
+
+// TestLocalDenialsDuringOutage stops a real redis-server after a denial: the denied key is
+// still denied, locally and without an error, until its RetryAfter; any other request meets
+// the outage (fail-closed: an error).
+func TestLocalDenialsDuringOutage(t *testing.T) {
+	srv := redistest.NewServer(t)
+	c := redistest.NewClient(t, srv.Addr)
+	l := mustLimiter(t, c, redstream.FixedWindow(time.Minute, 1), Options{KeyPrefix: uniq("ldout")})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if d, err := l.AllowAt(ctx, "k", t0); err != nil || !d.Allowed {
+		t.Fatalf("first request: %+v, %v", d, err)
+	}
+	if d, err := l.AllowAt(ctx, "k", t0); err != nil || d.Allowed {
+		t.Fatalf("second request: %+v, %v; want denied", d, err)
+	}
+	srv.Stop()
+	want := redstream.Decision{Limit: 1, RetryAfter: 30 * time.Second, ResetAfter: 30 * time.Second}
+	if d, err := l.AllowAt(ctx, "k", t0.Add(30*time.Second)); err != nil || d != want {
+		t.Errorf("denied key with Redis down: %+v, %v; want %+v from the local denial", d, err, want)
+	}
+	if d, err := l.AllowAt(ctx, "k", t0.Add(time.Minute)); err == nil || d.Allowed {
+		t.Errorf("denied key after its RetryAfter, Redis down: %+v, %v; want the outage's error", d, err)
+	}
+	if d, err := l.AllowAt(ctx, "other", t0); err == nil || d.Allowed {
+		t.Errorf("other key with Redis down: %+v, %v; want the outage's error", d, err)
+	}
+}
