@@ -34,8 +34,9 @@
 // measured on the local monotonic clock from when the denied request was sent, so RetryAfter
 // and ResetAfter may be shorter than Redis's by up to the round trip, never longer. What it
 // cannot see: another client's Reset or DEL of the key (a local denial then lasts at most the
-// r it came from); the limiter's own Reset forgets the key. Multi-limit limiters and
-// [Limiter.AllowBatch] always ask Redis. Local denials are counted in
+// r it came from); the limiter's own Reset forgets the key. [Limiter.AllowBatch] sends only
+// the keys local denials do not answer; multi-limit limiters always ask Redis. During a
+// Redis outage a key with a live local denial stays denied. Local denials are counted in
 // redis_streaming_rl_local_denied_total{prefix="..."} and, by a named limiter, as denials.
 // [Options.DisableLocalDenials] turns them off.
 //

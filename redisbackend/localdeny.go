@@ -293,3 +293,54 @@ func (t *localTable) len() int {
 	}
 	return n
 }
+
+// lookupBatch answers locally, into out, the requests of a batch (cost n for each of keys at
+// now) that local denials cover, and returns the indexes of the others, which Redis must
+// decide, with what record needs for each key (indexed like keys).
+func (t *localTable) lookupBatch(keys []string, now time.Time, n int64, out []redstream.Decision) (send []int, sts []localStart) {
+	send = make([]int, 0, len(keys))
+	if t == nil {
+		for i := range keys {
+			send = append(send, i)
+		}
+		return send, nil
+	}
+	sts = make([]localStart, len(keys))
+	for i, k := range keys {
+		d, ok, st := t.lookup(k, now, n)
+		if ok {
+			out[i] = d
+			continue
+		}
+		sts[i] = st
+		send = append(send, i)
+	}
+	return send, sts
+}
+
+// recordBatch is record for key i of a batch (sts as lookupBatch returned it).
+func (t *localTable) recordBatch(keys []string, i int, now time.Time, n int64, sts []localStart, d redstream.Decision) {
+	if t == nil {
+		return
+	}
+	t.record(keys[i], now, n, sts[i], d)
+}
+
+// groupsOf is groups for the keys of a batch at the indexes send (ascending): the script
+// calls deciding them, as indexes into keys.
+func (l *Limiter) groupsOf(keys []string, send []int) [][]int {
+	if len(send) == len(keys) {
+		return l.groups(keys)
+	}
+	sub := make([]string, len(send))
+	for j, i := range send {
+		sub[j] = keys[i]
+	}
+	groups := l.groups(sub)
+	for _, idx := range groups {
+		for j := range idx {
+			idx[j] = send[idx[j]]
+		}
+	}
+	return groups
+}

@@ -60,7 +60,7 @@ func localCase(rt *rapid.T, c rueidis.Client, alg redstream.Algorithm) (local, t
 	ctx := context.Background()
 	steps := rapid.IntRange(1, 80).Draw(rt, "steps")
 	for i := 0; i < steps; i++ {
-		switch rapid.IntRange(0, 12).Draw(rt, "step") {
+		switch rapid.IntRange(0, 14).Draw(rt, "step") {
 		case 0, 1, 2, 3: // no time passes
 		case 4, 5: // a small step
 			now += rapid.Int64Range(1, max(1, per/8)).Draw(rt, "dt")
@@ -83,6 +83,31 @@ func localCase(rt *rapid.T, c rueidis.Client, alg redstream.Algorithm) (local, t
 			}
 			if err := without.Reset(ctx, k); err != nil {
 				rt.Fatalf("step %d: Reset: %v", i, err)
+			}
+			continue
+		case 13, 14: // a batch: 1 to 4 keys, repeats included, at now
+			batch := rapid.SliceOfN(rapid.SampledFrom(keys), 1, 4).Draw(rt, "batch")
+			n := cost
+			if rapid.Bool().Draw(rt, "batchcost") {
+				n = rapid.Int64Range(1, limit).Draw(rt, "n")
+			}
+			at := time.UnixMicro(now)
+			before := with.local.denied.Get()
+			got, gerr := with.AllowBatch(ctx, batch, at, n)
+			want, werr := without.AllowBatch(ctx, batch, at, n)
+			if gerr != nil || werr != nil {
+				rt.Fatalf("step %d AllowBatch(%q, %d, n=%d): errors %v, %v", i, batch, now, n, gerr, werr)
+			}
+			for j := range want {
+				if got[j] != want[j] {
+					rt.Fatalf("step %d AllowBatch(%q, %d, n=%d), key %d:\n   with local denials %+v\nwithout local denials %+v",
+						i, batch, now, n, j, got[j], want[j])
+				}
+			}
+			local += int(with.local.denied.Get() - before)
+			total += len(batch)
+			if len(want) > 0 {
+				last = want[len(want)-1]
 			}
 			continue
 		}
@@ -116,8 +141,9 @@ func localCase(rt *rapid.T, c rueidis.Client, alg redstream.Algorithm) (local, t
 
 // TestLocalDenialsConform is the local-denial conformance mode: on random sequences at
 // explicit times (repeated costs, steps at and around RetryAfter, backward steps, gaps,
-// Resets), a limiter with local denials gives exactly the decisions of one without, on
-// miniredis, a real redis-server and a real 3-master cluster, for every algorithm.
+// Resets, batches with repeated keys), a limiter with local denials gives exactly the
+// decisions of one without, on miniredis, a real redis-server and a real 3-master cluster,
+// for every algorithm.
 func TestLocalDenialsConform(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
