@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
@@ -414,5 +415,12 @@ func TestLocalDenialsDuringOutage(t *testing.T) {
 	}
 	if d, err := l.AllowAt(ctx, "other", t0); err == nil || d.Allowed {
 		t.Errorf("other key with Redis down: %+v, %v; want the outage's error", d, err)
+	}
+}
+
+// TestLocalShardSize keeps each shard on its own 64-byte cache line.
+func TestLocalShardSize(t *testing.T) {
+	if s := unsafe.Sizeof(localShard{}); s%64 != 0 {
+		t.Errorf("localShard is %d bytes, want a multiple of 64", s)
 	}
 }
