@@ -427,3 +427,46 @@ func TestLocalShardSize(t *testing.T) {
 		t.Errorf("localShard is %d bytes, want a multiple of 64", s)
 	}
 }
+
+// BenchmarkLocalDenials measures the table alone: a request a local denial answers (hit),
+// and the lookup a request Redis must decide pays first (miss), at explicit times and at
+// the server's TIME (which reads the monotonic clock), serial and parallel.
+func BenchmarkLocalDenials(b *testing.B) {
+	p, _ := redstream.TokenBucket(1, 0.001).Core()
+	lt := newLocalTable(p, uniq("ldbench"), DefaultLocalDenialEntries)
+	denial := redstream.Decision{Limit: 1, RetryAfter: time.Hour, ResetAfter: time.Hour}
+	_, _, st := lt.lookup("hot", t0, 1)
+	lt.record("hot", t0, 1, st, denial)
+	_, _, st = lt.lookup("hot", time.Time{}, 1)
+	lt.record("hot", time.Time{}, 1, st, denial) // replaces the explicit-time entry
+	_, _, st = lt.lookup("hot-explicit", t0, 1)
+	lt.record("hot-explicit", t0, 1, st, denial)
+	for _, bc := range []struct {
+		name string
+		key  string
+		now  time.Time
+		hit  bool
+	}{
+		{"hit/explicit-time", "hot-explicit", t0.Add(time.Second), true},
+		{"hit/server-time", "hot", time.Time{}, true},
+		{"miss/explicit-time", "cold", t0, false},
+		{"miss/server-time", "cold", time.Time{}, false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok, _ := lt.lookup(bc.key, bc.now, 1); ok != bc.hit {
+					b.Fatalf("lookup answered %v, want %v", ok, bc.hit)
+				}
+			}
+		})
+		b.Run(bc.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					lt.lookup(bc.key, bc.now, 1)
+				}
+			})
+		})
+	}
+}
