@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,19 +23,21 @@ import (
 // The Redis limiters against go-redis/redis_rate v10 (GCRA in Lua on go-redis), side by
 // side on the same redis-server in one run:
 //
-//   - decisions/s, p50/p99 latency and Redis CPU per decision (INFO commandstats: the
-//     usec of EVALSHA, which includes the commands a script calls, over the decisions) at
-//     1, 16, 64 and 256 goroutines over 100k keys, for redstream's token bucket (and its
-//     other algorithms at 64 goroutines), redis_rate, and a no-op script through rueidis
-//     (the floor of one EVALSHA round trip);
+//   - BenchmarkRedisLimiter: decisions/s, p50/p99 latency, Redis CPU and client CPU per
+//     decision at 1, 16, 64 and 256 goroutines over 100k keys, for redstream's token bucket,
+//     redis_rate and a no-op script through rueidis (the floor of one EVALSHA round trip),
+//     interleaved (interleave_test.go: alternating slices, medians, per-round ratios);
+//   - BenchmarkRedisPathCost (redis_cost_test.go): every algorithm next to the floors;
+//   - BenchmarkRedisDenyHeavy (redis_deny_test.go): the denying path, with and without
+//     local denials;
 //   - redstream's batch API (many keys per round trip);
 //   - Redis memory per key (MEMORY USAGE) of every algorithm and of redis_rate.
 //
-// Every limiter admits every measured request (a burst of a million, earned back over hours),
-// so all do the same work, and every key outlives the run, so the fixture check can count
-// them.
+// On the allowing path every limiter admits every measured request (a burst of a million,
+// earned back over hours), so all do the same work, and every key outlives the run, so the
+// fixture check can count them.
 //
-//	go test -run xxx -bench RedisLimiter -benchtime 200000x
+//	go test -run xxx -bench 'RedisLimiter|RedisPathCost|RedisDenyHeavy' -benchtime 1x
 //	go test -run xxx -bench 'RedisBatch|RedisMemoryPerKey'
 
 // rlKeys is the benchmarks' 100k distinct keys.
@@ -84,62 +85,6 @@ func rlStats(tb testing.TB, c rueidis.Client) (calls, usec int64) {
 	return calls, usec
 }
 
-// rlMeasure runs b.N decisions spread over g goroutines and random keys of rlKeys, and
-// reports decisions/s, p50/p99 latency and Redis CPU µs per decision.
-func rlMeasure(b *testing.B, admin rueidis.Client, g int, decide decider) {
-	b.Helper()
-	ctx := context.Background()
-	// Warm up: load the script.
-	if ok, err := decide(ctx, "warm"); err != nil || !ok {
-		b.Fatalf("warm-up decision: %v, %v", ok, err)
-	}
-	calls0, usec0 := rlStats(b, admin)
-	lat := make([][]time.Duration, g)
-	var next atomic.Int64
-	var failed atomic.Value
-	var wg sync.WaitGroup
-	b.ReportAllocs()
-	b.ResetTimer()
-	start := time.Now()
-	for w := 0; w < g; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(uint64(w), 42))
-			mine := make([]time.Duration, 0, b.N/g+1)
-			for next.Add(1) <= int64(b.N) {
-				k := rlKeys[r.IntN(len(rlKeys))]
-				t := time.Now()
-				ok, err := decide(ctx, k)
-				mine = append(mine, time.Since(t))
-				if err != nil || !ok {
-					failed.CompareAndSwap(nil, fmt.Sprintf("decision for %s: allowed=%v err=%v", k, ok, err))
-					return
-				}
-			}
-			lat[w] = mine
-		}(w)
-	}
-	wg.Wait()
-	el := time.Since(start)
-	b.StopTimer()
-	if f := failed.Load(); f != nil {
-		b.Fatal(f)
-	}
-	calls1, usec1 := rlStats(b, admin)
-	all := slices.Concat(lat...)
-	slices.Sort(all)
-	b.ReportMetric(float64(b.N)/el.Seconds(), "decisions/s")
-	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
-	if n := calls1 - calls0; n > 0 {
-		b.ReportMetric(float64(usec1-usec0)/float64(n), "redis-cpu-µs/decision")
-		if n < int64(b.N) {
-			b.Fatalf("commandstats counted %d EVALSHA for %d decisions", n, b.N)
-		}
-	}
-}
-
 // rlServer returns clients to the benchmarks' Redis: rueidis for redstream and for
 // INFO, go-redis for redis_rate.
 func rlServer(b *testing.B, poolSize int) (rueidis.Client, *goredis.Client) {
@@ -171,11 +116,12 @@ func rlCountKeys(b *testing.B, c rueidis.Client, prefix string) int {
 	return n
 }
 
-// rlCheckKeys fails a benchmark run that touched far fewer distinct keys than expected.
-func rlCheckKeys(b *testing.B, c rueidis.Client, prefix string) {
+// rlCheckKeys fails a benchmark run whose n random decisions touched far fewer distinct
+// keys than expected.
+func rlCheckKeys(b *testing.B, c rueidis.Client, prefix string, n int64) {
 	b.Helper()
-	// b.N random picks of 100k keys hit about 100k*(1-e^(-N/100k)) distinct ones.
-	want := int(0.9 * 100_000 * (1 - math.Exp(-float64(b.N)/100_000)))
+	// n random picks of 100k keys hit about 100k*(1-e^(-n/100k)) distinct ones.
+	want := int(0.9 * 100_000 * (1 - math.Exp(-float64(n)/100_000)))
 	if got := rlCountKeys(b, c, prefix); got < want {
 		b.Fatalf("the run left %d keys under %s, want at least %d: the fixture did not spread over 100k keys", got, prefix, want)
 	}
@@ -187,58 +133,44 @@ var bigBucket = redstream.TokenBucket(1e6, 0.001)
 
 func BenchmarkRedisLimiter(b *testing.B) {
 	for _, g := range []int{1, 16, 64, 256} {
-		b.Run(fmt.Sprintf("lib=redstream/alg=token-bucket/goroutines=%d", g), func(b *testing.B) {
-			rc, _ := rlServer(b, g)
+		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
+			rc, gc := rlServer(b, g)
+			pick := func(r *rand.Rand) string { return rlKeys[r.IntN(len(rlKeys))] }
 			p := rlPrefix("tb")
 			l, err := redisbackend.NewLimiter(rc, bigBucket, redisbackend.Options{KeyPrefix: p})
 			if err != nil {
 				b.Fatal(err)
 			}
-			rlMeasure(b, rc, g, func(ctx context.Context, key string) (bool, error) {
-				d, err := l.Allow(ctx, key)
-				return d.Allowed, err
-			})
-			rlCheckKeys(b, rc, p)
-		})
-		b.Run(fmt.Sprintf("lib=redis_rate/alg=gcra/goroutines=%d", g), func(b *testing.B) {
-			rc, gc := rlServer(b, g)
-			p := rlPrefix("rr")
+			rp := rlPrefix("rr")
 			rl := redis_rate.NewLimiter(gc)
 			limit := redis_rate.Limit{Rate: 1, Burst: 1_000_000, Period: 1000 * time.Second}
-			rlMeasure(b, rc, g, func(ctx context.Context, key string) (bool, error) {
-				r, err := rl.Allow(ctx, p+key, limit)
-				if err != nil {
-					return false, err
-				}
-				return r.Allowed > 0, nil
-			})
-			rlCheckKeys(b, rc, "rate:"+p)
-		})
-		b.Run(fmt.Sprintf("lib=noop-script/goroutines=%d", g), func(b *testing.B) {
-			rc, _ := rlServer(b, g)
 			noop := rueidis.NewLuaScript("return 1")
-			rlMeasure(b, rc, g, func(ctx context.Context, key string) (bool, error) {
-				v, err := noop.Exec(ctx, rc, []string{key}, nil).AsInt64()
-				return v == 1, err
-			})
-		})
-	}
-	for _, spec := range []redstream.Spec{
-		redstream.LeakyBucket(1e6, 0.001), redstream.SlidingWindow(time.Hour, 1<<20),
-		redstream.SlidingCounter(time.Hour, 1e6), redstream.FixedWindow(time.Hour, 1e9),
-	} {
-		b.Run(fmt.Sprintf("lib=redstream/alg=%s/goroutines=64", spec.Algorithm), func(b *testing.B) {
-			rc, _ := rlServer(b, 64)
-			p := rlPrefix(string(spec.Algorithm))
-			l, err := redisbackend.NewLimiter(rc, spec, redisbackend.Options{KeyPrefix: p})
-			if err != nil {
-				b.Fatal(err)
+			cs := []redisContender{
+				{name: "redstream-token-bucket", decide: func(ctx context.Context, r *rand.Rand) (bool, error) {
+					d, err := l.Allow(ctx, pick(r))
+					return d.Allowed, err
+				}},
+				{name: "redis_rate", decide: func(ctx context.Context, r *rand.Rand) (bool, error) {
+					res, err := rl.Allow(ctx, rp+pick(r), limit)
+					if err != nil {
+						return false, err
+					}
+					return res.Allowed > 0, nil
+				}},
+				{name: "floor-evalsha-return-1", decide: func(ctx context.Context, r *rand.Rand) (bool, error) {
+					v, err := noop.Exec(ctx, rc, []string{pick(r)}, nil).AsInt64()
+					return v == 1, err
+				}},
 			}
-			rlMeasure(b, rc, 64, func(ctx context.Context, key string) (bool, error) {
-				d, err := l.Allow(ctx, key)
-				return d.Allowed, err
-			})
-			rlCheckKeys(b, rc, p)
+			for b.Loop() {
+				res := interleaveRedis(b, rc, g, cs)
+				report(b, cs, res, [][2]string{{"redstream-token-bucket", "redis_rate"}})
+				var n int64
+				for _, s := range res[0] {
+					n += s.decisions
+				}
+				rlCheckKeys(b, rc, p, n)
+			}
 		})
 	}
 }
@@ -294,7 +226,7 @@ func BenchmarkRedisBatch(b *testing.B) {
 			_, usec1 := rlStats(b, rc)
 			b.ReportMetric(float64(batches*size)/el.Seconds(), "decisions/s")
 			b.ReportMetric(float64(usec1-usec0)/float64(batches*size), "redis-cpu-µs/decision")
-			rlCheckKeys(b, rc, p)
+			rlCheckKeys(b, rc, p, int64(batches*size))
 		})
 	}
 }

@@ -11,6 +11,9 @@ var known = map[string]family{
 	RateLimitDeniedTotal:  {TypeCounter, "Decisions a named rate limiter denied."},
 	RateLimitErrorsTotal:  {TypeCounter, "Calls of a named rate limiter that returned an error (backend failure under fail-closed, or bad input)."},
 
+	// Redis limiters' local denials (package redisbackend), label prefix.
+	RateLimitLocalDeniedTotal: {TypeCounter, "Decisions a Redis limiter denied in process, without a Redis call, from an earlier denial of the same key."},
+
 	// Package reliability, label name (and outcome).
 	ReliabilityOutcomesTotal:          {TypeCounter, "Elements a failure processor handled, by outcome (success, retried, failed, skipped, dead_letter, ignored, rejected)."},
 	ReliabilityRetriesTotal:           {TypeCounter, "Retries (tries after the first) of a failure processor."},

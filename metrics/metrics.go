@@ -100,6 +100,22 @@ const (
 	RateLimitErrorsTotal = "redis_streaming_rl_errors_total"
 )
 
+// Local denials of the Redis limiters (package redisbackend), label prefix: the limiter's
+// key prefix.
+const (
+	// RateLimitLocalDeniedTotal counts decisions a Redis limiter denied in process, without
+	// a Redis call, because an earlier denial of the same key proves them denied (see
+	// redisbackend.Options.DisableLocalDenials). A Named limiter counts them among its
+	// denials too.
+	RateLimitLocalDeniedTotal = "redis_streaming_rl_local_denied_total"
+)
+
+// LocalDeniedCounter returns the local-denials counter of the Redis limiters with key
+// prefix prefix, creating it on first use. Limiters sharing a prefix share it.
+func LocalDeniedCounter(prefix string) *Counter {
+	return RateLimit.GetOrCreateCounter(Name(RateLimitLocalDeniedTotal, "prefix", prefix))
+}
+
 // Metric names of package reliability. Each carries a name="..." label (the processor's name)
 // and, for the outcome counter, an outcome="..." label.
 const (

@@ -55,7 +55,8 @@ func (l *Limiter) groups(keys []string) [][]int {
 // key empty or too large, a bad n or now) returns an error and no Redis call. When Redis
 // fails for some keys, those keys follow the FailurePolicy; under FailClosed their
 // decisions are denied zero values and the error reports how many failed and the first
-// failure. The batch is not atomic across keys: each key's decision is. A single-limit
+// failure. Keys that local denials answer (see the package documentation) are not sent.
+// The batch is not atomic across keys: each key's decision is. A single-limit
 // limiter decides up to 128 keys per script call (keys of one cluster slot on a cluster),
 // which saves most of the per-call cost on the server.
 func (l *Limiter) AllowBatch(ctx context.Context, keys []string, now time.Time, n int64) ([]redstream.Decision, error) {
@@ -67,8 +68,13 @@ func (l *Limiter) AllowBatch(ctx context.Context, keys []string, now time.Time, 
 			return nil, fmt.Errorf("redisbackend: batch key %d: %w", i, err)
 		}
 	}
+	out := make([]redstream.Decision, len(keys))
+	send, sent := l.local.lookupBatch(keys, now, n, out) // the keys local denials do not answer
+	if len(send) == 0 {
+		return out, nil
+	}
 	args := l.args(now, n)
-	groups := l.groups(keys)
+	groups := l.groupsOf(keys, send)
 	calls := make([]rueidis.LuaExec, len(groups))
 	for g, idx := range groups {
 		ks := make([]string, 0, len(idx)*len(l.roles))
@@ -78,7 +84,6 @@ func (l *Limiter) AllowBatch(ctx context.Context, keys []string, now time.Time, 
 		calls[g] = rueidis.LuaExec{Keys: ks, Args: args}
 	}
 	res := l.script.execMulti(ctx, l.client, calls)
-	out := make([]redstream.Decision, len(keys))
 	var first error
 	failed := 0
 	for g, idx := range groups {
@@ -91,6 +96,7 @@ func (l *Limiter) AllowBatch(ctx context.Context, keys []string, now time.Time, 
 			} else {
 				d = ds[j]
 				l.answered()
+				l.local.recordBatch(keys, i, now, n, sent, d)
 			}
 			if derr != nil {
 				failed++

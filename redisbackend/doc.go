@@ -28,6 +28,24 @@
 // (sliding window, token bucket) and [DedupOptions.JavaCompatible] (set deduplicator) read
 // and write the Java layout instead, so a mixed Go/Java fleet shares limits and dedup state.
 //
+// Local denials: after Redis denies a key's request of cost n with RetryAfter r, that key's
+// state can only move forward until r has passed (a denial changes nothing; time and other
+// admissions only add), so the limiter answers the requests that denial proves denied in
+// process, with no round trip, from a bounded table (at most [DefaultLocalDenialEntries] keys
+// per limiter): token and leaky bucket and fixed window, every cost >= n; sliding log and
+// sliding counter, cost n, when the denial's Remaining is n-1 (always for n = 1). Each field
+// of such a Decision is the one Redis would give: at explicit times exactly (a conformance
+// test runs limiters with and without local denials side by side on random sequences, on
+// miniredis, redis-server and a cluster, and finds no difference); at the server's TIME,
+// measured on the local monotonic clock from when the denied request was sent, so RetryAfter
+// and ResetAfter may be shorter than Redis's by up to the round trip, never longer. What it
+// cannot see: another client's Reset or DEL of the key (a local denial then lasts at most the
+// r it came from); the limiter's own Reset forgets the key. [Limiter.AllowBatch] sends only
+// the keys local denials do not answer; multi-limit limiters always ask Redis. During a
+// Redis outage a key with a live local denial stays denied. Local denials are counted in
+// redis_streaming_rl_local_denied_total{prefix="..."} and, by a named limiter, as denials.
+// [Options.DisableLocalDenials] turns them off.
+//
 // Failures: a limiter follows its [Options.FailurePolicy] when Redis fails (fail-closed by
 // default, fail-open, or a fallback limiter); bad input is always an error. Every call
 // honours its context's deadline. Engines never close the rueidis.Client they are given.

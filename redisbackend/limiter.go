@@ -79,12 +79,19 @@ type Options struct {
 	// sets them. Default false: redstream's own keys, which carry the Spec's Fingerprint and
 	// never meet the Java implementation's.
 	JavaCompatible bool
+	// DisableLocalDenials turns local denials off: by default a limiter remembers each
+	// key's latest denial (up to DefaultLocalDenialEntries keys) and answers the requests
+	// that denial proves denied without a Redis call, with the Decision Redis would give
+	// (see "Local denials" in the package documentation). A multi-limit limiter and a
+	// JavaCompatible one have none.
+	DisableLocalDenials bool
 }
 
 // Limiter is a rate limiter whose state lives in Redis: one Spec, or several limits on one
 // key (NewMultiLimiter). Each decision runs one Lua script, atomically, in one round trip.
-// A Limiter is safe for concurrent use; it holds no state of its own besides its
-// configuration, so any number of processes may share the same keys.
+// A Limiter is safe for concurrent use. Besides its configuration it holds only its table
+// of local denials (see Options.DisableLocalDenials), which Redis's state proves, so any
+// number of processes may share the same keys.
 type Limiter struct {
 	client   rueidis.Client
 	specs    []redstream.Spec
@@ -99,6 +106,7 @@ type Limiter struct {
 	log      *slog.Logger
 	failing  atomic.Bool // Redis failed on the last decision that reached it
 	java     bool        // Options.JavaCompatible: the Java layout's keys and scripts
+	local    *localTable // local denials (localdeny.go); nil when off
 }
 
 var _ redstream.Limiter = (*Limiter)(nil)
@@ -125,6 +133,11 @@ func NewLimiter(client rueidis.Client, spec redstream.Spec, opts Options) (*Limi
 		if err := l.useJava(spec, p); err != nil {
 			return nil, err
 		}
+	}
+	// Local denials rebuild core's decisions; a JavaCompatible limiter decides with the
+	// Java side's arithmetic, so it always asks Redis.
+	if !opts.DisableLocalDenials && !opts.JavaCompatible {
+		l.local = newLocalTable(p, l.prefix, DefaultLocalDenialEntries)
 	}
 	return l, nil
 }
@@ -266,12 +279,17 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 	if err := l.check(key, now, n); err != nil {
 		return redstream.Decision{}, err
 	}
+	d, local, sent := l.local.lookup(key, now, n)
+	if local {
+		return d, nil
+	}
 	keys := l.Keys(key)
 	d, err := l.parse(l.script.exec(ctx, l.client, keys, l.args(now, n)))
 	if err != nil {
 		return l.fail(ctx, key, now, n, err)
 	}
 	l.answered()
+	l.local.record(key, now, n, sent, d)
 	return d, nil
 }
 
@@ -393,6 +411,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if err := checkSize("key", len(key)+len(l.prefix)); err != nil {
 		return err
 	}
+	defer l.local.reset(key) // after the DEL: denials of requests sent before it are stale
 	if err := l.client.Do(ctx, l.client.B().Del().Key(l.Keys(key)...).Build()).Error(); err != nil {
 		return fmt.Errorf("redisbackend: reset: %w", err)
 	}
