@@ -47,6 +47,12 @@ var known = map[string]family{
 	"redis_streaming_dlq_deleted_total":              {TypeCounter, "Dead letters deleted by id."},
 	"redis_streaming_dlq_cleared_total":              {TypeCounter, "Dead letters removed by purging a dead-letter stream."},
 
+	// Package stream: delayed delivery, label topic.
+	"redis_streaming_mq_scheduled_total":       {TypeCounter, "Messages scheduled for later delivery (WithDelay, WithDeliverAt)."},
+	"redis_streaming_mq_delayed_moved_total":   {TypeCounter, "Scheduled messages moved into the topic's stream when due."},
+	"redis_streaming_mq_delayed_invalid_total": {TypeCounter, "Scheduled messages found undecodable (dead-lettered) or without their entry."},
+	"redis_streaming_mq_delayed":               {TypeGauge, "Scheduled messages waiting for their due time."},
+
 	// Package cache, label name.
 	"redis_cache_hits_total":           {TypeCounter, "Cache reads that found a value."},
 	"redis_cache_misses_total":         {TypeCounter, "Cache reads that found nothing (or a load in progress)."},

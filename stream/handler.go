@@ -64,6 +64,7 @@ type handlerRT struct {
 	runCancel, hardStop context.CancelFunc
 
 	readState, ackState, scanState, retryState, leaseState, dlqState, gaugeState, houseState opState
+	delayState                                                                               opState
 }
 
 // job is one delivery to handle.
@@ -98,6 +99,10 @@ func (h *handlerRT) start() {
 	go func() { h.workers.Wait(); c.workers.Done() }()
 	var all sync.WaitGroup
 	all.Add(4)
+	if !c.cfg.Delay.Disabled {
+		all.Add(1)
+		go func() { defer all.Done(); h.mover() }()
+	}
 	c.wg.Add(1)
 	go func() { defer all.Done(); h.producers.Wait(); close(h.work) }()
 	go func() { defer all.Done(); h.workers.Wait(); close(h.acks) }()

@@ -67,7 +67,8 @@ var ErrUndecodable = errors.New("stream: undecodable entry")
 // consumer takes Source from the body's "source" member.
 type Message[T any] struct {
 	// Key is the business key. Empty on send means a new unique, time-ordered 64-bit id
-	// (see NextKey), in decimal.
+	// (Snowflake layout: 41 bits of milliseconds since 2010-11-04, 10 bits of per-process
+	// node, 12 bits of sequence), in decimal.
 	Key string
 	// Tag is a routing or filtering tag. Optional.
 	Tag string
@@ -424,10 +425,10 @@ func init() {
 	keyState.node = int64((h*0x9E3779B97F4A7C15)>>54) & 1023
 }
 
-// NextKey returns a new message key: a unique, time-ordered 64-bit id (Snowflake layout: 41
+// nextKey returns a new message key: a unique, time-ordered 64-bit id (Snowflake layout: 41
 // bits of milliseconds since 2010-11-04, 10 bits of per-process node, 12 bits of sequence).
 // It is safe for concurrent use.
-func NextKey() int64 {
+func nextKey() int64 {
 	keyState.mu.Lock()
 	defer keyState.mu.Unlock()
 	now := time.Now().UnixMilli() - keyEpoch
