@@ -38,6 +38,14 @@
 // been idle for Autoclaim.MinIdle. After MaxDeliveries deliveries the entry is
 // dead-lettered. Consumer groups lost with a Redis restart are recreated.
 //
+// # Delayed delivery
+//
+// [WithDelay] and [WithDeliverAt] schedule a message: it waits in a sorted set and a hash in
+// the stream's hash slot ([DelayedKeys]) until it is due, when the mover of any running
+// handler of the topic moves it into the stream with one script (at the due time, and at
+// least every Config.Delay.PollInterval). [Producer.CancelScheduled] takes a scheduled
+// message back; [Producer.Scheduled] counts them.
+//
 // # Middleware
 //
 // A [Middleware] wraps the handle call and sees each [Delivery] (envelope, headers,
