@@ -68,6 +68,24 @@ type Handler[T any] struct {
 	// Concurrency is the number of goroutines calling Handle, 1 to MaxConcurrency. Default 1
 	// (in stream order).
 	Concurrency int
+	// OrderedByKey handles the messages of one Key one at a time and in stream order, while
+	// messages of different keys run in parallel on the Concurrency goroutines. A message
+	// that fails with a retry blocks the later messages of its key (only those) until its
+	// retry succeeds or it is dead-lettered; the non-blocking retries of an unordered
+	// handler become blocking per key. Entries waiting behind their key are held and
+	// leased like every entry in hand but take no handler slot; once 16 × (Concurrency +
+	// ReadCount) of them wait (at least 1024), reads pause until some key moves on. Entries
+	// without a key field (foreign producers) form one key.
+	//
+	// The order is guaranteed for the entries one Consumer receives. Several consumers of a
+	// group share a topic's entries without regard to keys, so two of them may handle one
+	// key's messages at the same time; run one consumer per group for a total order per
+	// key. Crash recovery also reorders: entries of a crashed consumer (or of a failing
+	// head whose retry another consumer took over after min-idle) are delivered after
+	// later entries of the same key that live consumers already handled. A hook that
+	// panics leaves its entry pending (it comes back after min-idle) and lets its key move
+	// on. Default false.
+	OrderedByKey bool
 	// Timeout is the longest one Handle call may run: its context is cancelled then, and
 	// an error it returns is wrapped in an error matching ErrHandlerTimeout (a failed
 	// delivery: retried, then dead-lettered with that reason). A handler that ignores its
@@ -271,6 +289,9 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 		noRetry:     h.NoRetry,
 		timeout:     timeout,
 		startID:     h.StartID,
+		ordered:     h.OrderedByKey,
+		lines:       map[string]*keyLine{},
+		lineOf:      map[string]string{},
 		log:         log,
 		m:           newHandlerMetrics(c.cfg.Metrics, h.Topic, h.Group),
 		held:        map[string]struct{}{},

@@ -41,6 +41,12 @@ type handlerRT struct {
 	retries    retryQueue          // own failed entries waiting for their backoff
 	readCancel context.CancelFunc  // cancels the read in progress (Pause)
 
+	ordered    bool                // Handler.OrderedByKey
+	lines      map[string]*keyLine // ordered: the lines of the keys in hand (ordered.go)
+	lineOf     map[string]string   // ordered: entry id -> key, for the entries in a line
+	parked     int                 // ordered: entries waiting behind their key's head
+	workClosed bool                // ordered: work is closed; advance queues nothing more
+
 	wake     chan struct{} // a slot was freed (for the reader)
 	wakeScan chan struct{} // a slot was freed (for the scanner)
 	scanNow  chan struct{} // a retry was scheduled earlier than the next scan
@@ -104,7 +110,14 @@ func (h *handlerRT) start() {
 		go func() { defer all.Done(); h.mover() }()
 	}
 	c.wg.Add(1)
-	go func() { defer all.Done(); h.producers.Wait(); close(h.work) }()
+	go func() {
+		defer all.Done()
+		h.producers.Wait()
+		h.mu.Lock()
+		h.workClosed = true
+		close(h.work)
+		h.mu.Unlock()
+	}()
 	go func() { defer all.Done(); h.workers.Wait(); close(h.acks) }()
 	go func() { defer all.Done(); h.acker(); close(h.quit) }()
 	go func() { defer all.Done(); h.leaseKeeper() }()
@@ -171,10 +184,27 @@ func (h *handlerRT) recoverGroup() {
 }
 
 // reserve promises up to n free handler slots to a read or scan and returns how many.
+// Entries parked behind their key (OrderedByKey) take no slot, but once parkLimit of them
+// wait, reads and scans get none.
 func (h *handlerRT) reserve(n int) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	free := h.capacity - len(h.held) - h.reserved
+	if h.ordered && h.parked >= h.parkLimit() {
+		return 0
+	}
+	return h.reserveLocked(n)
+}
+
+// reserveRetry is reserve for own retries, which the park limit does not stop: a parked
+// line waits for its head's retry.
+func (h *handlerRT) reserveRetry(n int) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.reserveLocked(n)
+}
+
+func (h *handlerRT) reserveLocked(n int) int {
+	free := h.capacity - (len(h.held) - h.parked) - h.reserved
 	n = max(min(n, free), 0)
 	h.reserved += n
 	return n
@@ -198,9 +228,13 @@ func (h *handlerRT) dispatch(j job) {
 	h.mu.Lock()
 	h.reserved--
 	_, dup := h.held[j.e.id]
+	run := !dup
 	if !dup {
 		h.held[j.e.id] = struct{}{}
 		h.retries.remove(j.e.id)
+		if h.ordered {
+			run = h.admit(j)
+		}
 	}
 	queued := len(h.held) - int(h.running.Load())
 	h.mu.Unlock()
@@ -210,7 +244,11 @@ func (h *handlerRT) dispatch(j job) {
 		return
 	}
 	h.m.queued.Set(float64(max(queued, 0)))
-	h.work <- j // never blocks: len(held) <= capacity = cap(work)
+	if run {
+		h.work <- j // never blocks: the entries in hand not parked are at most capacity = cap(work)
+	} else {
+		h.signal() // parked: its slot is free again
+	}
 }
 
 // release drops ids from the held set: they are acknowledged, dead-lettered, waiting for a
@@ -219,11 +257,37 @@ func (h *handlerRT) release(ids ...string) {
 	h.mu.Lock()
 	for _, id := range ids {
 		delete(h.held, id)
+		if h.ordered {
+			h.startNext(id)
+		}
 	}
 	queued := len(h.held) - int(h.running.Load())
 	h.mu.Unlock()
 	h.m.queued.Set(float64(max(queued, 0)))
 	h.signal()
+}
+
+// startNext queues the next entry of id's key line for a worker once id has left the
+// handler's hands (ordered handlers); h.mu is held. The send never blocks (the next entry
+// takes the slot id had) and is skipped once work is closed (the entry stays pending).
+func (h *handlerRT) startNext(id string) {
+	if _, retrying := h.retries.get(id); retrying {
+		return // still the head: its retry comes back to it
+	}
+	if next, ok := h.advance(id); ok && !h.workClosed {
+		h.work <- next
+	}
+}
+
+// settleRetry forgets an own retry that this consumer will not deliver (no longer pending,
+// owned by another consumer, deleted): the line its key waits in moves on. h.mu is held.
+func (h *handlerRT) settleRetry(id string) {
+	h.retries.remove(id)
+	if h.ordered {
+		if _, held := h.held[id]; !held {
+			h.startNext(id)
+		}
+	}
 }
 
 // heldIDs returns the ids in hand.
