@@ -38,6 +38,10 @@
 // been idle for Autoclaim.MinIdle. After MaxDeliveries deliveries the entry is
 // dead-lettered. Consumer groups lost with a Redis restart are recreated.
 //
+// Handler.OrderedByKey handles the messages of one key one at a time and in stream order
+// (different keys in parallel); a failed message then blocks the later messages of its
+// key until it is retried or dead-lettered. The order holds for what one Consumer receives.
+//
 // # Delayed delivery
 //
 // [WithDelay] and [WithDeliverAt] schedule a message: it waits in a sorted set and a hash in
