@@ -387,6 +387,34 @@ func xaddInTransaction(ctx context.Context, cl rueidis.Client, target, mark stri
 	return exec[1], exec[2], nil
 }
 
+// Move dead-letters entry id of topic, pending in group, now: XADD to the dead-letter stream
+// (with reason as its Error) and XACK in the topic, in one atomic step, whichever consumer
+// owns it. It is the operator's way to take a message out of its retries (the handler's is
+// Message.DeadLetter). It returns the dead letter's id, or an error wrapping
+// redstream.ErrNotFound when the entry is not pending in group (acknowledged, moved already,
+// or deleted from the stream). The dead letter is bounded by Config.DeadLetter like the
+// consumer's.
+func (d *DeadLetters) Move(ctx context.Context, topic, group, id, reason string) (string, error) {
+	stream, dlq, err := d.keys(topic)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := d.call(ctx)
+	defer cancel()
+	res, err := moveToDeadLetter(ctx, d.client, deadLetterMove{Stream: stream, DLQ: dlq, Group: group, ID: id, Reason: reason,
+		MaxLen: d.cfg.DeadLetter.MaxLen, MaxAgeMs: d.cfg.DeadLetter.MaxAge.Milliseconds()})
+	if err != nil {
+		return "", err
+	}
+	if res.Trimmed > 0 {
+		d.counter(MetricDeadLetterTrimmed, topic).Add(int(res.Trimmed))
+	}
+	if res.Status != 1 {
+		return "", fmt.Errorf("stream: dead-letter %s of %q: not pending in group %q: %w", id, topic, group, redstream.ErrNotFound)
+	}
+	return res.ID, nil
+}
+
 // Delete removes dead letters of topic by id and returns how many existed. They are counted
 // in redis_streaming_dlq_deleted_total.
 func (d *DeadLetters) Delete(ctx context.Context, topic string, ids ...string) (int64, error) {

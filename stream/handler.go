@@ -418,6 +418,10 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call
 	if err != nil && !timedOut && errors.Is(err, ErrHandlerTimeout) {
 		rt.m.timeouts.Inc() // the Timeout middleware's deadline
 	}
+	if err != nil && d.acked.Load() {
+		rt.m.errors.Inc() // acknowledged or dead-lettered by the handler itself: nothing to retry
+		return
+	}
 	if errors.Is(err, errDuplicate) {
 		rt.m.duplicates.Inc()
 		settled = rt.enqueueAck(id)

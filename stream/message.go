@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/redstream-go/redstream"
 )
 
 // The wire contract: every entry a producer writes has these fields, in this order (then its
@@ -126,12 +128,54 @@ func (m *Message[T]) Ack(ctx context.Context) error {
 	return m.d.ack(ctx)
 }
 
+// DeadLetter moves the message to its topic's dead-letter stream now, with reason as the
+// dead letter's Error, and acknowledges it there, in one atomic step (as the consumer does
+// after the last failed delivery): use it for a message the handler knows no retry will fix
+// when returning Permanent(err) does not fit (a message handed to another goroutine with
+// DeferAck, say). OnFailure is not called. After it the message counts as acknowledged: the
+// handler's return changes nothing, and Ack does nothing. It returns an error for a message
+// not delivered by a Consumer, one already acknowledged or dead-lettered (wrapping
+// redstream.ErrNotFound when it is no longer pending in the group), or a Redis failure (the
+// entry then stays pending). A ctx without deadline gets one of 10 s.
+func (m *Message[T]) DeadLetter(ctx context.Context, reason string) error {
+	if m.d == nil {
+		return errors.New("stream: DeadLetter: the message was not delivered by a Consumer")
+	}
+	return m.d.deadLetter(ctx, reason)
+}
+
 // delivery is the link from a delivered message back to its handler, for acknowledgement.
 type delivery struct {
 	h        *handlerRT
 	id       string
 	deferred atomic.Bool
 	acked    atomic.Bool
+}
+
+func (d *delivery) deadLetter(ctx context.Context, reason string) error {
+	if d.acked.Swap(true) {
+		return fmt.Errorf("stream: dead-letter %s: already acknowledged or dead-lettered", d.id)
+	}
+	h := d.h
+	res, err := moveToDeadLetter(ctx, h.c.client, deadLetterMove{
+		Stream: h.stream, DLQ: h.dlq, Group: h.group, ID: d.id, Reason: reason,
+		MaxLen: h.c.cfg.DeadLetter.MaxLen, MaxAgeMs: h.c.cfg.DeadLetter.MaxAge.Milliseconds(),
+	})
+	if err != nil {
+		d.acked.Store(false)
+		return err
+	}
+	h.m.dlqTrimmed.Add(int(res.Trimmed))
+	switch res.Status {
+	case 1:
+		h.m.deadLettered.Inc()
+		h.m.acked.Inc()
+		return nil
+	case -1:
+		h.trimmedWhilePending([]string{d.id})
+		return fmt.Errorf("stream: dead-letter %s: deleted from the stream while pending (acknowledged): %w", d.id, redstream.ErrNotFound)
+	}
+	return fmt.Errorf("stream: dead-letter %s: not pending in group %q: %w", d.id, h.group, redstream.ErrNotFound)
 }
 
 func (d *delivery) ack(ctx context.Context) error {
