@@ -86,6 +86,16 @@ type Handler[T any] struct {
 	// panics leaves its entry pending (it comes back after min-idle) and lets its key move
 	// on. Default false.
 	OrderedByKey bool
+	// DeleteOnAck deletes each entry from the stream once this group has acknowledged it
+	// (handled, filtered, skipped as a duplicate), in the same script as the XACK, but only
+	// while the stream has no other consumer group: with a second group the entries are
+	// only acknowledged (and a warning logged once), so no group loses entries it has not
+	// read. Dead-lettered entries are deleted from the stream by the same rule only when
+	// acknowledged through this path (the dead-letter move itself acknowledges without
+	// deleting; trimming removes those). It keeps a single-group topic (a work queue) as
+	// short as its backlog, with no trimming needed. Counted in
+	// redis_streaming_mq_deleted_on_ack_total. Default false.
+	DeleteOnAck bool
 	// Timeout is the longest one Handle call may run: its context is cancelled then, and
 	// an error it returns is wrapped in an error matching ErrHandlerTimeout (a failed
 	// delivery: retried, then dead-lettered with that reason). A handler that ignores its
@@ -290,6 +300,7 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 		timeout:     timeout,
 		startID:     h.StartID,
 		ordered:     h.OrderedByKey,
+		deleteOnAck: h.DeleteOnAck,
 		lines:       map[string]*keyLine{},
 		lineOf:      map[string]string{},
 		log:         log,

@@ -77,3 +77,43 @@ func TestExplicitDeadLetter(t *testing.T) {
 		t.Errorf("%d dead letters after a while, want 2 (no retry of the dead-lettered message)", n)
 	}
 }
+
+// TestDeleteOnAck: a single-group topic handled with DeleteOnAck keeps only its backlog;
+// with a second group the entries are acknowledged but kept, so that group still reads all.
+func TestDeleteOnAck(t *testing.T) {
+	client := redistest.Client(t)
+	cfg := fastConfig()
+	ctx := context.Background()
+	p := newProducer(t, client, cfg)
+	for _, groups := range []int{1, 2} {
+		topic := newTopic(t)
+		if groups == 2 {
+			if err := client.Do(ctx, client.B().XgroupCreate().Key(topic).Group("other").Id("0").Mkstream().Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 50 {
+			send(t, p, topic, order{ID: i})
+		}
+		rec := newRecorder()
+		c := newConsumer(t, client, cfg)
+		if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 4, DeleteOnAck: true,
+			Handle: func(_ context.Context, m *stream.Message[order]) error { rec.ok(m.Body.ID); return nil }}); err != nil {
+			t.Fatal(err)
+		}
+		startConsumer(t, c)
+		eventually(t, 10*time.Second, "every message", func() bool { return rec.numHandled() == 50 })
+		eventually(t, 5*time.Second, "the acknowledgements", func() bool { return pending(t, client, topic, "g") == 0 })
+		want := int64(0)
+		if groups == 2 {
+			want = 50
+		}
+		if n := xlen(t, client, topic); n != want {
+			t.Errorf("%d groups: the stream holds %d entries after handling, want %d", groups, n, want)
+		}
+		deleted := promValue(t, cfg.Metrics, `redis_streaming_mq_deleted_on_ack_total{topic="`+topic+`",group="g"}`)
+		if deleted != float64(50-want) {
+			t.Errorf("%d groups: deleted_on_ack_total = %v, want %d", groups, deleted, 50-want)
+		}
+	}
+}

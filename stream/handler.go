@@ -41,6 +41,9 @@ type handlerRT struct {
 	retries    retryQueue          // own failed entries waiting for their backoff
 	readCancel context.CancelFunc  // cancels the read in progress (Pause)
 
+	deleteOnAck bool        // Handler.DeleteOnAck
+	multiGroup  atomic.Bool // DeleteOnAck found other groups (logged once per change)
+
 	ordered    bool                // Handler.OrderedByKey
 	lines      map[string]*keyLine // ordered: the lines of the keys in hand (ordered.go)
 	lineOf     map[string]string   // ordered: entry id -> key, for the entries in a line

@@ -70,3 +70,10 @@ var (
 	delayMoveScript   = rueidis.NewLuaScript(delayMoveLua)
 	delayCancelScript = rueidis.NewLuaScript(delayCancelLua)
 )
+
+// Script of Handler.DeleteOnAck.
+var (
+	//go:embed scripts/ack_delete.lua
+	ackDeleteLua    string
+	ackDeleteScript = rueidis.NewLuaScript(ackDeleteLua)
+)
