@@ -149,6 +149,10 @@ type TrimConfig struct {
 	MaxLen int64 `yaml:"maxlen"`
 	// Interval is the period of trimming. Default 60 s; at least MinInterval.
 	Interval time.Duration `yaml:"interval-ms" unit:"ms"`
+	// MaxAge also trims entries older than this (by the time in their ids and the Redis
+	// server's clock: XTRIM MINID), whatever the length; TrimSafe still keeps the entries
+	// some group has not received and acknowledged. Default 0: no age bound.
+	MaxAge time.Duration `yaml:"max-age-ms" unit:"ms"`
 	// Mode is TrimSafe (the default, also ""), TrimMaxLen or TrimOff.
 	Mode TrimMode `yaml:"mode"`
 }
@@ -270,6 +274,9 @@ func (c Config) validate(prefix string) error {
 	if c.Trim.MaxLen < 0 {
 		return bad("trim.maxlen", c.Trim.MaxLen, "a positive count (0 for the default 100000)")
 	}
+	if c.Trim.MaxAge < 0 {
+		return bad("trim.max-age-ms", fmtMs(c.Trim.MaxAge), "a non-negative number of milliseconds")
+	}
 	if c.DeadLetter.MaxAge < 0 {
 		return bad("dead-letter.max-age-ms", fmtMs(c.DeadLetter.MaxAge), "a non-negative number of milliseconds")
 	}
@@ -286,6 +293,7 @@ func (c Config) validate(prefix string) error {
 		{"trim.interval-ms", c.Trim.Interval, MinInterval, MaxDuration},
 		{"delay.poll-interval-ms", c.Delay.PollInterval, MinInterval, MaxBlockTimeout},
 		{"dead-letter.max-age-ms", c.DeadLetter.MaxAge, minDurationSetting, 100 * 365 * 24 * time.Hour},
+		{"trim.max-age-ms", c.Trim.MaxAge, minDurationSetting, 100 * 365 * 24 * time.Hour},
 	} {
 		if err := dur(d.key, d.v, d.lo, d.hi); err != nil {
 			return err
