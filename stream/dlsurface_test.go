@@ -2,7 +2,11 @@ package stream_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -115,5 +119,92 @@ func TestDeleteOnAck(t *testing.T) {
 		if deleted != float64(50-want) {
 			t.Errorf("%d groups: deleted_on_ack_total = %v, want %d", groups, deleted, 50-want)
 		}
+	}
+}
+
+// TestReplayHandler: a replay handler changes one dead letter's body and headers, drops
+// another and keeps a third; ReplayAll replays the two it kept, as it left them. An error
+// of the handler leaves the dead letter in place.
+func TestReplayHandler(t *testing.T) {
+	client := redistest.Client(t)
+	cfg := fastConfig()
+	topic := newTopic(t)
+	ctx := context.Background()
+	p := newProducer(t, client, cfg)
+	for i := 1; i <= 4; i++ {
+		send(t, p, topic, order{ID: i, Status: "broken"})
+	}
+	if err := client.Do(ctx, client.B().XgroupCreate().Key(topic).Group("g").Id("0").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	dls, _ := stream.NewDeadLetters(client, cfg)
+	for _, id := range readGroup(t, client, topic, "g", 10) {
+		if _, err := dls.Move(ctx, topic, "g", id, "bad status"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, _ := dls.List(ctx, topic, stream.ListOptions{})
+	if len(list) != 4 {
+		t.Fatalf("%d dead letters, want 4", len(list))
+	}
+	failing := stream.WithReplayHandler(func(context.Context, *stream.DeadLetter) (bool, error) { return true, errors.New("not now") })
+	if _, err := dls.Replay(ctx, topic, list[3].ID, failing); err == nil || !strings.Contains(err.Error(), "not now") {
+		t.Fatalf("Replay with a failing handler = %v", err)
+	}
+	if _, err := dls.Get(ctx, topic, list[3].ID); err != nil {
+		t.Fatalf("the dead letter is gone after a failed handler: %v", err)
+	}
+	fix := stream.WithReplayHandler(func(_ context.Context, dl *stream.DeadLetter) (bool, error) {
+		body, err := dl.Body()
+		if err != nil {
+			return false, err
+		}
+		var o order
+		if err := json.Unmarshal(body, &o); err != nil {
+			return false, err
+		}
+		switch o.ID {
+		case 1:
+			dl.Fields[stream.FieldBody] = fmt.Sprintf(`{"id":1,"status":"fixed after %s"}`, dl.Error)
+			dl.Fields[stream.FieldEnc] = stream.EncPlain
+			dl.Fields[stream.HeaderPrefix+"replayed"] = "yes"
+		case 2:
+			return false, nil // drop
+		}
+		return true, nil
+	})
+	n, err := dls.ReplayAll(ctx, topic, 0, fix)
+	if err != nil || n != 3 {
+		t.Fatalf("ReplayAll = %d, %v; want 3 replayed (one dropped)", n, err)
+	}
+	if left, _ := dls.Len(ctx, topic); left != 0 {
+		t.Errorf("%d dead letters left, want 0", left)
+	}
+	if v := promValue(t, cfg.Metrics, `redis_streaming_dlq_deleted_total{topic="`+topic+`"}`); v != 1 {
+		t.Errorf("dlq_deleted_total = %v, want 1 (the dropped one)", v)
+	}
+	got := map[int]*stream.Message[order]{}
+	var mu sync.Mutex
+	c := newConsumer(t, client, cfg)
+	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Handle: func(_ context.Context, m *stream.Message[order]) error {
+		mu.Lock()
+		got[m.Body.ID] = m
+		mu.Unlock()
+		return nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	startConsumer(t, c)
+	eventually(t, 5*time.Second, "the replays", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 3 })
+	mu.Lock()
+	defer mu.Unlock()
+	if m := got[1]; m.Body.Status != "fixed after bad status" || m.Headers["replayed"] != "yes" {
+		t.Errorf("replay of 1 = %+v (headers %v), want the handler's body and header", m.Body, m.Headers)
+	}
+	if _, ok := got[2]; ok {
+		t.Error("the dropped dead letter was replayed")
+	}
+	if got[3].Body.Status != "broken" || got[4].Body.Status != "broken" {
+		t.Errorf("kept replays changed: %+v %+v", got[3].Body, got[4].Body)
 	}
 }
