@@ -121,6 +121,9 @@ type Handler[T any] struct {
 	// stream) or "$" (only entries added from now on). A group lost with a Redis restart is
 	// always recreated at "0", so that nothing written since is skipped.
 	StartID string
+
+	deadLetters bool // RegisterDeadLetters: consume the topic's dead-letter stream
+	lenient     bool // an undecodable body is no poison: the delivery carries the error
 }
 
 // Consumer reads topics through consumer groups and runs their handlers. Register handlers,
@@ -260,7 +263,11 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 	if err != nil {
 		return err
 	}
-	log := c.log.With("topic", h.Topic, "group", h.Group)
+	topic := h.Topic
+	if h.deadLetters {
+		stream, topic = DeadLetterStreamName(stream), h.Topic+deadLetterSuffix
+	}
+	log := c.log.With("topic", topic, "group", h.Group)
 	policy := h.RetryPolicy
 	maxd := c.cfg.MaxDeliveries
 	if policy != nil {
@@ -288,8 +295,9 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 	conc := max(h.Concurrency, DefaultConcurrency)
 	rt := &handlerRT{
 		c:           c,
-		topic:       h.Topic,
+		topic:       topic,
 		group:       h.Group,
+		deadLetters: h.deadLetters,
 		stream:      stream,
 		dlq:         DeadLetterStreamName(stream),
 		concurrency: conc,
@@ -304,7 +312,7 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 		lines:       map[string]*keyLine{},
 		lineOf:      map[string]string{},
 		log:         log,
-		m:           newHandlerMetrics(c.cfg.Metrics, h.Topic, h.Group),
+		m:           newHandlerMetrics(c.cfg.Metrics, topic, h.Group),
 		held:        map[string]struct{}{},
 		retries:     newRetryQueue(),
 		wake:        make(chan struct{}, 1),
@@ -396,7 +404,7 @@ func (c *Consumer) Unregister(ctx context.Context, topic, group string) error {
 	}
 	var h *handlerRT
 	for i, o := range c.handlers {
-		if o.stream == stream && o.group == group {
+		if (o.stream == stream || o.deadLetters && o.topic == topic) && o.group == group {
 			h = o
 			c.handlers = append(c.handlers[:i:i], c.handlers[i+1:]...)
 			break
@@ -697,7 +705,9 @@ func (c *Consumer) trimLoop() {
 		streams := map[string]string{}
 		c.mu.Lock()
 		for _, h := range c.handlers {
-			streams[h.stream] = h.topic
+			if !h.deadLetters { // dead-letter streams have their own bounds
+				streams[h.stream] = h.topic
+			}
 		}
 		c.mu.Unlock()
 		for _, topic := range streams {

@@ -208,3 +208,58 @@ func TestReplayHandler(t *testing.T) {
 		t.Errorf("kept replays changed: %+v %+v", got[3].Body, got[4].Body)
 	}
 }
+
+// TestDeadLetterConsumer: a typed consumer of a topic's dead-letter stream gets each dead
+// letter's record (group, deliveries, error, time) and its message, a poison one with the
+// decoding error instead of a body; it runs beside the topic's handler in one Consumer.
+func TestDeadLetterConsumer(t *testing.T) {
+	client := redistest.Client(t)
+	cfg := fastConfig()
+	topic := newTopic(t)
+	ctx := context.Background()
+	got := make(chan *stream.DeadLetterMessage[order], 4)
+	c := newConsumer(t, client, cfg)
+	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "billing", NoRetry: true,
+		Handle: func(context.Context, *stream.Message[order]) error { return errors.New("card declined") }}); err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.RegisterDeadLetters(c, stream.DeadLetterHandler[order]{Topic: topic, Group: "alerts",
+		Handle: func(_ context.Context, dl *stream.DeadLetterMessage[order]) error { got <- dl; return nil }}); err != nil {
+		t.Fatal(err)
+	}
+	startConsumer(t, c)
+	p := newProducer(t, client, cfg)
+	before := time.Now().Add(-time.Second)
+	msg := stream.Message[order]{Key: "o-7", Body: order{ID: 7, Status: "new"}, Headers: map[string]string{"tenant": "acme"}}
+	if _, err := p.Send(ctx, topic, msg); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Do(ctx, client.B().Xadd().Key(topic).Id("*").FieldValue().FieldValue("key", "p").FieldValue("enc", "plain").FieldValue("body", "not json").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	var dls []*stream.DeadLetterMessage[order]
+	for range 2 {
+		select {
+		case dl := <-got:
+			dls = append(dls, dl)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("got %d dead letters, want 2", len(dls))
+		}
+	}
+	d := dls[0]
+	if d.Group != "billing" || d.Deliveries != 1 || d.Error != "card declined" || d.Time.Before(before) || d.OriginalID == "" {
+		t.Errorf("record = %+v", d.DeadLetter)
+	}
+	if d.BodyErr != nil || d.Message.Body != msg.Body || d.Message.Key != "o-7" || d.Message.Headers["tenant"] != "acme" || d.Message.Topic != topic+":dlq" {
+		t.Errorf("message = %+v (body error %v)", d.Message, d.BodyErr)
+	}
+	p2 := dls[1]
+	if !errors.Is(p2.BodyErr, stream.ErrUndecodable) || !strings.HasPrefix(p2.Error, "poison: ") || p2.Message.Key != "p" || p2.Fields["body"] != "not json" {
+		t.Errorf("poison dead letter = %+v, body error %v", p2.DeadLetter, p2.BodyErr)
+	}
+	dlq := stream.DeadLetterStreamName(topic)
+	eventually(t, 5*time.Second, "the dead-letter group's acks", func() bool { return pending(t, client, dlq, "alerts") == 0 })
+	if err := c.Unregister(ctx, topic+":dlq", "alerts"); err != nil {
+		t.Errorf("Unregister of the dead-letter handler: %v", err)
+	}
+}

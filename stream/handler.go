@@ -41,6 +41,7 @@ type handlerRT struct {
 	retries    retryQueue          // own failed entries waiting for their backoff
 	readCancel context.CancelFunc  // cancels the read in progress (Pause)
 
+	deadLetters bool        // a dead-letter handler (RegisterDeadLetters)
 	deleteOnAck bool        // Handler.DeleteOnAck
 	multiGroup  atomic.Bool // DeleteOnAck found other groups (logged once per change)
 
@@ -108,7 +109,7 @@ func (h *handlerRT) start() {
 	go func() { h.workers.Wait(); c.workers.Done() }()
 	var all sync.WaitGroup
 	all.Add(4)
-	if !c.cfg.Delay.Disabled {
+	if !c.cfg.Delay.Disabled && !h.deadLetters {
 		all.Add(1)
 		go func() { defer all.Done(); h.mover() }()
 	}
@@ -379,13 +380,17 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call
 			rt.release(id)
 		}
 	}()
-	if rg, ok := j.e.get(fieldReplayGroup); ok && rg != rt.group {
+	if rg, ok := j.e.get(fieldReplayGroup); ok && rg != rt.group && !rt.deadLetters {
 		rt.m.filtered.Inc()
 		settled = rt.enqueueAck(id) // a replay meant for another group
 		return
 	}
 	m := &Message[T]{ID: id, Topic: rt.topic, Group: rt.group, Consumer: c.name, DeliveryCount: j.deliveries}
 	raw, err := decodeInto(m, j.e)
+	var bodyErr error
+	if err != nil && h.lenient {
+		bodyErr, err = err, nil
+	}
 	if err != nil {
 		rt.m.poison.Inc()
 		if raw == nil {
@@ -402,7 +407,7 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call
 		settled = rt.enqueueAck(id)
 		return
 	}
-	d := &delivery{h: rt, id: id}
+	d := &delivery{h: rt, id: id, fields: j.e.fields, bodyErr: bodyErr}
 	m.d = d
 	hctx, cancel := ctx, context.CancelFunc(func() {})
 	if rt.timeout > 0 {

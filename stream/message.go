@@ -148,6 +148,8 @@ func (m *Message[T]) DeadLetter(ctx context.Context, reason string) error {
 type delivery struct {
 	h        *handlerRT
 	id       string
+	fields   []string // the entry's fields
+	bodyErr  error    // the body's decoding error (lenient handlers only)
 	deferred atomic.Bool
 	acked    atomic.Bool
 }
@@ -423,6 +425,14 @@ var sourceMember = []byte(`"source"`)
 // decodeInto fills m's envelope and body from e. raw is the decoded JSON body (nil when even
 // that failed); the error wraps ErrUndecodable.
 func decodeInto[T any](m *Message[T], e entry) (raw []byte, err error) {
+	m.Key, _ = e.get(FieldKey)
+	m.Tag, _ = e.get(FieldTag)
+	m.Headers = decodeHeaders(e.fields)
+	if ts, ok := e.get(FieldTS); ok {
+		if ms, err := strconv.ParseInt(ts, 10, 64); err == nil {
+			m.SendTime = time.UnixMilli(ms)
+		}
+	}
 	enc, _ := e.get(FieldEnc)
 	body, _ := e.get(FieldBody)
 	raw, err = DecodeBody(enc, body)
@@ -431,14 +441,6 @@ func decodeInto[T any](m *Message[T], e entry) (raw []byte, err error) {
 	}
 	if err := json.Unmarshal(raw, &m.Body); err != nil {
 		return raw, fmt.Errorf("%w: body: %v", ErrUndecodable, err)
-	}
-	m.Key, _ = e.get(FieldKey)
-	m.Tag, _ = e.get(FieldTag)
-	m.Headers = decodeHeaders(e.fields)
-	if ts, ok := e.get(FieldTS); ok {
-		if ms, err := strconv.ParseInt(ts, 10, 64); err == nil {
-			m.SendTime = time.UnixMilli(ms)
-		}
 	}
 	if bytes.Contains(raw, sourceMember) && !reservedOf(reflect.TypeFor[T]()).source {
 		var s struct {
