@@ -1,7 +1,9 @@
 // Package stream is a Redis Streams messaging SDK on rueidis: a [Producer] (with
-// [Producer.SendBatch]), a [Consumer] running typed [Handler]s in consumer groups, message
+// [Producer.SendBatch] and delayed sends, [WithDelay]), a [Consumer] running typed [Handler]s in consumer groups, message
 // headers, middleware, retries with a [DeliveryRetryPolicy], crash recovery, dead letters
-// ([DeadLetters]: list, replay, delete, purge), safe trimming ([Trimmer]), optional
+// ([DeadLetters]: list, replay with a [ReplayHandler], move, delete, purge;
+// [RegisterDeadLetters] consumes them; [Message.DeadLetter] dead-letters explicitly), safe
+// trimming by length and age ([Trimmer]), delete-after-ack (Handler.DeleteOnAck), optional
 // deduplication of business keys (Handler.Dedup) and idempotent sinks ([ListSink],
 // [CheckpointedListSink]). Tracing with OpenTelemetry lives in the separate module
 // stream/otelstream.
