@@ -271,6 +271,7 @@ func (h *handlerRT) mover() {
 		h.delayState.ok(h.log, "stream: moving due scheduled messages works again")
 		dm.moved.Add(int(r.moved))
 		dm.waiting.Set(float64(r.left))
+		h.delayedN.Store(r.left)
 		if r.invalid > 0 || r.missing > 0 {
 			dm.invalid.Add(int(r.invalid + r.missing))
 			h.log.Warn("stream: undecodable scheduled messages moved to the dead-letter stream, or ids without a message dropped",

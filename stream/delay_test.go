@@ -104,6 +104,9 @@ func delayedPrecision(t *testing.T, client rueidis.Client) {
 		if n, err := p.Scheduled(context.Background(), topic); err != nil || n != 1 {
 			t.Fatalf("Scheduled = %d, %v; want 1", n, err)
 		}
+		eventually(t, 5*time.Second, "Stats to see the scheduled message", func() bool {
+			return c.Stats().Handlers[0].Scheduled == 1
+		})
 		eventually(t, 10*time.Second, "the delayed message", func() bool { return len(a.get(round)) == 1 })
 		off := a.get(round)[0].Sub(sent) - delay
 		t.Logf("round %d: arrived %v after its due time", round, off)

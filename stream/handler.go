@@ -61,6 +61,7 @@ type handlerRT struct {
 	lagN      atomic.Int64 // the group's lag, as last seen (-1 unknown)
 	lagExact  atomic.Bool  // lagN is XINFO's lag (not the capped count)
 	dlqN      atomic.Int64 // dead letters, as last seen
+	delayedN  atomic.Int64 // scheduled messages of the topic, as the mover last saw (-1 unknown)
 	gaugesAt  atomic.Int64 // unix ns of the last gauge refresh
 	reapAt    time.Time    // last removal of idle consumers (scanner goroutine only)
 	producers sync.WaitGroup
@@ -95,6 +96,7 @@ func (h *handlerRT) start() {
 	c := h.c
 	h.stopped = make(chan struct{})
 	h.lagN.Store(-1)
+	h.delayedN.Store(-1)
 	h.work = make(chan job, h.capacity)
 	h.acks = make(chan string, h.capacity+64)
 	h.quit = make(chan struct{})

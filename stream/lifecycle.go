@@ -110,6 +110,10 @@ type HandlerStats struct {
 	LagExact bool
 	// DeadLetters is the number of entries in the topic's dead-letter stream.
 	DeadLetters int64
+	// Scheduled is the number of the topic's delayed messages waiting for their due time,
+	// as this handler's mover last saw it (every Delay.PollInterval at most); -1 when
+	// unknown (no successful move yet, or Delay.Disabled).
+	Scheduled int64
 	// RefreshedAt is when Pending, Lag and DeadLetters were read.
 	RefreshedAt time.Time
 }
@@ -138,6 +142,7 @@ func (c *Consumer) Stats() Stats {
 			Lag:              h.lagN.Load(),
 			LagExact:         h.lagExact.Load(),
 			DeadLetters:      h.dlqN.Load(),
+			Scheduled:        h.delayedN.Load(),
 		}
 		if ns := h.lastRead.Load(); ns != 0 {
 			hst.LastRead = time.Unix(0, ns)
