@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -135,13 +136,29 @@ func scheduleID() string {
 	return string(hex.AppendEncode(b, r[:]))
 }
 
-// buildDelayed encodes out into its delay_add.lua call (EVAL with the script text: the
-// command can go into a DoMulti, where EVALSHA's fallback cannot).
+// delayAddCompact is delay_add.lua without its comment lines: the text SendBatch sends with
+// each EVAL (a third of the file).
+var delayAddCompact = compactLua(delayAddLua)
+
+// compactLua drops the comment-only and blank lines of a script.
+func compactLua(src string) string {
+	var b strings.Builder
+	for line := range strings.Lines(src) {
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "--") {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// buildDelayed encodes out into its delay_add.lua call (EVAL with the script text, without
+// comments: the command can go into a DoMulti, where EVALSHA's fallback cannot).
 func (p *Producer) buildDelayed(out *Outgoing, fields []string) rueidis.Completed {
 	sched, msgs := DelayedKeys(out.t.stream)
 	mode, ms := out.opts.delayArgs()
 	out.scheduleID = scheduleID()
-	return p.client.B().Eval().Script(delayAddLua).Numkeys(2).Key(sched, msgs).
+	return p.client.B().Eval().Script(delayAddCompact).Numkeys(2).Key(sched, msgs).
 		Arg(out.scheduleID, mode, ms, encodeFields(fields)).Build()
 }
 
