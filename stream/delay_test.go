@@ -510,3 +510,41 @@ func TestDelayedKeepsEntry(t *testing.T) {
 		t.Fatal("the delayed message never arrived")
 	}
 }
+
+// TestDelayedLargeAndBad: an 8 MB body goes through the schedule intact; a delayed message
+// with a bad header is refused before anything is scheduled.
+func TestDelayedLargeAndBad(t *testing.T) {
+	client := redistest.Client(t)
+	cfg := fastConfig()
+	topic := newTopic(t)
+	got := make(chan *stream.Message[order], 1)
+	c := newConsumer(t, client, cfg)
+	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Handle: func(_ context.Context, m *stream.Message[order]) error {
+		got <- m
+		return nil
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	startConsumer(t, c)
+	p := newProducer(t, client, cfg)
+	ctx := context.Background()
+	bad := stream.Message[order]{Body: order{ID: 1}, Headers: map[string]string{"bad name": "x"}}
+	if _, err := p.Send(ctx, topic, bad, stream.WithDelay(time.Millisecond)); !errors.Is(err, stream.ErrInvalidHeader) {
+		t.Fatalf("delayed Send with a bad header = %v, want ErrInvalidHeader", err)
+	}
+	if n, _ := p.Scheduled(ctx, topic); n != 0 {
+		t.Fatalf("%d scheduled after a refused send", n)
+	}
+	big := strings.Repeat("x:1;", 2<<20) // 8 MiB, with the encoding's separator inside
+	if _, err := p.Send(ctx, topic, stream.NewMessage(order{ID: 2, Status: big}), stream.WithDelay(100*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-got:
+		if m.Body.ID != 2 || m.Body.Status != big {
+			t.Errorf("the 8 MiB message arrived changed (%d bytes of status)", len(m.Body.Status))
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the 8 MiB delayed message never arrived")
+	}
+}
