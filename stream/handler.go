@@ -50,6 +50,7 @@ type handlerRT struct {
 	lineOf     map[string]string   // ordered: entry id -> key, for the entries in a line
 	parked     int                 // ordered: entries waiting behind their key's head
 	workClosed bool                // ordered: work is closed; advance queues nothing more
+	ready      []job               // ordered: heads to start that found work full
 
 	wake     chan struct{} // a slot was freed (for the reader)
 	wakeScan chan struct{} // a slot was freed (for the scanner)
@@ -267,6 +268,9 @@ func (h *handlerRT) release(ids ...string) {
 			h.startNext(id)
 		}
 	}
+	if h.ordered {
+		h.flushReady()
+	}
 	queued := len(h.held) - int(h.running.Load())
 	h.mu.Unlock()
 	h.m.queued.Set(float64(max(queued, 0)))
@@ -274,14 +278,40 @@ func (h *handlerRT) release(ids ...string) {
 }
 
 // startNext queues the next entry of id's key line for a worker once id has left the
-// handler's hands (ordered handlers); h.mu is held. The send never blocks (the next entry
-// takes the slot id had) and is skipped once work is closed (the entry stays pending).
+// handler's hands (ordered handlers); h.mu is held. Nothing is queued once work is closed
+// (the entry stays pending).
 func (h *handlerRT) startNext(id string) {
 	if _, retrying := h.retries.get(id); retrying {
 		return // still the head: its retry comes back to it
 	}
-	if next, ok := h.advance(id); ok && !h.workClosed {
-		h.work <- next
+	if next, ok := h.advance(id); ok {
+		h.queueLocked(next)
+	}
+}
+
+// queueLocked hands j to the workers without blocking (h.mu is held, which workers need):
+// when work is full (a line moved on without freeing a slot: its head's retry went to
+// another consumer), j waits in ready until the next release.
+func (h *handlerRT) queueLocked(j job) {
+	if h.workClosed {
+		return
+	}
+	select {
+	case h.work <- j:
+	default:
+		h.ready = append(h.ready, j)
+	}
+}
+
+// flushReady moves the heads waiting in ready to work as far as it has room; h.mu is held.
+func (h *handlerRT) flushReady() {
+	for len(h.ready) > 0 && !h.workClosed {
+		select {
+		case h.work <- h.ready[0]:
+			h.ready = h.ready[1:]
+		default:
+			return
+		}
 	}
 }
 
