@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -556,4 +558,105 @@ func BenchmarkStreamDelayedSend(b *testing.B) {
 	}
 	sched, msgs := stream.DelayedKeys(topic)
 	_ = cl.Do(ctx, cl.B().Del().Key(sched, msgs).Build()).Error()
+}
+
+// BenchmarkStreamDelayedDelivery measures how late delayed messages arrive: each
+// iteration schedules 200 messages due 500 ms later (each carrying its due time) and waits
+// until a running consumer has handled all of them; it reports the median and the largest
+// lateness (handled - due) in ms. redstream: one consumer with the default poll interval
+// (100 ms); asynq: a server with its default DelayedTaskCheckInterval (5 s) and one with
+// 100 ms. Run with -benchtime 3x.
+func BenchmarkStreamDelayedDelivery(b *testing.B) {
+	const n = 200
+	const delay = 500 * time.Millisecond
+	type result struct{ p50, max time.Duration }
+	summarize := func(late []time.Duration) result {
+		slices.Sort(late)
+		return result{late[len(late)/2], late[len(late)-1]}
+	}
+	report := func(b *testing.B, all []time.Duration) {
+		r := summarize(all)
+		b.ReportMetric(float64(r.p50.Microseconds())/1000, "p50-late-ms")
+		b.ReportMetric(float64(r.max.Microseconds())/1000, "max-late-ms")
+	}
+	b.Run("redstream", func(b *testing.B) {
+		cl := redisClient(b)
+		topic := streamTopic("delay-e2e")
+		var mu sync.Mutex
+		var late []time.Duration
+		got := make(chan struct{}, n)
+		c, _ := stream.NewConsumer(cl, stream.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err := stream.Register(c, stream.Handler[benchEvent]{Topic: topic, Group: "g", Concurrency: 8,
+			Handle: func(_ context.Context, m *stream.Message[benchEvent]) error {
+				mu.Lock()
+				late = append(late, time.Since(time.Unix(0, m.Body.SentNs)))
+				mu.Unlock()
+				got <- struct{}{}
+				return nil
+			}}); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close(context.Background())
+		p, _ := stream.NewProducer(cl, stream.Config{})
+		b.ResetTimer()
+		for range b.N {
+			for i := range n {
+				due := time.Now().Add(delay)
+				if _, err := p.Send(context.Background(), topic, stream.NewMessage(benchEvent{OrderID: int64(i), SentNs: due.UnixNano()}), stream.WithDeliverAt(due)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range n {
+				<-got
+			}
+		}
+		b.StopTimer()
+		report(b, late)
+	})
+	for _, check := range []time.Duration{0, 100 * time.Millisecond} {
+		name := "asynq/check=default-5s"
+		if check > 0 {
+			name = "asynq/check=100ms"
+		}
+		b.Run(name, func(b *testing.B) {
+			rdb := goRedis(b)
+			queue := streamTopic("delay-q")
+			client := asynq.NewClientFromRedisClient(rdb)
+			var mu sync.Mutex
+			var late []time.Duration
+			got := make(chan struct{}, n)
+			srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 8, Queues: map[string]int{queue: 1},
+				LogLevel: asynq.FatalLevel, DelayedTaskCheckInterval: check})
+			if err := srv.Start(asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+				var e benchEvent
+				_ = json.Unmarshal(t.Payload(), &e)
+				mu.Lock()
+				late = append(late, time.Since(time.Unix(0, e.SentNs)))
+				mu.Unlock()
+				got <- struct{}{}
+				return nil
+			})); err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Shutdown()
+			b.ResetTimer()
+			for range b.N {
+				for i := range n {
+					due := time.Now().Add(delay)
+					payload, _ := json.Marshal(benchEvent{OrderID: int64(i), SentNs: due.UnixNano()})
+					if _, err := client.Enqueue(asynq.NewTask("bench", payload), asynq.Queue(queue), asynq.ProcessAt(due)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for range n {
+					<-got
+				}
+			}
+			b.StopTimer()
+			report(b, late)
+		})
+	}
 }
