@@ -216,6 +216,32 @@ func (p *Producer) Scheduled(ctx context.Context, topic string) (int64, error) {
 	return n, nil
 }
 
+// MoveDue moves topic's due scheduled messages into its stream now, as a consumer's mover
+// does, and returns how many it moved: for processes that schedule messages but run no
+// consumer of the topic (a cron job, say), or to catch up at once after an outage. It
+// repeats the move script (256 messages per call) while more are due. A ctx without
+// deadline gets one of DefaultCallTimeout; a ctx that ends returns the count so far with
+// the error.
+func (p *Producer) MoveDue(ctx context.Context, topic string) (int64, error) {
+	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
+	defer cancel()
+	t, err := p.topic(topic)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for {
+		r, err := moveDue(ctx, p.client, t.stream)
+		if err != nil {
+			return total, err
+		}
+		total += r.moved
+		if r.wait != 0 || r.moved == 0 {
+			return total, nil
+		}
+	}
+}
+
 // moveResult is one delay_move.lua reply.
 type moveResult struct {
 	moved, left, invalid, missing int64

@@ -548,3 +548,29 @@ func TestDelayedLargeAndBad(t *testing.T) {
 		t.Fatal("the 8 MiB delayed message never arrived")
 	}
 }
+
+// TestDelayedMoveDue: a producer-only process moves due messages itself.
+func TestDelayedMoveDue(t *testing.T) {
+	client := redistest.Client(t)
+	cfg := fastConfig()
+	topic := newTopic(t)
+	p := newProducer(t, client, cfg)
+	ctx := context.Background()
+	for i := range 300 { // more than one script call
+		send(t, p, topic, order{ID: i}, stream.WithDeliverAt(time.Now().Add(-time.Second)))
+	}
+	send(t, p, topic, order{ID: 999}, stream.WithDelay(time.Hour))
+	n, err := p.MoveDue(ctx, topic)
+	if err != nil || n != 300 {
+		t.Fatalf("MoveDue = %d, %v; want 300", n, err)
+	}
+	if got := xlen(t, client, topic); got != 300 {
+		t.Errorf("the stream holds %d entries, want 300", got)
+	}
+	if left, _ := p.Scheduled(ctx, topic); left != 1 {
+		t.Errorf("%d still scheduled, want the one due in an hour", left)
+	}
+	if n, err := p.MoveDue(ctx, topic); err != nil || n != 0 {
+		t.Errorf("second MoveDue = %d, %v; want 0", n, err)
+	}
+}

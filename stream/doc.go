@@ -50,7 +50,8 @@
 // the stream's hash slot ([DelayedKeys]) until it is due, when the mover of any running
 // handler of the topic moves it into the stream with one script (at the due time, and at
 // least every Config.Delay.PollInterval). [Producer.CancelScheduled] takes a scheduled
-// message back; [Producer.Scheduled] counts them.
+// message back; [Producer.Scheduled] counts them; [Producer.MoveDue] moves due messages
+// without a consumer.
 //
 // # Middleware
 //
