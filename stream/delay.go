@@ -112,8 +112,9 @@ func decodeFields(s string) ([]string, error) {
 		if colon <= pos {
 			return nil, fmt.Errorf("stream: scheduled entry: no length at byte %d", pos)
 		}
-		n, err := strconv.Atoi(s[pos:colon])
-		if err != nil || n < 0 || colon+1+n > len(s) {
+		digits := s[pos:colon]
+		n, err := strconv.Atoi(digits)
+		if err != nil || strings.Trim(digits, "0123456789") != "" || colon+1+n > len(s) {
 			return nil, fmt.Errorf("stream: scheduled entry: bad length %q at byte %d", s[pos:colon], pos)
 		}
 		out = append(out, s[colon+1:colon+1+n])

@@ -31,9 +31,15 @@ func FuzzScheduledEntry(f *testing.F) {
 }
 
 func TestDecodeFieldsRejects(t *testing.T) {
-	for _, s := range []string{"", "3:ab", "x:1", ":a", "1:a", "-1:a1:b", "1:a1:b1:c", "1234567890123:a"} {
+	for _, s := range hostileEncodings {
 		if got, err := decodeFields(s); err == nil {
 			t.Errorf("decodeFields(%q) = %q, want an error", s, got)
 		}
 	}
 }
+
+// hostileEncodings are scheduled entries both decoders must reject: lengths in a form
+// strtod or Atoi would take (sign, spaces, hex, fractions, exponents), wrong lengths, an odd
+// number of strings.
+var hostileEncodings = []string{"", "3:ab", "x:1", ":a", "1:a", "-1:a1:b", "1:a1:b1:c", "1234567890123:a",
+	"+1:a1:b", " 1:a1:b", "1 :a1:b", "0x1:a1:b", "1.0:a1:b", "1e0:a1:b", "\t1:a1:b", "1:a+1:b"}

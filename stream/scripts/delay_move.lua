@@ -36,8 +36,12 @@ local function decode(s)
     if not colon or colon == pos or colon - pos > 12 then
       return nil
     end
-    local len = tonumber(string.sub(s, pos, colon - 1))
-    if not len or len < 0 or colon + len > n then
+    local digits = string.sub(s, pos, colon - 1)
+    if not string.find(digits, '^%d+$') then
+      return nil
+    end
+    local len = tonumber(digits)
+    if colon + len > n then
       return nil
     end
     out[#out + 1] = string.sub(s, colon + 1, colon + len)
