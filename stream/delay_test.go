@@ -80,8 +80,10 @@ func (l *logCapture) count(prefix string) int {
 	return n
 }
 
-// delayedPrecision sends one message with a 2 s delay through client and checks that it
-// arrives 2 s later, within ±100 ms (the promised precision), and only then.
+// delayedPrecision sends a message with a 2 s delay through client, three times, and checks
+// that it arrives 2 s later: the median of the three within ±100 ms (the promised
+// precision), none early, none later than 500 ms (one scheduling hiccup of a loaded machine
+// may not fail the test), each exactly once.
 func delayedPrecision(t *testing.T, client rueidis.Client) {
 	t.Helper()
 	cfg := fastConfig()
@@ -94,7 +96,7 @@ func delayedPrecision(t *testing.T, client rueidis.Client) {
 	startConsumer(t, c)
 	p := newProducer(t, client, cfg)
 	const delay = 2 * time.Second
-	var worst time.Duration
+	var offs []time.Duration
 	for round := 1; round <= 3; round++ {
 		sent := time.Now()
 		id := send(t, p, topic, order{ID: round}, stream.WithDelay(delay))
@@ -110,12 +112,16 @@ func delayedPrecision(t *testing.T, client rueidis.Client) {
 		eventually(t, 10*time.Second, "the delayed message", func() bool { return len(a.get(round)) == 1 })
 		off := a.get(round)[0].Sub(sent) - delay
 		t.Logf("round %d: arrived %v after its due time", round, off)
-		if off < -10*time.Millisecond || off > 100*time.Millisecond {
-			t.Errorf("round %d: a message sent with a 2s delay arrived %v after its due time, want within -10ms..+100ms", round, off)
+		if off < -10*time.Millisecond || off > 500*time.Millisecond {
+			t.Errorf("round %d: a message sent with a 2s delay arrived %v after its due time, want within -10ms..+500ms", round, off)
 		}
-		worst = max(worst, off)
+		offs = append(offs, off)
 	}
-	t.Logf("worst lateness over 3 rounds: %v", worst)
+	slices.Sort(offs)
+	t.Logf("lateness over 3 rounds: median %v, worst %v", offs[1], offs[2])
+	if offs[1] < -10*time.Millisecond || offs[1] > 100*time.Millisecond {
+		t.Errorf("median lateness of a 2s delay %v, want within ±100ms", offs[1])
+	}
 	time.Sleep(200 * time.Millisecond)
 	for round := 1; round <= 3; round++ {
 		if n := len(a.get(round)); n != 1 {
@@ -163,8 +169,8 @@ func TestDelayedPrecisionShort(t *testing.T) {
 	var short, long []time.Duration
 	for i := range n {
 		off := a.get(i)[0].Sub(sent[i]) - delays[i]
-		if off < -10*time.Millisecond || off > stream.DefaultDelayPollInterval+50*time.Millisecond {
-			t.Errorf("message %d (delay %v) arrived %v after its due time, want at most the poll interval (+50ms for load)", i, delays[i], off)
+		if off < -10*time.Millisecond || off > stream.DefaultDelayPollInterval+time.Second {
+			t.Errorf("message %d (delay %v) arrived %v after its due time, want at most the poll interval (+1s for a loaded machine)", i, delays[i], off)
 		}
 		if off > 20*time.Millisecond {
 			t.Logf("message %d (delay %v) arrived %v late", i, delays[i], off)
@@ -179,6 +185,11 @@ func TestDelayedPrecisionShort(t *testing.T) {
 	slices.Sort(long)
 	t.Logf("lateness, delays under the poll interval: median %v, max %v (%d messages)", short[len(short)/2], short[len(short)-1], len(short))
 	t.Logf("lateness, delays over the poll interval: median %v, max %v (%d messages)", long[len(long)/2], long[len(long)-1], len(long))
+	// A mover that only polled would make the median about half the poll interval; one that
+	// wakes at the due time makes it a few ms.
+	if med := long[len(long)/2]; med > stream.DefaultDelayPollInterval/4 {
+		t.Errorf("median lateness of delays over the poll interval %v, want under %v (the mover wakes at the due time)", med, stream.DefaultDelayPollInterval/4)
+	}
 }
 
 // TestDelayedOrderCancelBatch: messages due at the same time arrive in send order; a
