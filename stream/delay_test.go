@@ -303,8 +303,8 @@ func TestDelayedSurvivesRedisRestart(t *testing.T) {
 		if len(at) != 1 {
 			t.Errorf("message %d handled %d times, want once", i+1, len(at))
 		}
-		if due > restarted && (off < -10*time.Millisecond || off > 300*time.Millisecond) {
-			t.Errorf("message %d arrived %v after its due time, want about 0", i+1, off)
+		if due > restarted && (off < -10*time.Millisecond || off > time.Second) {
+			t.Errorf("message %d arrived %v after its due time, want about 0 (at most 1s on a loaded machine)", i+1, off)
 		}
 	}
 }
