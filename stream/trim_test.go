@@ -332,7 +332,7 @@ func TestMaxLenTrimReportsPending(t *testing.T) {
 
 // TestTrimMaxAge: Trim.MaxAge removes entries older than the bound (by their ids and the
 // server clock); safe mode still keeps what the group has not acknowledged; maxlen mode
-// removes them all. The tests runs on the script path (Redis 7.0 has no XTRIM ... ACKED).
+// removes them all: through trim_safe.lua before Redis 8.2, XTRIM ... ACKED from 8.2 on.
 func TestTrimMaxAge(t *testing.T) {
 	client := redistest.Client(t)
 	ctx := context.Background()
