@@ -90,10 +90,9 @@ type Handler[T any] struct {
 	// (handled, filtered, skipped as a duplicate), in the same script as the XACK, but only
 	// while the stream has no other consumer group: with a second group the entries are
 	// only acknowledged (and a warning logged once), so no group loses entries it has not
-	// read. Dead-lettered entries are deleted from the stream by the same rule only when
-	// acknowledged through this path (the dead-letter move itself acknowledges without
-	// deleting; trimming removes those). It keeps a single-group topic (a work queue) as
-	// short as its backlog, with no trimming needed. Counted in
+	// read. Dead-lettered entries stay in the stream (the dead-letter move acknowledges
+	// them without deleting) until trimming removes them. It keeps a single-group topic (a
+	// work queue) about as short as its backlog. Counted in
 	// redis_streaming_mq_deleted_on_ack_total. Default false.
 	DeleteOnAck bool
 	// Timeout is the longest one Handle call may run: its context is cancelled then, and
