@@ -95,8 +95,12 @@ type HandlerStats struct {
 	LastRead time.Time
 	// InFlight is the number of Handle calls running.
 	InFlight int
-	// Queued is the number of entries read or claimed that wait for a free handler.
+	// Queued is the number of entries read or claimed that wait for a free handler, the
+	// KeyWaiting ones included.
 	Queued int
+	// KeyWaiting is the number of entries waiting behind an earlier entry of their key
+	// (Handler.OrderedByKey; 0 otherwise).
+	KeyWaiting int
 	// RetriesScheduled is the number of this consumer's failed entries waiting for their
 	// backoff to end.
 	RetriesScheduled int
@@ -129,7 +133,7 @@ func (c *Consumer) Stats() Stats {
 	c.mu.Unlock()
 	for _, h := range hs {
 		h.mu.Lock()
-		held, retries := len(h.held), h.retries.len()
+		held, retries, parked := len(h.held), h.retries.len(), h.parked
 		h.mu.Unlock()
 		running := int(h.running.Load())
 		hst := HandlerStats{
@@ -138,6 +142,7 @@ func (c *Consumer) Stats() Stats {
 			InFlight:         running,
 			Queued:           max(held-running, 0),
 			RetriesScheduled: retries,
+			KeyWaiting:       parked,
 			Pending:          h.pendingN.Load(),
 			Lag:              h.lagN.Load(),
 			LagExact:         h.lagExact.Load(),

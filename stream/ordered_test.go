@@ -194,8 +194,8 @@ func TestOrderedByKeyBlocksOnlyItsKey(t *testing.T) {
 	}
 	got = nil
 	mu.Unlock()
-	if s := c1.Stats().Handlers[0]; s.Queued != 4 || s.RetriesScheduled != 1 {
-		t.Errorf("stats: %d queued, %d retries; want key a's 4 parked and its head's retry", s.Queued, s.RetriesScheduled)
+	if s := c1.Stats().Handlers[0]; s.Queued != 4 || s.KeyWaiting != 4 || s.RetriesScheduled != 1 {
+		t.Errorf("stats: %d queued, %d waiting behind their key, %d retries; want key a's 4 waiting and its head's retry", s.Queued, s.KeyWaiting, s.RetriesScheduled)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	begin := time.Now()
