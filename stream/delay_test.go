@@ -422,9 +422,19 @@ func TestDelayedHungServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
-	time.Sleep(12 * time.Second) // two I/O deadlines of the mover
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	begin := time.Now()
+	_, err := p.Send(ctx, topic, stream.NewMessage(order{ID: 2}), stream.WithDelay(time.Second))
+	cancel()
+	if took := time.Since(begin); err == nil || took > 3*time.Second {
+		t.Errorf("a delayed Send on a hung server returned %v after %v, want an error at its deadline", err, took)
+	}
+	if _, err := p.CancelScheduled(ctx, topic, "x"); err == nil {
+		t.Error("CancelScheduled on a hung server (and an ended ctx) succeeded")
+	}
+	time.Sleep(11 * time.Second) // two I/O deadlines of the mover
 	_ = syscall.Kill(pid, syscall.SIGCONT)
-	eventually(t, 15*time.Second, "the delayed message after the outage", func() bool { return a.count() == 1 })
+	eventually(t, 15*time.Second, "the delayed message after the outage", func() bool { return len(a.get(1)) == 1 })
 	errs := promValue(t, set, `redis_streaming_mq_background_errors_total{topic="`+topic+`",group="g",op="delay"}`)
 	warns := logs.count("stream: moving due scheduled messages fails")
 	t.Logf("mover failures counted during the 12 s outage: %v; warnings logged: %d", errs, warns)
