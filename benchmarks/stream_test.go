@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -421,4 +423,240 @@ func BenchmarkStreamCeiling(b *testing.B) {
 		bench(b, b.N, "XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "NOACK", "STREAMS", key, ">")
 		reportRate(b, start)
 	})
+}
+
+// The new paths (send with headers, delayed send) are measured interleaved: the libraries
+// take turns, 500 messages each per round (16 goroutines), the order rotating every round,
+// so that machine drift (other load, Redis growing) falls on all of them alike. Each
+// reports its own msgs/s and redstream's ratio to it (x-vs-<library>: >1 means redstream
+// is faster). Run e.g.
+//
+//	go test -run '^$' -bench 'StreamSendHeaders|StreamDelayedSend' -benchtime 40000x
+
+// benchLib is one library's send of message i.
+type benchLib struct {
+	name string
+	send func(i int) error
+}
+
+// interleaved runs b.N sends of every library, in rotating rounds, and reports the rates and
+// ratios.
+func interleaved(b *testing.B, libs []benchLib) {
+	b.Helper()
+	const chunk = 500
+	dur := make([]time.Duration, len(libs))
+	sent := make([]int, len(libs))
+	b.ResetTimer()
+	for done, round := 0, 0; done < b.N; round++ {
+		c := min(chunk, b.N-done)
+		for k := range libs {
+			li := (k + round) % len(libs)
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			start := time.Now()
+			for w := 0; w < 16; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i := int(next.Add(1)) - 1
+						if i >= c {
+							return
+						}
+						if err := libs[li].send(done + i); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			dur[li] += time.Since(start)
+			sent[li] += c
+		}
+		done += c
+	}
+	b.StopTimer()
+	rates := make([]float64, len(libs))
+	for i, l := range libs {
+		rates[i] = float64(sent[i]) / dur[i].Seconds()
+		b.ReportMetric(rates[i], l.name+"-msgs/s")
+	}
+	for i := 1; i < len(libs); i++ {
+		b.ReportMetric(rates[0]/rates[i], "x-vs-"+libs[i].name)
+	}
+}
+
+// BenchmarkStreamSendHeaders: a send carrying three headers (trace context, tenant,
+// request id): redstream Message.Headers (entry fields h:<name>), watermill message
+// Metadata, asynq task headers (NewTaskWithHeaders).
+func BenchmarkStreamSendHeaders(b *testing.B) {
+	ctx := context.Background()
+	headers := map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tenant": "acme", "x-request-id": "req-12345"}
+	payload, _ := json.Marshal(benchEvent{OrderID: 1, Status: "CREATED"})
+	p, err := stream.NewProducer(redisClient(b), stream.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	topic := streamTopic("hdr")
+	msg := stream.Message[benchEvent]{Body: benchEvent{OrderID: 1, Status: "CREATED"}, Headers: headers}
+	pub, err := redisstream.NewPublisher(redisstream.PublisherConfig{Client: goRedis(b), Marshaller: redisstream.DefaultMarshallerUnmarshaller{}}, watermill.NopLogger{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pub.Close()
+	wmTopic := streamTopic("hdr-wm")
+	aq := asynq.NewClientFromRedisClient(goRedis(b))
+	queue := streamTopic("hdr-q")
+	interleaved(b, []benchLib{
+		{"redstream", func(int) error { _, err := p.Send(ctx, topic, msg); return err }},
+		{"watermill", func(int) error {
+			m := message.NewMessage(watermill.NewUUID(), payload)
+			for k, v := range headers {
+				m.Metadata.Set(k, v)
+			}
+			return pub.Publish(wmTopic, m)
+		}},
+		{"asynq", func(int) error {
+			_, err := aq.Enqueue(asynq.NewTaskWithHeaders("bench", payload, headers), asynq.Queue(queue))
+			return err
+		}},
+	})
+	// The fixture really holds the headers.
+	cl := redisClient(b)
+	e, err := cl.Do(ctx, cl.B().Xrange().Key(topic).Start("-").End("+").Count(1).Build()).AsXRange()
+	if err != nil || len(e) != 1 || e[0].FieldValues["h:tenant"] != "acme" {
+		b.Fatalf("redstream entry %v, %v: want the h:tenant header", e, err)
+	}
+}
+
+// BenchmarkStreamDelayedSend: scheduling a message an hour ahead: redstream
+// WithDelay (delay_add.lua: ZADD + HSET), asynq ProcessIn (its scheduled set). watermill
+// has no delayed delivery on Redis Streams (its delay component only sets metadata, which
+// the redisstream subscriber ignores), so it is not in this comparison.
+func BenchmarkStreamDelayedSend(b *testing.B) {
+	ctx := context.Background()
+	payload, _ := json.Marshal(benchEvent{OrderID: 1, Status: "CREATED"})
+	cl := redisClient(b)
+	p, err := stream.NewProducer(cl, stream.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	topic := streamTopic("delay")
+	msg := stream.NewMessage(benchEvent{OrderID: 1, Status: "CREATED"})
+	aq := asynq.NewClientFromRedisClient(goRedis(b))
+	queue := streamTopic("delay-q")
+	interleaved(b, []benchLib{
+		{"redstream", func(int) error { _, err := p.Send(ctx, topic, msg, stream.WithDelay(time.Hour)); return err }},
+		{"asynq", func(int) error {
+			_, err := aq.Enqueue(asynq.NewTask("bench", payload), asynq.Queue(queue), asynq.ProcessIn(time.Hour))
+			return err
+		}},
+	})
+	if n, err := p.Scheduled(ctx, topic); err != nil || n != int64(b.N) {
+		b.Fatalf("fixture: %d scheduled, %v; want %d", n, err, b.N)
+	}
+	sched, msgs := stream.DelayedKeys(topic)
+	_ = cl.Do(ctx, cl.B().Del().Key(sched, msgs).Build()).Error()
+}
+
+// BenchmarkStreamDelayedDelivery measures how late delayed messages arrive: each
+// iteration schedules 200 messages due 500 ms later (each carrying its due time) and waits
+// until a running consumer has handled all of them; it reports the median and the largest
+// lateness (handled - due) in ms. redstream: one consumer with the default poll interval
+// (100 ms); asynq: a server with its default DelayedTaskCheckInterval (5 s) and one with
+// 100 ms. Run with -benchtime 3x.
+func BenchmarkStreamDelayedDelivery(b *testing.B) {
+	const n = 200
+	const delay = 500 * time.Millisecond
+	type result struct{ p50, max time.Duration }
+	summarize := func(late []time.Duration) result {
+		slices.Sort(late)
+		return result{late[len(late)/2], late[len(late)-1]}
+	}
+	report := func(b *testing.B, all []time.Duration) {
+		r := summarize(all)
+		b.ReportMetric(float64(r.p50.Microseconds())/1000, "p50-late-ms")
+		b.ReportMetric(float64(r.max.Microseconds())/1000, "max-late-ms")
+	}
+	b.Run("redstream", func(b *testing.B) {
+		cl := redisClient(b)
+		topic := streamTopic("delay-e2e")
+		var mu sync.Mutex
+		var late []time.Duration
+		got := make(chan struct{}, n)
+		c, _ := stream.NewConsumer(cl, stream.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err := stream.Register(c, stream.Handler[benchEvent]{Topic: topic, Group: "g", Concurrency: 8,
+			Handle: func(_ context.Context, m *stream.Message[benchEvent]) error {
+				mu.Lock()
+				late = append(late, time.Since(time.Unix(0, m.Body.SentNs)))
+				mu.Unlock()
+				got <- struct{}{}
+				return nil
+			}}); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Start(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close(context.Background())
+		p, _ := stream.NewProducer(cl, stream.Config{})
+		b.ResetTimer()
+		for range b.N {
+			for i := range n {
+				due := time.Now().Add(delay)
+				if _, err := p.Send(context.Background(), topic, stream.NewMessage(benchEvent{OrderID: int64(i), SentNs: due.UnixNano()}), stream.WithDeliverAt(due)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for range n {
+				<-got
+			}
+		}
+		b.StopTimer()
+		report(b, late)
+	})
+	for _, check := range []time.Duration{0, 100 * time.Millisecond} {
+		name := "asynq/check=default-5s"
+		if check > 0 {
+			name = "asynq/check=100ms"
+		}
+		b.Run(name, func(b *testing.B) {
+			rdb := goRedis(b)
+			queue := streamTopic("delay-q")
+			client := asynq.NewClientFromRedisClient(rdb)
+			var mu sync.Mutex
+			var late []time.Duration
+			got := make(chan struct{}, n)
+			srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: 8, Queues: map[string]int{queue: 1},
+				LogLevel: asynq.FatalLevel, DelayedTaskCheckInterval: check})
+			if err := srv.Start(asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+				var e benchEvent
+				_ = json.Unmarshal(t.Payload(), &e)
+				mu.Lock()
+				late = append(late, time.Since(time.Unix(0, e.SentNs)))
+				mu.Unlock()
+				got <- struct{}{}
+				return nil
+			})); err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Shutdown()
+			b.ResetTimer()
+			for range b.N {
+				for i := range n {
+					due := time.Now().Add(delay)
+					payload, _ := json.Marshal(benchEvent{OrderID: int64(i), SentNs: due.UnixNano()})
+					if _, err := client.Enqueue(asynq.NewTask("bench", payload), asynq.Queue(queue), asynq.ProcessAt(due)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for range n {
+					<-got
+				}
+			}
+			b.StopTimer()
+			report(b, late)
+		})
+	}
 }

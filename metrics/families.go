@@ -50,6 +50,13 @@ var known = map[string]family{
 	"redis_streaming_dlq_deleted_total":              {TypeCounter, "Dead letters deleted by id."},
 	"redis_streaming_dlq_cleared_total":              {TypeCounter, "Dead letters removed by purging a dead-letter stream."},
 
+	// Package stream: delayed delivery (label topic) and DeleteOnAck (labels topic, group).
+	"redis_streaming_mq_scheduled_total":       {TypeCounter, "Messages scheduled for later delivery (WithDelay, WithDeliverAt)."},
+	"redis_streaming_mq_delayed_moved_total":   {TypeCounter, "Scheduled messages moved into the topic's stream when due."},
+	"redis_streaming_mq_delayed_invalid_total": {TypeCounter, "Scheduled messages found undecodable (dead-lettered) or without their entry."},
+	"redis_streaming_mq_delayed":               {TypeGauge, "Scheduled messages waiting for their due time."},
+	"redis_streaming_mq_deleted_on_ack_total":  {TypeCounter, "Acknowledged entries deleted from the stream (Handler.DeleteOnAck, single-group topics)."},
+
 	// Package cache, label name.
 	"redis_cache_hits_total":           {TypeCounter, "Cache reads that found a value."},
 	"redis_cache_misses_total":         {TypeCounter, "Cache reads that found nothing (or a load in progress)."},

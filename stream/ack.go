@@ -38,12 +38,11 @@ func (h *handlerRT) acker() {
 // flushAcks acknowledges ids in one XACK, trying a few times. Entries whose acknowledgement
 // fails stay pending and are delivered again later (at-least-once).
 func (h *handlerRT) flushAcks(ids []string) {
-	cl := h.c.client
 	var err error
 	for try := 1; try <= 3; try++ {
 		ctx, cancel := h.c.ioContext(context.Background())
 		var n int64
-		n, err = cl.Do(ctx, cl.B().Xack().Key(h.stream).Group(h.group).Id(ids...).Build()).AsInt64()
+		n, err = h.xack(ctx, ids)
 		cancel()
 		if err == nil {
 			h.m.acked.Add(int(n))
@@ -75,13 +74,37 @@ func (h *handlerRT) ackNow(ctx context.Context, id string) error {
 		ctx, cancel = context.WithTimeout(ctx, ioTimeout)
 		defer cancel()
 	}
-	cl := h.c.client
-	n, err := cl.Do(ctx, cl.B().Xack().Key(h.stream).Group(h.group).Id(id).Build()).AsInt64()
+	n, err := h.xack(ctx, []string{id})
 	if err != nil {
 		return fmt.Errorf("stream: ack %s of %q for %s: %w", id, h.stream, h.group, err)
 	}
 	h.m.acked.Add(int(n))
 	return nil
+}
+
+// xack acknowledges ids (XACK), and with DeleteOnAck also deletes them when the stream has
+// no other group (ack_delete.lua). It returns how many were acknowledged.
+func (h *handlerRT) xack(ctx context.Context, ids []string) (int64, error) {
+	cl := h.c.client
+	if !h.deleteOnAck {
+		return cl.Do(ctx, cl.B().Xack().Key(h.stream).Group(h.group).Id(ids...).Build()).AsInt64()
+	}
+	res, err := ackDeleteScript.Exec(ctx, cl, []string{h.stream}, append([]string{h.group}, ids...)).AsIntSlice()
+	if err == nil && len(res) != 3 {
+		err = fmt.Errorf("unexpected reply of %d elements", len(res))
+	}
+	if err != nil {
+		return 0, err
+	}
+	h.m.deletedOnAck.Add(int(res[1]))
+	if res[2] > 1 {
+		if h.multiGroup.CompareAndSwap(false, true) {
+			h.log.Warn("stream: DeleteOnAck: the topic has other consumer groups; entries are acknowledged, not deleted", "groups", res[2])
+		}
+	} else if h.multiGroup.CompareAndSwap(true, false) {
+		h.log.Info("stream: DeleteOnAck: the topic has one consumer group again; acknowledged entries are deleted")
+	}
+	return res[0], nil
 }
 
 // connBackoff returns the wait after the n-th consecutive failure: 50 ms doubling to 5 s.

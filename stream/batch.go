@@ -46,6 +46,9 @@ func (p *Producer) SendBatch(ctx context.Context, topic string, msgs []Sendable,
 	for _, f := range opts {
 		f(&o)
 	}
+	if o.delayErr != nil {
+		return nil, o.delayErr
+	}
 	f := p.send.Load()
 	outs := make([]*Outgoing, len(msgs))
 	for i, m := range msgs {
@@ -91,7 +94,7 @@ func (p *Producer) sendBuilt(ctx context.Context, outs []*Outgoing, res []SendRe
 	}
 	for k, r := range p.client.DoMulti(ctx, cmds...) {
 		i := idx[k]
-		res[i].ID, res[i].Err = p.result(outs[i].t, r)
+		res[i].ID, res[i].Err = p.result(outs[i], r)
 	}
 }
 
@@ -131,13 +134,13 @@ func (p *Producer) sendThrough(ctx context.Context, chain SendFunc, outs []*Outg
 				mu.Lock()
 				if batched {
 					mu.Unlock() // the batch left without it (next called after the chain returned)
-					return p.result(out.t, p.client.Do(ctx, cmd))
+					return p.result(out, p.client.Do(ctx, cmd))
 				}
 				cmds[i], has[i] = cmd, true
 				mu.Unlock()
 				arrive()
 				<-sent
-				return p.result(out.t, replies[i])
+				return p.result(out, replies[i])
 			}
 			out := outs[i]
 			out.next = terminal

@@ -104,6 +104,9 @@ type Config struct {
 	Trim TrimConfig `yaml:"trim"`
 	// DeadLetter bounds the dead-letter streams.
 	DeadLetter DeadLetterConfig `yaml:"dead-letter"`
+	// Delay configures the moving of delayed messages (WithDelay, WithDeliverAt) into the
+	// consumed topics.
+	Delay DelayConfig `yaml:"delay"`
 
 	// Logger receives the consumer's log records. Nil means slog.Default(). Levels: Warn
 	// when background work starts failing (reads, acknowledgements, scans, leases,
@@ -146,6 +149,10 @@ type TrimConfig struct {
 	MaxLen int64 `yaml:"maxlen"`
 	// Interval is the period of trimming. Default 60 s; at least MinInterval.
 	Interval time.Duration `yaml:"interval-ms" unit:"ms"`
+	// MaxAge also trims entries older than this (by the time in their ids and the Redis
+	// server's clock: XTRIM MINID), whatever the length; TrimSafe still keeps the entries
+	// some group has not received and acknowledged. Default 0: no age bound.
+	MaxAge time.Duration `yaml:"max-age-ms" unit:"ms"`
 	// Mode is TrimSafe (the default, also ""), TrimMaxLen or TrimOff.
 	Mode TrimMode `yaml:"mode"`
 }
@@ -159,6 +166,20 @@ type DeadLetterConfig struct {
 	MaxLen int64 `yaml:"maxlen"`
 	// MaxAge drops dead letters older than this. Default 0: no age bound.
 	MaxAge time.Duration `yaml:"max-age-ms" unit:"ms"`
+}
+
+// DelayConfig configures the mover each running handler runs for its topic: it moves the
+// topic's scheduled messages into the stream when they are due.
+type DelayConfig struct {
+	// PollInterval is the longest time between two looks at the topic's schedule: the mover
+	// also wakes at the due time of the earliest message it saw, so a message scheduled
+	// further ahead than PollInterval arrives within a few ms of its due time, one scheduled
+	// closer within PollInterval of it. Each look is one short script call. Default 100 ms
+	// (DefaultDelayPollInterval); at least MinInterval.
+	PollInterval time.Duration `yaml:"poll-interval-ms" unit:"ms"`
+	// Disabled turns the mover off in this Consumer (its topics get no delayed messages
+	// unless another Consumer of them runs one). Default false.
+	Disabled bool `yaml:"disabled"`
 }
 
 // WithDefaults returns c with every zero field replaced by its default (the seed's values, the
@@ -199,6 +220,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.DeadLetter.MaxLen == 0 {
 		c.DeadLetter.MaxLen = DefaultDeadLetterMaxLen
+	}
+	if c.Delay.PollInterval == 0 {
+		c.Delay.PollInterval = DefaultDelayPollInterval
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -250,6 +274,9 @@ func (c Config) validate(prefix string) error {
 	if c.Trim.MaxLen < 0 {
 		return bad("trim.maxlen", c.Trim.MaxLen, "a positive count (0 for the default 100000)")
 	}
+	if c.Trim.MaxAge < 0 {
+		return bad("trim.max-age-ms", fmtMs(c.Trim.MaxAge), "a non-negative number of milliseconds")
+	}
 	if c.DeadLetter.MaxAge < 0 {
 		return bad("dead-letter.max-age-ms", fmtMs(c.DeadLetter.MaxAge), "a non-negative number of milliseconds")
 	}
@@ -264,7 +291,9 @@ func (c Config) validate(prefix string) error {
 		{"autoclaim.min-idle-ms", c.Autoclaim.MinIdle, MinMinIdle, MaxDuration},
 		{"autoclaim.interval-ms", c.Autoclaim.Interval, MinInterval, MaxDuration},
 		{"trim.interval-ms", c.Trim.Interval, MinInterval, MaxDuration},
+		{"delay.poll-interval-ms", c.Delay.PollInterval, MinInterval, MaxBlockTimeout},
 		{"dead-letter.max-age-ms", c.DeadLetter.MaxAge, minDurationSetting, 100 * 365 * 24 * time.Hour},
+		{"trim.max-age-ms", c.Trim.MaxAge, minDurationSetting, 100 * 365 * 24 * time.Hour},
 	} {
 		if err := dur(d.key, d.v, d.lo, d.hi); err != nil {
 			return err

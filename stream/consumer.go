@@ -68,6 +68,33 @@ type Handler[T any] struct {
 	// Concurrency is the number of goroutines calling Handle, 1 to MaxConcurrency. Default 1
 	// (in stream order).
 	Concurrency int
+	// OrderedByKey handles the messages of one Key one at a time and in stream order, while
+	// messages of different keys run in parallel on the Concurrency goroutines. A message
+	// that fails with a retry blocks the later messages of its key (only those) until its
+	// retry succeeds or it is dead-lettered; the non-blocking retries of an unordered
+	// handler become blocking per key. Entries waiting behind their key are held and
+	// leased like every entry in hand but take no handler slot; once 16 × (Concurrency +
+	// ReadCount) of them wait (at least 1024), reads pause until some key moves on. Entries
+	// without a key field (foreign producers) form one key.
+	//
+	// The order is guaranteed for the entries one Consumer receives. Several consumers of a
+	// group share a topic's entries without regard to keys, so two of them may handle one
+	// key's messages at the same time; run one consumer per group for a total order per
+	// key. Crash recovery also reorders: entries of a crashed consumer (or of a failing
+	// head whose retry another consumer took over after min-idle) are delivered after
+	// later entries of the same key that live consumers already handled. A hook that
+	// panics leaves its entry pending (it comes back after min-idle) and lets its key move
+	// on. Default false.
+	OrderedByKey bool
+	// DeleteOnAck deletes each entry from the stream once this group has acknowledged it
+	// (handled, filtered, skipped as a duplicate), in the same script as the XACK, but only
+	// while the stream has no other consumer group: with a second group the entries are
+	// only acknowledged (and a warning logged once), so no group loses entries it has not
+	// read. Dead-lettered entries stay in the stream (the dead-letter move acknowledges
+	// them without deleting) until trimming removes them. It keeps a single-group topic (a
+	// work queue) about as short as its backlog. Counted in
+	// redis_streaming_mq_deleted_on_ack_total. Default false.
+	DeleteOnAck bool
 	// Timeout is the longest one Handle call may run: its context is cancelled then, and
 	// an error it returns is wrapped in an error matching ErrHandlerTimeout (a failed
 	// delivery: retried, then dead-lettered with that reason). A handler that ignores its
@@ -93,6 +120,9 @@ type Handler[T any] struct {
 	// stream) or "$" (only entries added from now on). A group lost with a Redis restart is
 	// always recreated at "0", so that nothing written since is skipped.
 	StartID string
+
+	deadLetters bool // RegisterDeadLetters: consume the topic's dead-letter stream
+	lenient     bool // an undecodable body is no poison: the delivery carries the error
 }
 
 // Consumer reads topics through consumer groups and runs their handlers. Register handlers,
@@ -232,7 +262,11 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 	if err != nil {
 		return err
 	}
-	log := c.log.With("topic", h.Topic, "group", h.Group)
+	topic := h.Topic
+	if h.deadLetters {
+		stream, topic = DeadLetterStreamName(stream), h.Topic+deadLetterSuffix
+	}
+	log := c.log.With("topic", topic, "group", h.Group)
 	policy := h.RetryPolicy
 	maxd := c.cfg.MaxDeliveries
 	if policy != nil {
@@ -260,8 +294,9 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 	conc := max(h.Concurrency, DefaultConcurrency)
 	rt := &handlerRT{
 		c:           c,
-		topic:       h.Topic,
+		topic:       topic,
 		group:       h.Group,
+		deadLetters: h.deadLetters,
 		stream:      stream,
 		dlq:         DeadLetterStreamName(stream),
 		concurrency: conc,
@@ -271,8 +306,12 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 		noRetry:     h.NoRetry,
 		timeout:     timeout,
 		startID:     h.StartID,
+		ordered:     h.OrderedByKey,
+		deleteOnAck: h.DeleteOnAck,
+		lines:       map[string]*keyLine{},
+		lineOf:      map[string]string{},
 		log:         log,
-		m:           newHandlerMetrics(c.cfg.Metrics, h.Topic, h.Group),
+		m:           newHandlerMetrics(c.cfg.Metrics, topic, h.Group),
 		held:        map[string]struct{}{},
 		retries:     newRetryQueue(),
 		wake:        make(chan struct{}, 1),
@@ -364,7 +403,7 @@ func (c *Consumer) Unregister(ctx context.Context, topic, group string) error {
 	}
 	var h *handlerRT
 	for i, o := range c.handlers {
-		if o.stream == stream && o.group == group {
+		if (o.stream == stream || o.deadLetters && o.topic == topic) && o.group == group {
 			h = o
 			c.handlers = append(c.handlers[:i:i], c.handlers[i+1:]...)
 			break
@@ -665,7 +704,9 @@ func (c *Consumer) trimLoop() {
 		streams := map[string]string{}
 		c.mu.Lock()
 		for _, h := range c.handlers {
-			streams[h.stream] = h.topic
+			if !h.deadLetters { // dead-letter streams have their own bounds
+				streams[h.stream] = h.topic
+			}
 		}
 		c.mu.Unlock()
 		for _, topic := range streams {

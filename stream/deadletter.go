@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -199,7 +200,25 @@ func toDeadLetter(e entry) DeadLetter {
 // ReplayOption changes a replay.
 type ReplayOption func(*replayOptions)
 
-type replayOptions struct{ allGroups bool }
+type replayOptions struct {
+	allGroups bool
+	handler   ReplayHandler
+}
+
+// ReplayHandler sees each dead letter before it is replayed, and may change it or drop it.
+// It may modify dl.Fields (the entry's fields as they go back: key, tag, enc, body, ts,
+// h:<name> headers; dl_* fields are never written back); returning replay = false drops
+// the dead letter instead (deleted, counted in redis_streaming_dlq_deleted_total); an error
+// leaves it in place and ends the replay with that error. A panic is such an error. The
+// replay stays atomic: the entry written to the topic is exactly what the handler left in
+// dl.Fields, and it is written only if the dead letter still exists, in the same
+// transaction that deletes it.
+type ReplayHandler func(ctx context.Context, dl *DeadLetter) (replay bool, err error)
+
+// WithReplayHandler runs h on each dead letter a Replay or ReplayAll is about to replay.
+func WithReplayHandler(h ReplayHandler) ReplayOption {
+	return func(o *replayOptions) { o.handler = h }
+}
 
 // ToAllGroups replays to every group of the topic. By default a replayed entry carries a
 // replay_group field naming the dead letter's group, and the other groups' consumers
@@ -207,14 +226,20 @@ type replayOptions struct{ allGroups bool }
 func ToAllGroups() ReplayOption { return func(o *replayOptions) { o.allGroups = true } }
 
 func replayTarget(opts []ReplayOption) string {
+	target, _ := replaySettings(opts)
+	return target
+}
+
+// replaySettings returns replay.lua's target argument and the replay handler, if any.
+func replaySettings(opts []ReplayOption) (string, ReplayHandler) {
 	var o replayOptions
 	for _, f := range opts {
 		f(&o)
 	}
 	if o.allGroups {
-		return "0"
+		return "0", o.handler
 	}
-	return "1"
+	return "1", o.handler
 }
 
 // Replay moves dead letter id of topic back onto the topic, atomically (XADD to the topic and
@@ -222,14 +247,29 @@ func replayTarget(opts []ReplayOption) string {
 // entry's id. A missing dead letter, also one that a concurrent Replay or Delete took first,
 // is an error wrapping redstream.ErrNotFound. Each replay is counted in
 // redis_streaming_dlq_replay_success_total or ..._failure_total and timed in
-// redis_streaming_dlq_replay_latency_seconds.
+// redis_streaming_dlq_replay_latency_seconds. With WithReplayHandler, a dead letter the
+// handler drops is deleted and Replay returns "" and a nil error.
 func (d *DeadLetters) Replay(ctx context.Context, topic, id string, opts ...ReplayOption) (string, error) {
 	stream, dlq, err := d.keys(topic)
 	if err != nil {
 		return "", err
 	}
+	target, h := replaySettings(opts)
 	start := time.Now()
-	_, newID, err := d.replayFirst(ctx, stream, dlq, id, id, replayTarget(opts))
+	var newID string
+	if h != nil {
+		var dlID string
+		var dropped bool
+		dlID, newID, dropped, err = d.replayFirstWith(ctx, topic, stream, dlq, id, id, target, h)
+		if err == nil && dropped {
+			return "", nil
+		}
+		if err == nil && dlID == "" {
+			err = redstream.ErrNotFound
+		}
+	} else {
+		_, newID, err = d.replayFirst(ctx, stream, dlq, id, id, target)
+	}
 	if err == nil && newID == "" {
 		err = redstream.ErrNotFound
 	}
@@ -251,7 +291,7 @@ func (d *DeadLetters) ReplayAll(ctx context.Context, topic string, limit int, op
 	if err != nil {
 		return 0, err
 	}
-	target := replayTarget(opts)
+	target, h := replaySettings(opts)
 	bound, err := d.newestID(ctx, dlq)
 	if err != nil || bound == "" {
 		if err != nil {
@@ -265,7 +305,13 @@ func (d *DeadLetters) ReplayAll(ctx context.Context, topic string, limit int, op
 			return done, fmt.Errorf("stream: replay dead letters of %q: %w", topic, err)
 		}
 		start := time.Now()
-		dlID, newID, err := d.replayFirst(ctx, stream, dlq, from, bound, target)
+		var dlID, newID string
+		var dropped bool
+		if h != nil {
+			dlID, newID, dropped, err = d.replayFirstWith(ctx, topic, stream, dlq, from, bound, target, h)
+		} else {
+			dlID, newID, err = d.replayFirst(ctx, stream, dlq, from, bound, target)
+		}
 		if err != nil {
 			d.observeReplay(topic, start, false)
 			return done, fmt.Errorf("stream: replay dead letters of %q: %w", topic, err)
@@ -274,13 +320,92 @@ func (d *DeadLetters) ReplayAll(ctx context.Context, topic string, limit int, op
 			break // every dead letter up to bound is replayed
 		}
 		from = "(" + dlID
-		if newID == "" {
-			continue // taken by a concurrent Replay or Delete
+		if newID == "" || dropped {
+			continue // taken by a concurrent Replay or Delete, or dropped by the handler
 		}
 		d.observeReplay(topic, start, true)
 		done++
 	}
 	return done, nil
+}
+
+// replayFirstWith replays the first dead letter with an id in [from, to] through handler h:
+// it reads the dead letter, lets h change or drop it, and writes what h left in one
+// MULTI/EXEC that also deletes the dead letter (replayLarge), or deletes it when h drops it.
+// It returns the dead letter's id ("" when the range is empty), the new entry's id ("" when
+// the dead letter was gone by then or dropped) and whether h dropped it.
+func (d *DeadLetters) replayFirstWith(ctx context.Context, topic, stream, dlq, from, to, target string, h ReplayHandler) (dlID, newID string, dropped bool, err error) {
+	cctx, cancel := d.call(ctx)
+	msg, err := d.client.Do(cctx, d.client.B().Xrange().Key(dlq).Start(from).End(to).Count(1).Build()).ToMessage()
+	cancel()
+	if err != nil {
+		return "", "", false, err
+	}
+	entries, err := parseEntries(msg)
+	if err != nil || len(entries) == 0 {
+		return "", "", false, err
+	}
+	dl := toDeadLetter(entries[0])
+	replay, err := callReplayHandler(ctx, h, &dl)
+	if err != nil {
+		return "", "", false, fmt.Errorf("replay handler on %s: %w", dl.ID, err)
+	}
+	cctx, cancel = d.call(ctx)
+	defer cancel()
+	if !replay {
+		n, err := d.client.Do(cctx, d.client.B().Xdel().Key(dlq).Id(dl.ID).Build()).AsInt64()
+		if err != nil {
+			return "", "", false, fmt.Errorf("drop %s: %w", dl.ID, err)
+		}
+		d.counter(MetricDeadLettersDeleted, topic).Add(int(n))
+		return dl.ID, "", true, nil
+	}
+	fields := replayFields(dl, target == "1")
+	newID, err = replayLarge(cctx, d.client, stream, dlq, dl.ID, fields)
+	return dl.ID, newID, false, err
+}
+
+// callReplayHandler runs h, turning a panic into an error.
+func callReplayHandler(ctx context.Context, h ReplayHandler, dl *DeadLetter) (replay bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			replay, err = false, fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return h(ctx, dl)
+}
+
+// replayFields returns the fields of dl's new entry: the five contract fields first, in
+// the wire order, then the others (headers) sorted by name, without dl_* and replay_group
+// fields; with toGroup, a replay_group field naming dl.Group.
+func replayFields(dl DeadLetter, toGroup bool) []string {
+	fields := make([]string, 0, 2*len(dl.Fields)+2)
+	for _, k := range []string{FieldKey, FieldTag, FieldEnc, FieldBody, FieldTS} {
+		if v, ok := dl.Fields[k]; ok {
+			fields = append(fields, k, v)
+		}
+	}
+	var rest []string
+	for k := range dl.Fields {
+		switch k {
+		case FieldKey, FieldTag, FieldEnc, FieldBody, FieldTS, fieldReplayGroup:
+			continue
+		}
+		if !strings.HasPrefix(k, "dl_") {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range rest {
+		fields = append(fields, k, dl.Fields[k])
+	}
+	if toGroup && dl.Group != "" {
+		fields = append(fields, fieldReplayGroup, dl.Group)
+	}
+	if len(fields) == 0 {
+		fields = []string{FieldBody, ""}
+	}
+	return fields
 }
 
 // newestID returns the id of the newest entry of dlq, or "" when it has none.
@@ -385,6 +510,34 @@ func xaddInTransaction(ctx context.Context, cl rueidis.Client, target, mark stri
 		return added, closed, fmt.Errorf("transaction: %w", err)
 	}
 	return exec[1], exec[2], nil
+}
+
+// Move dead-letters entry id of topic, pending in group, now: XADD to the dead-letter stream
+// (with reason as its Error) and XACK in the topic, in one atomic step, whichever consumer
+// owns it. It is the operator's way to take a message out of its retries (the handler's is
+// Message.DeadLetter). It returns the dead letter's id, or an error wrapping
+// redstream.ErrNotFound when the entry is not pending in group (acknowledged, moved already,
+// or deleted from the stream). The dead letter is bounded by Config.DeadLetter like the
+// consumer's.
+func (d *DeadLetters) Move(ctx context.Context, topic, group, id, reason string) (string, error) {
+	stream, dlq, err := d.keys(topic)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := d.call(ctx)
+	defer cancel()
+	res, err := moveToDeadLetter(ctx, d.client, deadLetterMove{Stream: stream, DLQ: dlq, Group: group, ID: id, Reason: reason,
+		MaxLen: d.cfg.DeadLetter.MaxLen, MaxAgeMs: d.cfg.DeadLetter.MaxAge.Milliseconds()})
+	if err != nil {
+		return "", err
+	}
+	if res.Trimmed > 0 {
+		d.counter(MetricDeadLetterTrimmed, topic).Add(int(res.Trimmed))
+	}
+	if res.Status != 1 {
+		return "", fmt.Errorf("stream: dead-letter %s of %q: not pending in group %q: %w", id, topic, group, redstream.ErrNotFound)
+	}
+	return res.ID, nil
 }
 
 // Delete removes dead letters of topic by id and returns how many existed. They are counted

@@ -1,7 +1,9 @@
 // Package stream is a Redis Streams messaging SDK on rueidis: a [Producer] (with
-// [Producer.SendBatch]), a [Consumer] running typed [Handler]s in consumer groups, message
+// [Producer.SendBatch] and delayed sends, [WithDelay]), a [Consumer] running typed [Handler]s in consumer groups, message
 // headers, middleware, retries with a [DeliveryRetryPolicy], crash recovery, dead letters
-// ([DeadLetters]: list, replay, delete, purge), safe trimming ([Trimmer]), optional
+// ([DeadLetters]: list, replay with a [ReplayHandler], move, delete, purge;
+// [RegisterDeadLetters] consumes them; [Message.DeadLetter] dead-letters explicitly), safe
+// trimming by length and age ([Trimmer]), delete-after-ack (Handler.DeleteOnAck), optional
 // deduplication of business keys (Handler.Dedup) and idempotent sinks ([ListSink],
 // [CheckpointedListSink]). Tracing with OpenTelemetry lives in the separate module
 // stream/otelstream.
@@ -37,6 +39,19 @@
 // (every Autoclaim.Interval) takes over the entries of crashed consumers once they have
 // been idle for Autoclaim.MinIdle. After MaxDeliveries deliveries the entry is
 // dead-lettered. Consumer groups lost with a Redis restart are recreated.
+//
+// Handler.OrderedByKey handles the messages of one key one at a time and in stream order
+// (different keys in parallel); a failed message then blocks the later messages of its
+// key until it is retried or dead-lettered. The order holds for what one Consumer receives.
+//
+// # Delayed delivery
+//
+// [WithDelay] and [WithDeliverAt] schedule a message: it waits in a sorted set and a hash in
+// the stream's hash slot ([DelayedKeys]) until it is due, when the mover of any running
+// handler of the topic moves it into the stream with one script (at the due time, and at
+// least every Config.Delay.PollInterval). [Producer.CancelScheduled] takes a scheduled
+// message back; [Producer.Scheduled] counts them; [Producer.MoveDue] moves due messages
+// without a consumer.
 //
 // # Middleware
 //

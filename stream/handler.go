@@ -41,6 +41,17 @@ type handlerRT struct {
 	retries    retryQueue          // own failed entries waiting for their backoff
 	readCancel context.CancelFunc  // cancels the read in progress (Pause)
 
+	deadLetters bool        // a dead-letter handler (RegisterDeadLetters)
+	deleteOnAck bool        // Handler.DeleteOnAck
+	multiGroup  atomic.Bool // DeleteOnAck found other groups (logged once per change)
+
+	ordered    bool                // Handler.OrderedByKey
+	lines      map[string]*keyLine // ordered: the lines of the keys in hand (ordered.go)
+	lineOf     map[string]string   // ordered: entry id -> key, for the entries in a line
+	parked     int                 // ordered: entries waiting behind their key's head
+	workClosed bool                // ordered: work is closed; advance queues nothing more
+	ready      []job               // ordered: heads to start that found work full
+
 	wake     chan struct{} // a slot was freed (for the reader)
 	wakeScan chan struct{} // a slot was freed (for the scanner)
 	scanNow  chan struct{} // a retry was scheduled earlier than the next scan
@@ -51,6 +62,7 @@ type handlerRT struct {
 	lagN      atomic.Int64 // the group's lag, as last seen (-1 unknown)
 	lagExact  atomic.Bool  // lagN is XINFO's lag (not the capped count)
 	dlqN      atomic.Int64 // dead letters, as last seen
+	delayedN  atomic.Int64 // scheduled messages of the topic, as the mover last saw (-1 unknown)
 	gaugesAt  atomic.Int64 // unix ns of the last gauge refresh
 	reapAt    time.Time    // last removal of idle consumers (scanner goroutine only)
 	producers sync.WaitGroup
@@ -64,6 +76,7 @@ type handlerRT struct {
 	runCancel, hardStop context.CancelFunc
 
 	readState, ackState, scanState, retryState, leaseState, dlqState, gaugeState, houseState opState
+	delayState                                                                               opState
 }
 
 // job is one delivery to handle.
@@ -84,6 +97,7 @@ func (h *handlerRT) start() {
 	c := h.c
 	h.stopped = make(chan struct{})
 	h.lagN.Store(-1)
+	h.delayedN.Store(-1)
 	h.work = make(chan job, h.capacity)
 	h.acks = make(chan string, h.capacity+64)
 	h.quit = make(chan struct{})
@@ -98,8 +112,19 @@ func (h *handlerRT) start() {
 	go func() { h.workers.Wait(); c.workers.Done() }()
 	var all sync.WaitGroup
 	all.Add(4)
+	if !c.cfg.Delay.Disabled && !h.deadLetters {
+		all.Add(1)
+		go func() { defer all.Done(); h.mover() }()
+	}
 	c.wg.Add(1)
-	go func() { defer all.Done(); h.producers.Wait(); close(h.work) }()
+	go func() {
+		defer all.Done()
+		h.producers.Wait()
+		h.mu.Lock()
+		h.workClosed = true
+		close(h.work)
+		h.mu.Unlock()
+	}()
 	go func() { defer all.Done(); h.workers.Wait(); close(h.acks) }()
 	go func() { defer all.Done(); h.acker(); close(h.quit) }()
 	go func() { defer all.Done(); h.leaseKeeper() }()
@@ -166,10 +191,27 @@ func (h *handlerRT) recoverGroup() {
 }
 
 // reserve promises up to n free handler slots to a read or scan and returns how many.
+// Entries parked behind their key (OrderedByKey) take no slot, but once parkLimit of them
+// wait, reads and scans get none.
 func (h *handlerRT) reserve(n int) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	free := h.capacity - len(h.held) - h.reserved
+	if h.ordered && h.parked >= h.parkLimit() {
+		return 0
+	}
+	return h.reserveLocked(n)
+}
+
+// reserveRetry is reserve for own retries, which the park limit does not stop: a parked
+// line waits for its head's retry.
+func (h *handlerRT) reserveRetry(n int) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.reserveLocked(n)
+}
+
+func (h *handlerRT) reserveLocked(n int) int {
+	free := h.capacity - (len(h.held) - h.parked) - h.reserved
 	n = max(min(n, free), 0)
 	h.reserved += n
 	return n
@@ -193,9 +235,13 @@ func (h *handlerRT) dispatch(j job) {
 	h.mu.Lock()
 	h.reserved--
 	_, dup := h.held[j.e.id]
+	run := !dup
 	if !dup {
 		h.held[j.e.id] = struct{}{}
 		h.retries.remove(j.e.id)
+		if h.ordered {
+			run = h.admit(j)
+		}
 	}
 	queued := len(h.held) - int(h.running.Load())
 	h.mu.Unlock()
@@ -205,7 +251,11 @@ func (h *handlerRT) dispatch(j job) {
 		return
 	}
 	h.m.queued.Set(float64(max(queued, 0)))
-	h.work <- j // never blocks: len(held) <= capacity = cap(work)
+	if run {
+		h.work <- j // never blocks: the entries in hand not parked are at most capacity = cap(work)
+	} else {
+		h.signal() // parked: its slot is free again
+	}
 }
 
 // release drops ids from the held set: they are acknowledged, dead-lettered, waiting for a
@@ -214,11 +264,66 @@ func (h *handlerRT) release(ids ...string) {
 	h.mu.Lock()
 	for _, id := range ids {
 		delete(h.held, id)
+		if h.ordered {
+			h.startNext(id)
+		}
+	}
+	if h.ordered {
+		h.flushReady()
 	}
 	queued := len(h.held) - int(h.running.Load())
 	h.mu.Unlock()
 	h.m.queued.Set(float64(max(queued, 0)))
 	h.signal()
+}
+
+// startNext queues the next entry of id's key line for a worker once id has left the
+// handler's hands (ordered handlers); h.mu is held. Nothing is queued once work is closed
+// (the entry stays pending).
+func (h *handlerRT) startNext(id string) {
+	if _, retrying := h.retries.get(id); retrying {
+		return // still the head: its retry comes back to it
+	}
+	if next, ok := h.advance(id); ok {
+		h.queueLocked(next)
+	}
+}
+
+// queueLocked hands j to the workers without blocking (h.mu is held, which workers need):
+// when work is full (a line moved on without freeing a slot: its head's retry went to
+// another consumer), j waits in ready until the next release.
+func (h *handlerRT) queueLocked(j job) {
+	if h.workClosed {
+		return
+	}
+	select {
+	case h.work <- j:
+	default:
+		h.ready = append(h.ready, j)
+	}
+}
+
+// flushReady moves the heads waiting in ready to work as far as it has room; h.mu is held.
+func (h *handlerRT) flushReady() {
+	for len(h.ready) > 0 && !h.workClosed {
+		select {
+		case h.work <- h.ready[0]:
+			h.ready = h.ready[1:]
+		default:
+			return
+		}
+	}
+}
+
+// settleRetry forgets an own retry that this consumer will not deliver (no longer pending,
+// owned by another consumer, deleted): the line its key waits in moves on. h.mu is held.
+func (h *handlerRT) settleRetry(id string) {
+	h.retries.remove(id)
+	if h.ordered {
+		if _, held := h.held[id]; !held {
+			h.startNext(id)
+		}
+	}
 }
 
 // heldIDs returns the ids in hand.
@@ -307,13 +412,17 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call
 			rt.release(id)
 		}
 	}()
-	if rg, ok := j.e.get(fieldReplayGroup); ok && rg != rt.group {
+	if rg, ok := j.e.get(fieldReplayGroup); ok && rg != rt.group && !rt.deadLetters {
 		rt.m.filtered.Inc()
 		settled = rt.enqueueAck(id) // a replay meant for another group
 		return
 	}
 	m := &Message[T]{ID: id, Topic: rt.topic, Group: rt.group, Consumer: c.name, DeliveryCount: j.deliveries}
 	raw, err := decodeInto(m, j.e)
+	var bodyErr error
+	if err != nil && h.lenient {
+		bodyErr, err = err, nil
+	}
 	if err != nil {
 		rt.m.poison.Inc()
 		if raw == nil {
@@ -330,7 +439,7 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call
 		settled = rt.enqueueAck(id)
 		return
 	}
-	d := &delivery{h: rt, id: id}
+	d := &delivery{h: rt, id: id, fields: j.e.fields, bodyErr: bodyErr}
 	m.d = d
 	hctx, cancel := ctx, context.CancelFunc(func() {})
 	if rt.timeout > 0 {
@@ -348,6 +457,10 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call
 	cancel()
 	if err != nil && !timedOut && errors.Is(err, ErrHandlerTimeout) {
 		rt.m.timeouts.Inc() // the Timeout middleware's deadline
+	}
+	if err != nil && d.acked.Load() {
+		rt.m.errors.Inc() // acknowledged or dead-lettered by the handler itself: nothing to retry
+		return
 	}
 	if errors.Is(err, errDuplicate) {
 		rt.m.duplicates.Inc()

@@ -24,6 +24,12 @@ const deadLetterSuffix = ":dlq"
 // idemInfix separates a sink's list key from an idempotency key.
 const idemInfix = ":idem:"
 
+// Suffixes of a topic's delayed-delivery keys (see DelayedKeys).
+const (
+	delayedSuffix     = ":delayed"      // sorted set: scheduled message id -> due time (ms)
+	delayedMsgsSuffix = ":delayed:msgs" // hash: scheduled message id -> encoded entry fields
+)
+
 // hashTag returns the hash tag Redis uses for key, and whether key has one: the text between
 // the first '{' and the first '}' after it, when that text is non-empty.
 func hashTag(key string) (string, bool) {
@@ -76,6 +82,16 @@ func StreamName(cfg Config, topic string) (string, error) {
 // hash to the same cluster slot.
 func DeadLetterStreamName(stream string) string {
 	return slotPrefix(stream) + deadLetterSuffix
+}
+
+// DelayedKeys returns the keys holding the scheduled messages of stream (a key returned by
+// StreamName): a sorted set of message ids scored by due time in milliseconds since the Unix
+// epoch ("{orders}:delayed" for "orders") and a hash of their encoded entries
+// ("{orders}:delayed:msgs"). Both share stream's hash slot, so one script moves due messages
+// into the stream on Redis Cluster too.
+func DelayedKeys(stream string) (schedule, messages string) {
+	p := slotPrefix(stream)
+	return p + delayedSuffix, p + delayedMsgsSuffix
 }
 
 // idemKey returns the key recording idempotency key id of the sink writing to list.

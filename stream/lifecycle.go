@@ -95,8 +95,12 @@ type HandlerStats struct {
 	LastRead time.Time
 	// InFlight is the number of Handle calls running.
 	InFlight int
-	// Queued is the number of entries read or claimed that wait for a free handler.
+	// Queued is the number of entries read or claimed that wait for a free handler, the
+	// KeyWaiting ones included.
 	Queued int
+	// KeyWaiting is the number of entries waiting behind an earlier entry of their key
+	// (Handler.OrderedByKey; 0 otherwise).
+	KeyWaiting int
 	// RetriesScheduled is the number of this consumer's failed entries waiting for their
 	// backoff to end.
 	RetriesScheduled int
@@ -110,6 +114,10 @@ type HandlerStats struct {
 	LagExact bool
 	// DeadLetters is the number of entries in the topic's dead-letter stream.
 	DeadLetters int64
+	// Scheduled is the number of the topic's delayed messages waiting for their due time,
+	// as this handler's mover last saw it (every Delay.PollInterval at most); -1 when
+	// unknown (no successful move yet, or Delay.Disabled).
+	Scheduled int64
 	// RefreshedAt is when Pending, Lag and DeadLetters were read.
 	RefreshedAt time.Time
 }
@@ -125,7 +133,7 @@ func (c *Consumer) Stats() Stats {
 	c.mu.Unlock()
 	for _, h := range hs {
 		h.mu.Lock()
-		held, retries := len(h.held), h.retries.len()
+		held, retries, parked := len(h.held), h.retries.len(), h.parked
 		h.mu.Unlock()
 		running := int(h.running.Load())
 		hst := HandlerStats{
@@ -134,10 +142,12 @@ func (c *Consumer) Stats() Stats {
 			InFlight:         running,
 			Queued:           max(held-running, 0),
 			RetriesScheduled: retries,
+			KeyWaiting:       parked,
 			Pending:          h.pendingN.Load(),
 			Lag:              h.lagN.Load(),
 			LagExact:         h.lagExact.Load(),
 			DeadLetters:      h.dlqN.Load(),
+			Scheduled:        h.delayedN.Load(),
 		}
 		if ns := h.lastRead.Load(); ns != 0 {
 			hst.LastRead = time.Unix(0, ns)

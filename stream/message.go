@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/redstream-go/redstream"
 )
 
 // The wire contract: every entry a producer writes has these fields, in this order (then its
@@ -67,7 +69,8 @@ var ErrUndecodable = errors.New("stream: undecodable entry")
 // consumer takes Source from the body's "source" member.
 type Message[T any] struct {
 	// Key is the business key. Empty on send means a new unique, time-ordered 64-bit id
-	// (see NextKey), in decimal.
+	// (Snowflake layout: 41 bits of milliseconds since 2010-11-04, 10 bits of per-process
+	// node, 12 bits of sequence), in decimal.
 	Key string
 	// Tag is a routing or filtering tag. Optional.
 	Tag string
@@ -125,12 +128,56 @@ func (m *Message[T]) Ack(ctx context.Context) error {
 	return m.d.ack(ctx)
 }
 
+// DeadLetter moves the message to its topic's dead-letter stream now, with reason as the
+// dead letter's Error, and acknowledges it there, in one atomic step (as the consumer does
+// after the last failed delivery): use it for a message the handler knows no retry will fix
+// when returning Permanent(err) does not fit (a message handed to another goroutine with
+// DeferAck, say). OnFailure is not called. After it the message counts as acknowledged: the
+// handler's return changes nothing, and Ack does nothing. It returns an error for a message
+// not delivered by a Consumer, one already acknowledged or dead-lettered (wrapping
+// redstream.ErrNotFound when it is no longer pending in the group), or a Redis failure (the
+// entry then stays pending). A ctx without deadline gets one of 10 s.
+func (m *Message[T]) DeadLetter(ctx context.Context, reason string) error {
+	if m.d == nil {
+		return errors.New("stream: DeadLetter: the message was not delivered by a Consumer")
+	}
+	return m.d.deadLetter(ctx, reason)
+}
+
 // delivery is the link from a delivered message back to its handler, for acknowledgement.
 type delivery struct {
 	h        *handlerRT
 	id       string
+	fields   []string // the entry's fields
+	bodyErr  error    // the body's decoding error (lenient handlers only)
 	deferred atomic.Bool
 	acked    atomic.Bool
+}
+
+func (d *delivery) deadLetter(ctx context.Context, reason string) error {
+	if d.acked.Swap(true) {
+		return fmt.Errorf("stream: dead-letter %s: already acknowledged or dead-lettered", d.id)
+	}
+	h := d.h
+	res, err := moveToDeadLetter(ctx, h.c.client, deadLetterMove{
+		Stream: h.stream, DLQ: h.dlq, Group: h.group, ID: d.id, Reason: reason,
+		MaxLen: h.c.cfg.DeadLetter.MaxLen, MaxAgeMs: h.c.cfg.DeadLetter.MaxAge.Milliseconds(),
+	})
+	if err != nil {
+		d.acked.Store(false)
+		return err
+	}
+	h.m.dlqTrimmed.Add(int(res.Trimmed))
+	switch res.Status {
+	case 1:
+		h.m.deadLettered.Inc()
+		h.m.acked.Inc()
+		return nil
+	case -1:
+		h.trimmedWhilePending([]string{d.id})
+		return fmt.Errorf("stream: dead-letter %s: deleted from the stream while pending (acknowledged): %w", d.id, redstream.ErrNotFound)
+	}
+	return fmt.Errorf("stream: dead-letter %s: not pending in group %q: %w", d.id, h.group, redstream.ErrNotFound)
 }
 
 func (d *delivery) ack(ctx context.Context) error {
@@ -378,6 +425,14 @@ var sourceMember = []byte(`"source"`)
 // decodeInto fills m's envelope and body from e. raw is the decoded JSON body (nil when even
 // that failed); the error wraps ErrUndecodable.
 func decodeInto[T any](m *Message[T], e entry) (raw []byte, err error) {
+	m.Key, _ = e.get(FieldKey)
+	m.Tag, _ = e.get(FieldTag)
+	m.Headers = decodeHeaders(e.fields)
+	if ts, ok := e.get(FieldTS); ok {
+		if ms, err := strconv.ParseInt(ts, 10, 64); err == nil {
+			m.SendTime = time.UnixMilli(ms)
+		}
+	}
 	enc, _ := e.get(FieldEnc)
 	body, _ := e.get(FieldBody)
 	raw, err = DecodeBody(enc, body)
@@ -386,14 +441,6 @@ func decodeInto[T any](m *Message[T], e entry) (raw []byte, err error) {
 	}
 	if err := json.Unmarshal(raw, &m.Body); err != nil {
 		return raw, fmt.Errorf("%w: body: %v", ErrUndecodable, err)
-	}
-	m.Key, _ = e.get(FieldKey)
-	m.Tag, _ = e.get(FieldTag)
-	m.Headers = decodeHeaders(e.fields)
-	if ts, ok := e.get(FieldTS); ok {
-		if ms, err := strconv.ParseInt(ts, 10, 64); err == nil {
-			m.SendTime = time.UnixMilli(ms)
-		}
 	}
 	if bytes.Contains(raw, sourceMember) && !reservedOf(reflect.TypeFor[T]()).source {
 		var s struct {
@@ -424,10 +471,10 @@ func init() {
 	keyState.node = int64((h*0x9E3779B97F4A7C15)>>54) & 1023
 }
 
-// NextKey returns a new message key: a unique, time-ordered 64-bit id (Snowflake layout: 41
+// nextKey returns a new message key: a unique, time-ordered 64-bit id (Snowflake layout: 41
 // bits of milliseconds since 2010-11-04, 10 bits of per-process node, 12 bits of sequence).
 // It is safe for concurrent use.
-func NextKey() int64 {
+func nextKey() int64 {
 	keyState.mu.Lock()
 	defer keyState.mu.Unlock()
 	now := time.Now().UnixMilli() - keyEpoch

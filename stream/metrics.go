@@ -36,13 +36,20 @@ const (
 	MetricDeadLetterTrimmed = "redis_streaming_dlq_trimmed_total"              // dead letters dropped by DeadLetterConfig bounds
 	MetricReplaySuccess     = metrics.DLQReplaySuccessTotal                    // dead letters replayed
 	MetricReplayFailure     = "redis_streaming_dlq_replay_failure_total"       // replays that failed
+	// Delayed delivery (WithDelay, WithDeliverAt), label topic.
+	MetricScheduled      = "redis_streaming_mq_scheduled_total"       // messages scheduled by Send
+	MetricDelayedMoved   = "redis_streaming_mq_delayed_moved_total"   // scheduled messages moved into the stream when due
+	MetricDelayedInvalid = "redis_streaming_mq_delayed_invalid_total" // scheduled messages found undecodable (dead-lettered) or without entry
+	MetricDelayed        = "redis_streaming_mq_delayed"               // gauge: scheduled messages waiting for their due time
+	// Handler.DeleteOnAck, labels topic and group.
+	MetricDeletedOnAck = "redis_streaming_mq_deleted_on_ack_total" // acknowledged entries deleted from the stream
 )
 
 // Values of the op label of redis_streaming_mq_background_errors_total.
 const (
 	opRead, opAck, opScan, opRetry, opLease = "read", "ack", "scan", "retry", "lease"
 	opDeadLetter, opGauges, opHousekeeping  = "dead_letter", "gauges", "housekeeping"
-	opGroup                                 = "group"
+	opGroup, opDelay                        = "group", "delay"
 )
 
 // handlerMetrics are one handler's (topic, group) metrics, created once.
@@ -50,7 +57,7 @@ type handlerMetrics struct {
 	set                                                     *metrics.Set
 	topic, group                                            string
 	consumed, acked, filtered, errors, retried, redelivered *metrics.Counter
-	duplicates                                              *metrics.Counter
+	duplicates, deletedOnAck                                *metrics.Counter
 	deadLettered, poison, trimmedPending, dlqTrimmed        *metrics.Counter
 	timeouts, leaseLost, consumersRemoved                   *metrics.Counter
 	duration                                                handlerHistogram
@@ -74,6 +81,7 @@ func newHandlerMetrics(set *metrics.Set, topic, group string) *handlerMetrics {
 		acked:            c(MetricAcked),
 		filtered:         c(MetricFiltered),
 		duplicates:       c(MetricDuplicates),
+		deletedOnAck:     c(MetricDeletedOnAck),
 		errors:           c(MetricHandlerErrors),
 		timeouts:         c(MetricHandlerTimeouts),
 		retried:          c(MetricRetried),

@@ -35,18 +35,24 @@ type Producer struct {
 type Outgoing struct {
 	// Topic is the topic (before env isolation).
 	Topic string
-	// Key and Tag are the message's envelope, Key already filled in (NextKey) when empty.
+	// Key and Tag are the message's envelope, Key already filled in (a new unique key) when
+	// empty.
 	Key, Tag string
 	// Headers are the headers to write; never nil, so middleware can add to it.
 	Headers map[string]string
 	// Body is the message body (the Message's Body field).
 	Body any
 
-	env  envelope
-	opts sendOptions
-	t    *producerTopic
-	next SendFunc // set by SendBatch: where the innermost SendFunc hands the message
+	env        envelope
+	opts       sendOptions
+	t          *producerTopic
+	next       SendFunc // set by SendBatch: where the innermost SendFunc hands the message
+	scheduleID string   // the id of a delayed message, once built
 }
+
+// Delayed reports whether the message is sent with WithDelay or WithDeliverAt: it is
+// scheduled, and the id the send returns is its schedule id (see Producer.Send).
+func (o *Outgoing) Delayed() bool { return o.opts.delayed }
 
 // SendFunc writes one message and returns its entry id: the shape producer middleware
 // wraps. The innermost SendFunc validates the headers, encodes the entry and runs XADD.
@@ -72,8 +78,9 @@ func (p *Producer) Use(mw ...SendMiddleware) {
 }
 
 type producerTopic struct {
-	stream   string
-	produced *metrics.Counter
+	stream    string
+	produced  *metrics.Counter
+	scheduled *metrics.Counter
 }
 
 // NewProducer returns a producer. It validates cfg (only EnvIsolation, Env and Metrics
@@ -92,8 +99,12 @@ func NewProducer(client rueidis.Client, cfg Config) (*Producer, error) {
 type SendOption func(*sendOptions)
 
 type sendOptions struct {
-	gzip   bool
-	maxLen int64
+	gzip     bool
+	maxLen   int64
+	delayed  bool          // WithDelay or WithDeliverAt
+	delay    time.Duration // WithDelay
+	at       time.Time     // WithDeliverAt
+	delayErr error         // a delay out of range
 }
 
 // WithGzip sends the body compressed: enc=gzip, body=base64(gzip(JSON)).
@@ -105,12 +116,15 @@ func WithGzip() SendOption { return func(o *sendOptions) { o.gzip = true } }
 // between trims. n <= 0 means no trimming.
 func WithMaxLen(n int64) SendOption { return func(o *sendOptions) { o.maxLen = n } }
 
-// Send writes msg to topic and returns the new entry's id. An empty msg.Key becomes NextKey
-// in decimal; a zero msg.SendTime becomes now. It returns an error wrapping
-// redstream.ErrInvalidConfig for a nil message or a bad topic name, one wrapping
-// ErrInvalidHeader for headers ValidateHeaders rejects (checked after the middleware added
-// by Use), and an error for a body that cannot be encoded as JSON or a Redis failure. A ctx without deadline gets one of
-// DefaultCallTimeout.
+// Send writes msg to topic and returns the new entry's id. An empty msg.Key becomes a new
+// unique, time-ordered 64-bit key in decimal; a zero msg.SendTime becomes now. With
+// WithDelay or WithDeliverAt the message is scheduled instead, and Send returns its
+// schedule id (24 hex digits, not a stream entry id: the entry gets its id when the message
+// is moved into the stream), which CancelScheduled takes. It returns an error wrapping
+// redstream.ErrInvalidConfig for a nil message, a bad topic name or a delay out of range,
+// one wrapping ErrInvalidHeader for headers ValidateHeaders rejects (checked after the
+// middleware added by Use), and an error for a body that cannot be encoded as JSON or a
+// Redis failure. A ctx without deadline gets one of DefaultCallTimeout.
 func (p *Producer) Send(ctx context.Context, topic string, msg Sendable, opts ...SendOption) (string, error) {
 	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
 	defer cancel()
@@ -121,6 +135,9 @@ func (p *Producer) Send(ctx context.Context, topic string, msg Sendable, opts ..
 	var o sendOptions
 	for _, f := range opts {
 		f(&o)
+	}
+	if o.delayErr != nil {
+		return "", o.delayErr
 	}
 	f := p.send.Load()
 	out, err := p.outgoing(topic, t, msg, o, f != nil)
@@ -144,7 +161,7 @@ func (p *Producer) outgoing(topic string, t *producerTopic, msg Sendable, o send
 	}
 	env := msg.envelope()
 	if env.key == "" {
-		env.key = strconv.FormatInt(NextKey(), 10)
+		env.key = strconv.FormatInt(nextKey(), 10)
 	}
 	if env.sendTime.IsZero() {
 		env.sendTime = time.Now()
@@ -166,27 +183,44 @@ func (p *Producer) write(ctx context.Context, out *Outgoing) (string, error) {
 	return p.writeDirect(ctx, out)
 }
 
-// writeDirect encodes out and runs XADD.
+// writeDirect encodes out and runs XADD (or schedules it, delay_add.lua).
 func (p *Producer) writeDirect(ctx context.Context, out *Outgoing) (string, error) {
+	if out.opts.delayed && out.t != nil {
+		fields, err := p.fields(out)
+		if err != nil {
+			return "", err
+		}
+		return p.writeDelayed(ctx, out, fields)
+	}
 	cmd, err := p.build(out)
 	if err != nil {
 		return "", err
 	}
-	return p.result(out.t, p.client.Do(ctx, cmd))
+	return p.result(out, p.client.Do(ctx, cmd))
 }
 
-// build encodes out into its XADD command.
-func (p *Producer) build(out *Outgoing) (rueidis.Completed, error) {
-	env, o, t := out.env, out.opts, out.t
-	if t == nil {
-		return rueidis.Completed{}, errInvalid("Send: an Outgoing not made by the producer")
+// fields encodes out's entry fields.
+func (p *Producer) fields(out *Outgoing) ([]string, error) {
+	if out.t == nil {
+		return nil, errInvalid("Send: an Outgoing not made by the producer")
 	}
 	if out.Key == "" {
-		out.Key = strconv.FormatInt(NextKey(), 10)
+		out.Key = strconv.FormatInt(nextKey(), 10)
 	}
-	fields, err := encodeEntry(out.Key, out.Tag, env.source, env.sendTime, env.body, env.typ, o.gzip, out.Headers)
+	env := out.env
+	return encodeEntry(out.Key, out.Tag, env.source, env.sendTime, env.body, env.typ, out.opts.gzip, out.Headers)
+}
+
+// build encodes out into its XADD command (or, for a delayed message, its delay_add.lua
+// call).
+func (p *Producer) build(out *Outgoing) (rueidis.Completed, error) {
+	fields, err := p.fields(out)
 	if err != nil {
 		return rueidis.Completed{}, err
+	}
+	o, t := out.opts, out.t
+	if o.delayed {
+		return p.buildDelayed(out, fields), nil
 	}
 	cl := p.client
 	if o.maxLen > 0 {
@@ -203,8 +237,12 @@ func (p *Producer) build(out *Outgoing) (rueidis.Completed, error) {
 	return fv.Build(), nil
 }
 
-// result reads an XADD reply.
-func (p *Producer) result(t *producerTopic, r rueidis.RedisResult) (string, error) {
+// result reads the reply of out's command (build).
+func (p *Producer) result(out *Outgoing, r rueidis.RedisResult) (string, error) {
+	if out.opts.delayed {
+		return p.delayedResult(out, r)
+	}
+	t := out.t
 	id, err := r.ToString()
 	if err != nil {
 		return "", fmt.Errorf("stream: send to %q: %w", t.stream, err)
@@ -221,7 +259,9 @@ func (p *Producer) topic(topic string) (*producerTopic, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &producerTopic{stream: s, produced: p.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricProduced, "topic", topic))}
+	t := &producerTopic{stream: s,
+		produced:  p.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricProduced, "topic", topic)),
+		scheduled: p.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricScheduled, "topic", topic))}
 	v, _ := p.topics.LoadOrStore(topic, t)
 	return v.(*producerTopic), nil
 }

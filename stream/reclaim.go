@@ -82,7 +82,7 @@ const retryBatch = 256
 // when there was no free slot at all.
 func (h *handlerRT) redeliverDue(now time.Time) bool {
 	c := h.c
-	n := h.reserve(retryBatch)
+	n := h.reserveRetry(retryBatch)
 	if n == 0 {
 		return false
 	}
@@ -141,11 +141,11 @@ func (h *handlerRT) redeliverDue(now time.Time) bool {
 	h.mu.Lock()
 	for _, id := range append(gone, deleted...) {
 		settled[id] = true
-		h.retries.remove(id)
+		h.settleRetry(id)
 	}
 	for _, id := range ids {
 		if !settled[id] {
-			h.retries.remove(id) // not in the reply (cannot happen): leave it to the scan
+			h.settleRetry(id) // not in the reply (cannot happen): leave it to the scan
 		}
 	}
 	h.mu.Unlock()

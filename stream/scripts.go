@@ -56,3 +56,24 @@ var (
 	reapScript      = rueidis.NewLuaScript(reapLua)
 	lagScript       = rueidis.NewLuaScript(lagLua)
 )
+
+// Scripts of delayed delivery (delay.go).
+var (
+	//go:embed scripts/delay_add.lua
+	delayAddLua string
+	//go:embed scripts/delay_move.lua
+	delayMoveLua string
+	//go:embed scripts/delay_cancel.lua
+	delayCancelLua string
+
+	delayAddScript    = rueidis.NewLuaScript(delayAddLua)
+	delayMoveScript   = rueidis.NewLuaScript(delayMoveLua)
+	delayCancelScript = rueidis.NewLuaScript(delayCancelLua)
+)
+
+// Script of Handler.DeleteOnAck.
+var (
+	//go:embed scripts/ack_delete.lua
+	ackDeleteLua    string
+	ackDeleteScript = rueidis.NewLuaScript(ackDeleteLua)
+)

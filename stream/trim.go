@@ -36,10 +36,14 @@ func NewTrimmer(client rueidis.Client, cfg Config) (*Trimmer, error) {
 }
 
 // Trim trims topic's stream once and returns the number of entries removed:
-//   - TrimSafe: towards Trim.MaxLen, never removing an entry some group has not received and
-//     acknowledged (XTRIM MAXLEN = n ACKED on Redis 8.2+, else trim_safe.lua's MINID);
-//   - TrimMaxLen: XTRIM MAXLEN = n, the seed's exact trimming, consumed or not;
+//   - TrimSafe: towards Trim.MaxLen, and of the entries older than Trim.MaxAge when set,
+//     never removing an entry some group has not received and acknowledged (XTRIM MAXLEN =
+//     n ACKED and XTRIM MINID = id ACKED on Redis 8.2+, else trim_safe.lua's MINID);
+//   - TrimMaxLen: XTRIM MAXLEN = n, the seed's exact trimming, consumed or not (and XTRIM
+//     MINID = id for Trim.MaxAge);
 //   - TrimOff: nothing.
+//
+// Ages are measured by the Redis server's clock against the time in entry ids.
 //
 // A ctx without deadline gets one of 30 s (trimming a long stream takes several calls).
 func (t *Trimmer) Trim(ctx context.Context, topic string) (int64, error) {
@@ -68,12 +72,34 @@ func (t *Trimmer) trim(ctx context.Context, stream string) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("stream: trim %q: %w", stream, err)
 		}
+		if t.cfg.Trim.MaxAge > 0 {
+			minID, err := t.ageID(ctx)
+			if err != nil {
+				return n, fmt.Errorf("stream: trim %q: %w", stream, err)
+			}
+			m, err := cl.Do(ctx, cl.B().Xtrim().Key(stream).Minid().Exact().Threshold(minID).Build()).AsInt64()
+			if err != nil {
+				return n, fmt.Errorf("stream: trim %q: %w", stream, err)
+			}
+			n += m
+		}
 		return n, nil
 	}
 	if t.hasAcked(ctx) {
 		n, err := cl.Do(ctx, cl.B().Xtrim().Key(stream).Maxlen().Exact().Threshold(maxlen).Acked().Build()).AsInt64()
 		if err == nil {
 			t.acked.Store(1)
+			if t.cfg.Trim.MaxAge > 0 {
+				minID, err := t.ageID(ctx)
+				if err != nil {
+					return n, fmt.Errorf("stream: trim %q: %w", stream, err)
+				}
+				m, err := cl.Do(ctx, cl.B().Xtrim().Key(stream).Minid().Exact().Threshold(minID).Acked().Build()).AsInt64()
+				if err != nil {
+					return n, fmt.Errorf("stream: trim %q: %w", stream, err)
+				}
+				n += m
+			}
 			return n, nil
 		}
 		if !strings.Contains(strings.ToLower(err.Error()), "syntax") {
@@ -83,7 +109,8 @@ func (t *Trimmer) trim(ctx context.Context, stream string) (int64, error) {
 	}
 	var total int64
 	for {
-		res, err := trimSafeScript.Exec(ctx, cl, []string{stream}, []string{maxlen, strconv.Itoa(trimChunk)}).ToArray()
+		res, err := trimSafeScript.Exec(ctx, cl, []string{stream},
+			[]string{maxlen, strconv.Itoa(trimChunk), strconv.FormatInt(t.cfg.Trim.MaxAge.Milliseconds(), 10)}).ToArray()
 		if err != nil {
 			return total, fmt.Errorf("stream: trim %q: %w", stream, err)
 		}
@@ -97,6 +124,26 @@ func (t *Trimmer) trim(ctx context.Context, stream string) (int64, error) {
 			return total, nil
 		}
 	}
+}
+
+// ageID returns the stream id below which entries are older than Trim.MaxAge, by the
+// server's clock (TIME).
+func (t *Trimmer) ageID(ctx context.Context) (string, error) {
+	cl := t.client
+	tm, err := cl.Do(ctx, cl.B().Time().Build()).AsStrSlice()
+	if err != nil {
+		return "", fmt.Errorf("read the server time: %w", err)
+	}
+	if len(tm) != 2 {
+		return "", fmt.Errorf("read the server time: bad reply %q", tm)
+	}
+	sec, err1 := strconv.ParseInt(tm[0], 10, 64)
+	usec, err2 := strconv.ParseInt(tm[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return "", fmt.Errorf("read the server time: bad reply %q", tm)
+	}
+	ms := sec*1000 + usec/1000 - t.cfg.Trim.MaxAge.Milliseconds()
+	return strconv.FormatInt(max(ms, 0), 10) + "-0", nil
 }
 
 // hasAcked reports whether XTRIM ... ACKED (Redis 8.2+) is to be tried: until a server has

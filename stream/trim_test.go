@@ -329,3 +329,83 @@ func TestMaxLenTrimReportsPending(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "nothing pending", func() bool { return pending(t, client, topic, "g") == 0 })
 }
+
+// TestTrimMaxAge: Trim.MaxAge removes entries older than the bound (by their ids and the
+// server clock); safe mode still keeps what the group has not acknowledged; maxlen mode
+// removes them all: through trim_safe.lua before Redis 8.2, XTRIM ... ACKED from 8.2 on.
+func TestTrimMaxAge(t *testing.T) {
+	client := redistest.Client(t)
+	ctx := context.Background()
+	old := time.Now().Add(-2 * time.Hour).UnixMilli()
+	for _, tc := range []struct {
+		name          string
+		mode          stream.TrimMode
+		read, acked   int64
+		wantRemoved   int64
+		wantOldestAge bool // the oldest kept entry is an old one
+	}{
+		{"safe, all acknowledged", stream.TrimSafe, 110, 110, 100, false},
+		{"safe, 40 of 100 old acknowledged", stream.TrimSafe, 50, 40, 40, true},
+		{"maxlen mode ignores groups", stream.TrimMaxLen, 50, 40, 100, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topic := newTopic(t)
+			for i := range 100 { // 2 h old
+				id := fmt.Sprintf("%d-%d", old, i)
+				if err := client.Do(ctx, client.B().Xadd().Key(topic).Id(id).FieldValue().FieldValue("body", "old").Build()).Error(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			xadd(t, client, topic, 10) // new
+			if err := client.Do(ctx, client.B().XgroupCreate().Key(topic).Group("g").Id("0").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			ids := readGroup(t, client, topic, "g", tc.read)
+			if err := client.Do(ctx, client.B().Xack().Key(topic).Group("g").Id(ids[:tc.acked]...).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+			cfg := fastConfig()
+			cfg.Trim = stream.TrimConfig{MaxLen: 1000, MaxAge: time.Hour, Mode: tc.mode}
+			tr, err := stream.NewTrimmer(client, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := tr.Trim(ctx, topic)
+			if err != nil || n != tc.wantRemoved {
+				t.Fatalf("Trim = %d, %v; want %d removed", n, err, tc.wantRemoved)
+			}
+			if got := xlen(t, client, topic); got != 110-tc.wantRemoved {
+				t.Errorf("%d entries left, want %d", got, 110-tc.wantRemoved)
+			}
+			first, err := client.Do(ctx, client.B().Xrange().Key(topic).Start("-").End("+").Count(1).Build()).AsXRange()
+			if err != nil || len(first) != 1 {
+				t.Fatal(err)
+			}
+			if isOld := strings.HasPrefix(first[0].ID, fmt.Sprint(old)+"-"); isOld != tc.wantOldestAge {
+				t.Errorf("oldest kept entry %s: old = %v, want %v", first[0].ID, isOld, tc.wantOldestAge)
+			}
+		})
+	}
+	t.Run("12000 old entries, in chunks", func(t *testing.T) {
+		topic := newTopic(t)
+		cmds := make(rueidis.Commands, 0, 12000)
+		for i := range 12000 {
+			cmds = append(cmds, client.B().Xadd().Key(topic).Id(fmt.Sprintf("%d-%d", old, i)).FieldValue().FieldValue("body", "old").Build())
+		}
+		for _, r := range client.DoMulti(ctx, cmds...) {
+			if err := r.Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		xadd(t, client, topic, 3)
+		cfg := fastConfig()
+		cfg.Trim = stream.TrimConfig{MaxAge: time.Hour}
+		tr, _ := stream.NewTrimmer(client, cfg)
+		if n, err := tr.Trim(ctx, topic); err != nil || n != 12000 {
+			t.Fatalf("Trim = %d, %v; want 12000 (a stream without groups, over 3 chunks)", n, err)
+		}
+	})
+	if err := (stream.Config{Trim: stream.TrimConfig{MaxAge: -time.Second}}).Validate(); err == nil || !strings.Contains(err.Error(), "trim.max-age-ms") {
+		t.Errorf("negative trim.max-age-ms: Validate = %v", err)
+	}
+}

@@ -153,12 +153,12 @@ func TestEnvelopeSplice(t *testing.T) {
 	}
 }
 
-func TestNextKey(t *testing.T) {
+func TestNextKeyOrder(t *testing.T) {
 	const n = 20000
 	seen := make(map[int64]bool, n)
 	prev := int64(0)
 	for i := 0; i < n; i++ {
-		k := NextKey()
+		k := nextKey()
 		if k <= prev || seen[k] {
 			t.Fatalf("key %d after %d: not increasing or repeated", k, prev)
 		}

@@ -6,6 +6,10 @@
 // "redis", messaging.destination.name, messaging.operation.name and .type,
 // messaging.message.id, messaging.consumer.group.name).
 //
+// [RegisterMetrics] exports the stream metrics (counters, gauges, latency histograms'
+// count and sum) through an OpenTelemetry meter as well, read from the same
+// VictoriaMetrics sets the Prometheus exposition serves.
+//
 // It is its own Go module, so that the core module does not depend on the OpenTelemetry
 // SDK.
 //
@@ -19,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -35,12 +40,13 @@ const System = "redis"
 // DeliveryCountKey is the attribute holding a delivery's count (1 on the first delivery).
 const DeliveryCountKey = attribute.Key("redstream.delivery_count")
 
-// Option configures SendMiddleware and Middleware.
+// Option configures SendMiddleware, Middleware and RegisterMetrics.
 type Option func(*config)
 
 type config struct {
 	tp    trace.TracerProvider
 	props propagation.TextMapPropagator
+	mp    metric.MeterProvider // RegisterMetrics
 }
 
 // WithTracerProvider sets the tracer provider. Default: otel.GetTracerProvider() when the

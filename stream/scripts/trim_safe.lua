@@ -1,14 +1,17 @@
--- trim_safe.lua: trim a stream towards a length without removing any entry that a consumer
--- group has not yet received and acknowledged (for servers without XTRIM ... ACKED).
+-- trim_safe.lua: trim a stream towards a length, and of entries older than a maximum age,
+-- without removing any entry that a consumer group has not yet received and acknowledged
+-- (for servers without XTRIM ... ACKED).
 --
--- The entries to keep are the newest ARGV[1], and every entry at or after the safe boundary:
--- the lowest, over all groups, of the group's last-delivered id and its oldest pending
--- entry. The script removes at most ARGV[2] entries per call, so that one call never blocks
--- the server for long; the caller repeats while the reply says there is more.
+-- The entries to keep are the newest ARGV[1], those younger than ARGV[3] ms by the server's
+-- clock (the time in their ids), and every entry at or after the safe boundary: the lowest,
+-- over all groups, of the group's last-delivered id and its oldest pending entry. The script
+-- removes at most ARGV[2] entries per call, so that one call never blocks the server for
+-- long; the caller repeats while the reply says there is more.
 --
 -- KEYS[1]  the stream
 -- ARGV[1]  entries to keep (maxlen)
 -- ARGV[2]  most entries removed by this call
+-- ARGV[3]  most age of entries in ms ("0" or absent: no age bound)
 --
 -- Reply: {removed, more, threshold}
 --   removed    entries removed (XTRIM MINID threshold)
@@ -27,18 +30,41 @@ local function idlt(a, b)
   return as < bs
 end
 
+local maxage = tonumber(ARGV[3] or '0')
 if redis.call('EXISTS', stream) == 0 then
   return {0, 0, ''}
 end
 local len = redis.call('XLEN', stream)
-if len <= maxlen then
+if len <= maxlen and maxage <= 0 then
   return {0, 0, ''}
 end
-local excess = len - maxlen
-local n = math.min(excess, chunk)
--- The (n+1)-th oldest entry is the first one kept by a plain trim of n entries.
-local r = redis.call('XRANGE', stream, '-', '+', 'COUNT', string.format('%d', n + 1))
-local cut = r[#r][1]
+-- r[k] is the k-th oldest entry: r[n + 1] is the first one kept by a plain trim of n entries.
+local r = redis.call('XRANGE', stream, '-', '+', 'COUNT', string.format('%d', chunk + 1))
+local cut = nil
+local more = 0
+if len > maxlen then
+  local n = math.min(len - maxlen, chunk)
+  cut = r[n + 1][1]
+  if len - maxlen > chunk then
+    more = 1
+  end
+end
+if maxage > 0 then
+  local t = redis.call('TIME')
+  local usec = tonumber(t[2])
+  local now = tonumber(t[1]) * 1000 + (usec - math.fmod(usec, 1000)) / 1000
+  local acut = string.format('%d-0', math.max(now - maxage, 0))
+  if #r > chunk and idlt(r[chunk + 1][1], acut) then
+    acut = r[chunk + 1][1]
+    more = 1
+  end
+  if cut == nil or idlt(cut, acut) then
+    cut = acut
+  end
+end
+if cut == nil then
+  return {0, 0, ''}
+end
 
 local safe = nil
 local groups = redis.call('XINFO', 'GROUPS', stream)
@@ -67,11 +93,9 @@ for _, g in ipairs(groups) do
 end
 
 local threshold = cut
-local more = 0
 if safe ~= nil and idlt(safe, cut) then
   threshold = safe
-elseif excess > n then
-  more = 1
+  more = 0
 end
 local removed = redis.call('XTRIM', stream, 'MINID', '=', threshold)
 if removed == 0 then

@@ -1,0 +1,335 @@
+package stream
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/redstream-go/redstream/metrics"
+)
+
+// Delayed and scheduled delivery.
+//
+// A message sent with WithDelay or WithDeliverAt is not written to the topic's stream at
+// once: delay_add.lua puts its id in the topic's schedule, a sorted set scored by due time
+// (ms), and its encoded entry in a companion hash, both in the stream's hash slot (see
+// DelayedKeys). Every running handler of the topic runs a mover: delay_move.lua, called at
+// each due time and at least every Delay.PollInterval, XADDs the due entries to the stream
+// and deletes them from the schedule in the same script, so a message is scheduled or in the
+// stream, never both and never neither, on a single server and on Redis Cluster. Both
+// structures are ordinary keys: they persist like the stream (AOF, RDB) and need no process
+// to stay alive; a message whose due time passes while no consumer runs is moved by the
+// first mover that starts.
+
+// MaxDelay is the longest delay WithDelay accepts, and how far ahead of now WithDeliverAt
+// may schedule a message.
+const MaxDelay = 10 * 365 * 24 * time.Hour
+
+// DefaultDelayPollInterval is the default Config.Delay.PollInterval: the longest time a
+// newly scheduled message may wait, past its due time, before a mover notices it.
+const DefaultDelayPollInterval = 100 * time.Millisecond
+
+// delayBatch is the most due messages one delay_move.lua call moves.
+const delayBatch = 256
+
+// WithDelay delays the message: it is written to the topic's stream d after the Send (by the
+// Redis server's clock), to within Config.Delay.PollInterval of that time (100 ms by
+// default, typically a few ms for delays longer than the poll interval). d <= 0 means no
+// delay; d above MaxDelay makes Send fail. A delayed message reaches the stream only while
+// some Consumer of the topic runs (its handlers move due messages); until then it waits,
+// and it survives restarts of the producer, the consumers and (with persistence) Redis.
+// WithMaxLen does not apply to delayed messages. The last of WithDelay and WithDeliverAt
+// given wins.
+func WithDelay(d time.Duration) SendOption {
+	return func(o *sendOptions) {
+		o.at = time.Time{}
+		o.delay = d
+		o.delayed = d > 0
+		o.delayErr = nil
+		if d > MaxDelay {
+			o.delayErr = errInvalid("WithDelay(%v): at most MaxDelay (%v)", d, MaxDelay)
+		}
+	}
+}
+
+// WithDeliverAt schedules the message for time at (compared with the Redis server's clock,
+// to the millisecond): it is written to the topic's stream then, as with WithDelay. A zero
+// at means no schedule; a time in the past means as soon as a mover runs; a time more than
+// MaxDelay ahead makes Send fail.
+func WithDeliverAt(at time.Time) SendOption {
+	return func(o *sendOptions) {
+		o.delay = 0
+		o.at = at
+		o.delayed = !at.IsZero()
+		o.delayErr = nil
+		if time.Until(at) > MaxDelay {
+			o.delayErr = errInvalid("WithDeliverAt(%v): more than MaxDelay (%v) ahead", at, MaxDelay)
+		}
+	}
+}
+
+// delayArgs returns the mode and time arguments of delay_add.lua.
+func (o sendOptions) delayArgs() (mode, ms string) {
+	if !o.at.IsZero() {
+		return "abs", strconv.FormatInt(max(o.at.UnixMilli(), 0), 10)
+	}
+	return "rel", strconv.FormatInt(max(o.delay.Milliseconds(), 1), 10)
+}
+
+// encodeFields encodes entry fields for the schedule's hash: for each name and value,
+// "<byte length>:<bytes>" (delay_move.lua decodes it).
+func encodeFields(fields []string) string {
+	n := 0
+	for _, f := range fields {
+		n += len(f) + 8
+	}
+	b := make([]byte, 0, n)
+	for _, f := range fields {
+		b = strconv.AppendInt(b, int64(len(f)), 10)
+		b = append(b, ':')
+		b = append(b, f...)
+	}
+	return string(b)
+}
+
+// decodeFields is encodeFields' inverse (the Lua decoder's Go twin, for tests and tools).
+func decodeFields(s string) ([]string, error) {
+	var out []string
+	for pos := 0; pos < len(s); {
+		colon := -1
+		for i := pos; i < len(s) && i-pos <= 12; i++ {
+			if s[i] == ':' {
+				colon = i
+				break
+			}
+		}
+		if colon <= pos {
+			return nil, fmt.Errorf("stream: scheduled entry: no length at byte %d", pos)
+		}
+		digits := s[pos:colon]
+		n, err := strconv.Atoi(digits)
+		if err != nil || strings.Trim(digits, "0123456789") != "" || colon+1+n > len(s) {
+			return nil, fmt.Errorf("stream: scheduled entry: bad length %q at byte %d", s[pos:colon], pos)
+		}
+		out = append(out, s[colon+1:colon+1+n])
+		pos = colon + 1 + n
+	}
+	if len(out) == 0 || len(out)%2 != 0 {
+		return nil, fmt.Errorf("stream: scheduled entry: %d strings, want a non-zero even number", len(out))
+	}
+	return out, nil
+}
+
+// scheduleID returns a new scheduled-message id: 16 hex digits of a time-ordered key, then 8
+// random ones, so ids sort in scheduling order within one process and never collide across
+// processes.
+func scheduleID() string {
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	b := make([]byte, 0, 24)
+	b = fmt.Appendf(b, "%016x", uint64(nextKey()))
+	return string(hex.AppendEncode(b, r[:]))
+}
+
+// delayAddCompact is delay_add.lua without its comment lines: the text SendBatch sends with
+// each EVAL (a third of the file).
+var delayAddCompact = compactLua(delayAddLua)
+
+// compactLua drops the comment-only and blank lines of a script.
+func compactLua(src string) string {
+	var b strings.Builder
+	for line := range strings.Lines(src) {
+		if t := strings.TrimSpace(line); t == "" || strings.HasPrefix(t, "--") {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+// buildDelayed encodes out into its delay_add.lua call (EVAL with the script text, without
+// comments: the command can go into a DoMulti, where EVALSHA's fallback cannot).
+func (p *Producer) buildDelayed(out *Outgoing, fields []string) rueidis.Completed {
+	sched, msgs := DelayedKeys(out.t.stream)
+	mode, ms := out.opts.delayArgs()
+	out.scheduleID = scheduleID()
+	return p.client.B().Eval().Script(delayAddCompact).Numkeys(2).Key(sched, msgs).
+		Arg(out.scheduleID, mode, ms, encodeFields(fields)).Build()
+}
+
+// writeDelayed schedules out (delay_add.lua through EVALSHA) and returns its schedule id.
+func (p *Producer) writeDelayed(ctx context.Context, out *Outgoing, fields []string) (string, error) {
+	sched, msgs := DelayedKeys(out.t.stream)
+	mode, ms := out.opts.delayArgs()
+	out.scheduleID = scheduleID()
+	r := delayAddScript.Exec(ctx, p.client, []string{sched, msgs}, []string{out.scheduleID, mode, ms, encodeFields(fields)})
+	return p.delayedResult(out, r)
+}
+
+// delayedResult reads a delay_add.lua reply.
+func (p *Producer) delayedResult(out *Outgoing, r rueidis.RedisResult) (string, error) {
+	if err := r.Error(); err != nil {
+		return "", fmt.Errorf("stream: schedule a message for %q: %w", out.t.stream, err)
+	}
+	out.t.scheduled.Inc()
+	return out.scheduleID, nil
+}
+
+// CancelScheduled cancels a message sent to topic with WithDelay or WithDeliverAt, given
+// the id Send returned for it. It reports true when the message was still scheduled and is
+// now cancelled, false when it was not (already moved into the stream, cancelled before, or
+// an unknown id). A ctx without deadline gets one of DefaultCallTimeout.
+func (p *Producer) CancelScheduled(ctx context.Context, topic, id string) (bool, error) {
+	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
+	defer cancel()
+	t, err := p.topic(topic)
+	if err != nil {
+		return false, err
+	}
+	sched, msgs := DelayedKeys(t.stream)
+	n, err := delayCancelScript.Exec(ctx, p.client, []string{sched, msgs}, []string{id}).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("stream: cancel scheduled message %s of %q: %w", id, t.stream, err)
+	}
+	return n == 1, nil
+}
+
+// Scheduled returns the number of messages of topic waiting for their due time. A ctx
+// without deadline gets one of DefaultCallTimeout.
+func (p *Producer) Scheduled(ctx context.Context, topic string) (int64, error) {
+	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
+	defer cancel()
+	t, err := p.topic(topic)
+	if err != nil {
+		return 0, err
+	}
+	sched, _ := DelayedKeys(t.stream)
+	n, err := p.client.Do(ctx, p.client.B().Zcard().Key(sched).Build()).AsInt64()
+	if err != nil {
+		return 0, fmt.Errorf("stream: count scheduled messages of %q: %w", t.stream, err)
+	}
+	return n, nil
+}
+
+// MoveDue moves topic's due scheduled messages into its stream now, as a consumer's mover
+// does, and returns how many it moved: for processes that schedule messages but run no
+// consumer of the topic (a cron job, say), or to catch up at once after an outage. It
+// repeats the move script (256 messages per call) while more are due. A ctx without
+// deadline gets one of DefaultCallTimeout; a ctx that ends returns the count so far with
+// the error.
+func (p *Producer) MoveDue(ctx context.Context, topic string) (int64, error) {
+	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
+	defer cancel()
+	t, err := p.topic(topic)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for {
+		r, err := moveDue(ctx, p.client, t.stream)
+		if err != nil {
+			return total, err
+		}
+		total += r.moved
+		if r.wait != 0 || r.moved == 0 {
+			return total, nil
+		}
+	}
+}
+
+// moveResult is one delay_move.lua reply.
+type moveResult struct {
+	moved, left, invalid, missing int64
+	wait                          time.Duration // until the next due message; < 0: none
+}
+
+// moveDue runs delay_move.lua once for stream.
+func moveDue(ctx context.Context, client rueidis.Client, stream string) (moveResult, error) {
+	sched, msgs := DelayedKeys(stream)
+	res, err := delayMoveScript.Exec(ctx, client, []string{sched, msgs, stream, DeadLetterStreamName(stream)},
+		[]string{strconv.Itoa(delayBatch), strconv.Itoa(inlineLimit)}).ToArray()
+	if err == nil && len(res) != 5 {
+		err = fmt.Errorf("unexpected reply of %d elements", len(res))
+	}
+	if err != nil {
+		return moveResult{}, fmt.Errorf("stream: move due scheduled messages into %q: %w", stream, err)
+	}
+	var r moveResult
+	var wait int64
+	r.moved, _ = res[0].AsInt64()
+	wait, _ = res[1].AsInt64()
+	r.left, _ = res[2].AsInt64()
+	r.invalid, _ = res[3].AsInt64()
+	r.missing, _ = res[4].AsInt64()
+	r.wait = time.Duration(wait) * time.Millisecond
+	return r, nil
+}
+
+// delayMetrics are the mover's metrics of one topic.
+type delayMetrics struct {
+	moved, invalid *metrics.Counter
+	waiting        gauge
+}
+
+func newDelayMetrics(set *metrics.Set, topic string) delayMetrics {
+	return delayMetrics{
+		moved:   set.GetOrCreateCounter(metrics.Name(MetricDelayedMoved, "topic", topic)),
+		invalid: set.GetOrCreateCounter(metrics.Name(MetricDelayedInvalid, "topic", topic)),
+		waiting: set.GetOrCreateGauge(metrics.Name(MetricDelayed, "topic", topic), nil),
+	}
+}
+
+// mover moves h's topic's due scheduled messages into its stream until h stops reading: at
+// each due time the last call reported, and at least every Delay.PollInterval. A failing
+// call is counted, logged once per change of state, and tried again with backoff (50 ms
+// doubling to 5 s), never in a tight loop. Every call has the consumer's I/O deadline.
+func (h *handlerRT) mover() {
+	c := h.c
+	poll := c.cfg.Delay.PollInterval
+	dm := newDelayMetrics(c.cfg.Metrics, h.topic)
+	failures := 0
+	for {
+		ctx, cancel := c.ioContext(h.runCtx)
+		r, err := moveDue(ctx, c.client, h.stream)
+		cancel()
+		if h.runCtx.Err() != nil {
+			return
+		}
+		if err != nil {
+			failures++
+			h.m.backgroundError(opDelay)
+			h.delayState.fail(h.log, "stream: moving due scheduled messages fails; they wait", err)
+			c.report(err)
+			if !h.sleep(connBackoff(failures)) {
+				return
+			}
+			continue
+		}
+		failures = 0
+		h.delayState.ok(h.log, "stream: moving due scheduled messages works again")
+		dm.moved.Add(int(r.moved))
+		dm.waiting.Set(float64(r.left))
+		h.delayedN.Store(r.left)
+		if r.invalid > 0 || r.missing > 0 {
+			dm.invalid.Add(int(r.invalid + r.missing))
+			h.log.Warn("stream: undecodable scheduled messages moved to the dead-letter stream, or ids without a message dropped",
+				"undecodable", r.invalid, "missing", r.missing)
+		}
+		wait := poll
+		if r.wait >= 0 && r.wait < wait {
+			wait = r.wait
+		}
+		if wait <= 0 && r.moved == 0 {
+			wait = time.Millisecond // never spin, whatever the server replies
+		}
+		if wait > 0 && !h.sleep(wait) {
+			return
+		}
+	}
+}

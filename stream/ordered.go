@@ -1,0 +1,115 @@
+package stream
+
+import "slices"
+
+// Per-key order (Handler.OrderedByKey).
+//
+// Each key with entries in hand has a line: its head is the one entry of that key being
+// handled or waiting for its retry, and the others wait behind it in stream (id) order,
+// held and leased like every entry in hand but not taking a handler slot. When the head is
+// acknowledged, dead-lettered or left pending by a shutdown, the next entry of the line
+// goes to the workers; when it fails with a retry it stays the head until its redelivery
+// succeeds or it is dead-lettered. Everything here is guarded by handlerRT.mu.
+
+// keyLine is the line of one key.
+type keyLine struct {
+	head    string // id of the entry being handled or waiting for its retry
+	waiting []job  // the key's other entries in hand, in id order
+}
+
+// minParkLimit is the floor of the most entries an ordered handler holds behind busy keys
+// (16 × its capacity, at least this) before its reads and scans pause.
+const minParkLimit = 1024
+
+// parkLimit is how many entries may wait behind their key's head before reads and scans
+// take no more.
+func (h *handlerRT) parkLimit() int { return max(16*h.capacity, minParkLimit) }
+
+// admit decides whether j may run now (its key has no head, or j is the head coming back
+// for its retry); otherwise it parks j behind its key's head. h.mu is held.
+func (h *handlerRT) admit(j job) bool {
+	k, _ := j.e.get(FieldKey)
+	l := h.lines[k]
+	if l == nil {
+		h.lines[k] = &keyLine{head: j.e.id}
+		h.lineOf[j.e.id] = k
+		return true
+	}
+	if l.head == j.e.id {
+		return true
+	}
+	i, _ := slices.BinarySearchFunc(l.waiting, j.e.id, func(w job, id string) int { return compareIDs(w.e.id, id) })
+	l.waiting = slices.Insert(l.waiting, i, j)
+	h.lineOf[j.e.id] = k
+	h.parked++
+	return false
+}
+
+// advance is called when entry id leaves the handler's hands for good (acknowledged,
+// dead-lettered, given up, left pending by a shutdown): if it headed its key's line, the
+// next entry of the line becomes the head and is returned to be queued for a worker. A
+// parked entry leaving (which only a lost lease can cause) just leaves its line. h.mu is
+// held.
+func (h *handlerRT) advance(id string) (job, bool) {
+	k, ok := h.lineOf[id]
+	if !ok {
+		return job{}, false
+	}
+	delete(h.lineOf, id)
+	l := h.lines[k]
+	if l == nil {
+		return job{}, false
+	}
+	if l.head != id {
+		if i := slices.IndexFunc(l.waiting, func(w job) bool { return w.e.id == id }); i >= 0 {
+			l.waiting = slices.Delete(l.waiting, i, i+1)
+			h.parked--
+		}
+		return job{}, false
+	}
+	if len(l.waiting) == 0 {
+		delete(h.lines, k)
+		return job{}, false
+	}
+	next := l.waiting[0]
+	l.waiting = slices.Delete(l.waiting, 0, 1)
+	l.head = next.e.id
+	h.parked--
+	return next, true
+}
+
+// compareIDs orders two stream entry ids ("ms-seq") numerically.
+func compareIDs(a, b string) int {
+	am, as := splitID(a)
+	bm, bs := splitID(b)
+	if c := compareDigits(am, bm); c != 0 {
+		return c
+	}
+	return compareDigits(as, bs)
+}
+
+func splitID(id string) (ms, seq string) {
+	for i := 0; i < len(id); i++ {
+		if id[i] == '-' {
+			return id[:i], id[i+1:]
+		}
+	}
+	return id, ""
+}
+
+// compareDigits compares two decimal numbers without leading zeros.
+func compareDigits(a, b string) int {
+	if len(a) != len(b) {
+		if len(a) < len(b) {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

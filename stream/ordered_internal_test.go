@@ -1,0 +1,93 @@
+package stream
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	vm "github.com/VictoriaMetrics/metrics"
+)
+
+func newOrderedRT(capacity int) *handlerRT {
+	return &handlerRT{
+		ordered: true, capacity: capacity, concurrency: 1,
+		held: map[string]struct{}{}, lines: map[string]*keyLine{}, lineOf: map[string]string{},
+		retries: newRetryQueue(), work: make(chan job, capacity),
+		wake: make(chan struct{}, 1), wakeScan: make(chan struct{}, 1), scanNow: make(chan struct{}, 1),
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), m: newHandlerMetrics(vm.NewSet(), "t", "g"),
+	}
+}
+
+func keyed(id, key string) job {
+	return job{e: entry{id: id, fields: []string{FieldKey, key}}, deliveries: 1}
+}
+
+// take returns the next queued job's id, or "" when none is queued.
+func take(h *handlerRT) string {
+	select {
+	case j := <-h.work:
+		return j.e.id
+	default:
+		return ""
+	}
+}
+
+// TestOrderedLines drives the per-key lines directly: parking behind a head, the head's
+// retry coming back to it, release moving the line on in id order, and a line that moves on
+// while work is full (its head's retry gone to another consumer) waiting without blocking.
+func TestOrderedLines(t *testing.T) {
+	h := newOrderedRT(1)
+	dispatch := func(j job) {
+		if n := h.reserveRetry(1); n != 1 {
+			t.Fatalf("no slot for %s", j.e.id)
+		}
+		h.dispatch(j)
+	}
+	dispatch(keyed("1-0", "a"))
+	if got := take(h); got != "1-0" {
+		t.Fatalf("first entry of a: queued %q", got)
+	}
+	h.scheduleRetry("1-0", 1, time.Hour) // a's head fails: a is blocked
+	dispatch(keyed("3-0", "a"))
+	dispatch(keyed("2-0", "a")) // claimed late: parked before 3-0
+	if got := take(h); got != "" || h.parked != 2 {
+		t.Fatalf("entries behind a failed head: queued %q, %d parked; want none queued, 2 parked", got, h.parked)
+	}
+	dispatch(keyed("4-0", "b")) // another key runs, and fills work
+	if free := h.reserve(1); free != 0 {
+		t.Fatalf("reserve with work full = %d", free)
+	}
+	h.mu.Lock()
+	h.settleRetry("1-0") // a's head went to another consumer: a moves on, work is full
+	h.mu.Unlock()
+	if len(h.ready) != 1 || h.ready[0].e.id != "2-0" {
+		t.Fatalf("ready = %v, want 2-0 waiting", h.ready)
+	}
+	if got := take(h); got != "4-0" {
+		t.Fatalf("queued %q, want b's 4-0", got)
+	}
+	h.release("4-0")
+	if got := take(h); got != "2-0" {
+		t.Fatalf("after a release, queued %q, want a's next, 2-0", got)
+	}
+	h.release("2-0")
+	if got := take(h); got != "3-0" {
+		t.Fatalf("queued %q, want 3-0", got)
+	}
+	h.release("3-0")
+	if len(h.lines) != 0 || len(h.lineOf) != 0 || h.parked != 0 || len(h.held) != 0 {
+		t.Errorf("after the lines drained: %d lines, %d ids, %d parked, %d held; want none", len(h.lines), len(h.lineOf), h.parked, len(h.held))
+	}
+}
+
+func TestCompareIDs(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{{"1-0", "2-0", -1}, {"10-0", "9-0", 1}, {"5-10", "5-9", 1}, {"5-1", "5-1", 0}, {"1700000000000-0", "999999999999-5", 1}} {
+		if got := compareIDs(c.a, c.b); got != c.want {
+			t.Errorf("compareIDs(%s, %s) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
