@@ -22,6 +22,7 @@ import (
 	"github.com/redstream-go/redstream/internal/redistest"
 	"github.com/redstream-go/redstream/memory"
 	"github.com/redstream-go/redstream/metrics"
+	"github.com/redstream-go/redstream/redisbackend"
 	"github.com/redstream-go/redstream/reliability"
 	"github.com/redstream-go/redstream/stream"
 )
@@ -296,6 +297,20 @@ func exposition(t *testing.T) map[string]map[string]bool {
 	}
 	for i := 0; i < 2; i++ {
 		if _, err := named.Allow(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The Redis engine: admitted, denied by Redis, then denied locally (local denials).
+	rl, err := redisbackend.NewLimiter(client, redstream.FixedWindow(time.Minute, 1), redisbackend.Options{KeyPrefix: "dash-rl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rnamed, err := metrics.Named("dash-redis", rl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := rnamed.Allow(ctx, "k"); err != nil {
 			t.Fatal(err)
 		}
 	}
