@@ -94,10 +94,23 @@ const (
 	RateLimitAllowedTotal = "redis_streaming_rl_allowed_total"
 	// RateLimitDeniedTotal counts denied decisions of a named limiter.
 	RateLimitDeniedTotal = "redis_streaming_rl_denied_total"
-	// RateLimitErrorsTotal counts calls of a named limiter that returned an error (backend
-	// failure under fail-closed, or bad input). It is new in redstream: the Java system had
-	// no such counter.
+	// RateLimitErrorsTotal counts calls of a named limiter whose backend failed, whatever
+	// its failure policy answered (an error under fail-closed, an admission under
+	// fail-open, the fallback's decision), and calls that returned an error for bad input.
+	// It is new in redstream: the Java system had no such counter.
 	RateLimitErrorsTotal = "redis_streaming_rl_errors_total"
+)
+
+// Metric names of degraded rate limiting (a backend failing, a circuit breaker open).
+// Each carries a name="..." label, the limiter's name.
+const (
+	// RateLimitFallbackTotal counts decisions a failure policy answered (fail-open or the
+	// fallback limiter) because the backend failed, with a reason="..." label:
+	// timeout, error, breaker_open or canceled (redstream.FailureReason).
+	RateLimitFallbackTotal = "redis_streaming_rl_fallback_total"
+	// RateLimitBreakerState is the state of the circuit breaker of a named limiter's
+	// engine: 0 closed (healthy), 1 half-open (probing), 2 open (failing fast).
+	RateLimitBreakerState = "redis_streaming_rl_breaker_state"
 )
 
 // Metric names of package reliability. Each carries a name="..." label (the processor's name)

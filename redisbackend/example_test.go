@@ -8,7 +8,6 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
-	"github.com/redstream-go/redstream/memory"
 	"github.com/redstream-go/redstream/redisbackend"
 )
 
@@ -125,20 +124,19 @@ func ExampleLimiter_AllowBatch() {
 	// true true false true
 }
 
-func ExampleOptions_failurePolicy() {
+// Example_failurePolicy wraps a Redis limiter in redstream.WithFailurePolicy: while Redis
+// fails, an in-process limiter of the same spec decides (a nil fallback asks the Redis
+// limiter for one, NewLocal).
+func Example_failurePolicy() {
 	client, stop := embedded()
 	ctx := context.Background()
 	spec := redstream.TokenBucket(2, 1)
 
-	// When Redis fails, decide in process with a memory limiter of the same spec.
-	fallback, err := memory.NewLimiter(spec, memory.Options{})
+	redis, err := redisbackend.NewLimiter(client, spec, redisbackend.Options{})
 	if err != nil {
 		panic(err)
 	}
-	limiter, err := redisbackend.NewLimiter(client, spec, redisbackend.Options{
-		FailurePolicy: redstream.FailFallback,
-		Fallback:      fallback,
-	})
+	limiter, err := redstream.WithFailurePolicy(redis, redstream.FailFallback, nil)
 	if err != nil {
 		panic(err)
 	}
