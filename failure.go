@@ -79,8 +79,31 @@ func IsBadInput(err error) bool {
 		errors.Is(err, ErrCostTooLarge) || errors.Is(err, ErrInvalidTime) || errors.Is(err, ErrInvalidConfig) {
 		return true
 	}
-	var b interface{ BadInput() bool }
-	return errors.As(err, &b) && b.BadInput()
+	return badInput(err)
+}
+
+// badInput reports whether err or an error it wraps has a BadInput method returning true.
+// It walks the chain itself: errors.As would allocate its target on every failure.
+func badInput(err error) bool {
+	for err != nil {
+		if b, ok := err.(interface{ BadInput() bool }); ok && b.BadInput() {
+			return true
+		}
+		switch x := err.(type) {
+		case interface{ Unwrap() error }:
+			err = x.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range x.Unwrap() {
+				if badInput(e) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // FailureReason says why a backend call failed, as the label of a fallback metric.
