@@ -3,6 +3,8 @@ package redisbackend_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -196,4 +198,53 @@ func ExampleBloomDeduplicator() {
 	// k=5, 7.3 bits per element
 	// [false false true]
 	// 2 2
+}
+
+// ExampleConnect starts a service while Redis is down: the limiter answers from its
+// in-process fallback until the Connector has made its client, then from Redis.
+func ExampleConnect() {
+	l, err := net.Listen("tcp", "127.0.0.1:0") // an address where no Redis runs yet
+	if err != nil {
+		panic(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+
+	conn, err := redisbackend.Connect(func(context.Context) (rueidis.Client, error) {
+		return rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	}, redisbackend.ConnectOptions{MinBackoff: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer conn.Close() // closes the client it made
+	redis, err := conn.NewLimiter(redstream.FixedWindow(time.Hour, 5), redisbackend.Options{})
+	if err != nil {
+		panic(err)
+	}
+	limiter, err := redstream.WithFailurePolicy(redis, redstream.FailFallback, nil)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	d, err := limiter.Allow(ctx, "user:1")
+	fmt.Println("before Redis:", d.Allowed, err, d.Remaining)
+
+	m := miniredis.NewMiniRedis() // Redis starts
+	if err := m.StartAddr(addr); err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := conn.Wait(wctx); err != nil {
+		panic(err)
+	}
+	for i := 0; i < 2; i++ {
+		d, err = limiter.Allow(ctx, "user:1")
+		fmt.Println("in Redis:", d.Allowed, err, d.Remaining)
+	}
+	// Output:
+	// before Redis: true <nil> 4
+	// in Redis: true <nil> 4
+	// in Redis: true <nil> 3
 }
