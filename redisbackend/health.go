@@ -110,34 +110,58 @@ func newGuard(timeout time.Duration, b BreakerOptions, log *slog.Logger, compone
 	return g, nil
 }
 
+// minCallerBudget is the least time a caller's own deadline must have left a Redis call
+// for its expiry to count as a failure of Redis: ten times a healthy call with its network
+// round trip. A caller whose deadline was nearly spent says nothing about Redis.
+const minCallerBudget = 10 * time.Millisecond
+
+// call is one Redis call under a guard: the breaker's ticket and the time the call had.
+type call struct {
+	t      health.Ticket
+	budget time.Duration
+}
+
 // begin asks the breaker for a call and bounds ctx by the timeout. On an open breaker it
 // returns an error wrapping redstream.ErrCircuitOpen and the caller must not call Redis.
-func (g *guard) begin(ctx context.Context) (context.Context, context.CancelFunc, health.Ticket, error) {
+func (g *guard) begin(ctx context.Context) (context.Context, context.CancelFunc, call, error) {
 	return g.beginN(ctx, 1)
 }
 
 // beginN is begin for a call that decides as much as k calls: its deadline is k timeouts.
-func (g *guard) beginN(ctx context.Context, k int) (context.Context, context.CancelFunc, health.Ticket, error) {
-	var t health.Ticket
+func (g *guard) beginN(ctx context.Context, k int) (context.Context, context.CancelFunc, call, error) {
+	var c call
 	if g.br != nil {
 		var err error
-		if t, err = g.br.Allow(); err != nil {
-			return nil, nil, t, err
+		if c.t, err = g.br.Allow(); err != nil {
+			return nil, nil, c, err
 		}
 	}
-	cctx, cancel := health.WithTimeout(ctx, g.timeout*time.Duration(max(k, 1)))
-	return cctx, cancel, t, nil
+	d := g.timeout * time.Duration(max(k, 1))
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); d <= 0 || left <= d {
+			c.budget = left // the caller's deadline bounds the call
+		}
+	}
+	cctx, cancel := health.WithTimeout(ctx, d)
+	return cctx, cancel, c, nil
 }
 
 // end reports a call's outcome (err is the Redis result's error) to the breaker and
-// returns err, naming the timeout when it fired. ctx is the caller's context.
-func (g *guard) end(ctx context.Context, t health.Ticket, err error) error {
+// returns err, naming the timeout when it fired. ctx is the caller's context. A call the
+// caller cancelled is not a failure; one that outlived the caller's own deadline is, if
+// that deadline left it at least minCallerBudget (a hung server is found by callers whose
+// deadlines are shorter than the timeout too).
+func (g *guard) end(ctx context.Context, c call, err error) error {
 	if g.br != nil {
 		var herr error
 		if isBackendFailure(err) {
 			herr = err
 		}
-		g.br.Done(ctx, t, herr)
+		judge := ctx
+		if herr != nil && c.budget >= minCallerBudget && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			judge = context.Background()
+		}
+		g.br.Done(judge, c.t, herr)
 	}
 	if err != nil && g.timeout > 0 && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w (no answer within the timeout, %v per decision)", err, g.timeout)

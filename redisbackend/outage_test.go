@@ -393,3 +393,40 @@ func TestFailureCountsWhateverTheStacking(t *testing.T) {
 		})
 	}
 }
+
+// TestHungServerShortCallerDeadline: callers whose own deadline (50 ms) is shorter than
+// the timeout still open the breaker on a hung server; callers that cancel do not.
+func TestHungServerShortCallerDeadline(t *testing.T) {
+	srv := redistest.NewServer(t)
+	client := redistest.NewClient(t, srv.Addr)
+	eng := mustLimiter(t, client, redstream.TokenBucket(10, 10), Options{Timeout: DefaultTimeout, Logger: slog.New(slog.DiscardHandler)})
+	if _, err := eng.Allow(context.Background(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	hang(t, client)
+	for i := 0; i < 5; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+		// rueidis ends a call at its context's deadline, not at a bare cancellation: the
+		// call returns at the 100 ms timeout, and the caller's context is cancelled.
+		start := time.Now()
+		_, err := eng.Allow(ctx, "k")
+		if took := time.Since(start); err == nil || took > 150*time.Millisecond || ctx.Err() == nil {
+			t.Fatalf("cancelled call %d: %v after %v", i, err, took)
+		}
+	}
+	if eng.BreakerState() != redstream.BreakerClosed {
+		t.Fatalf("callers cancelling opened the breaker")
+	}
+	for i := 0; i < 3; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		_, err := eng.Allow(ctx, "k")
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("call %d: %v, want the caller's deadline", i, err)
+		}
+	}
+	if eng.BreakerState() != redstream.BreakerOpen {
+		t.Fatalf("breaker %v after 3 calls that outlived a 50 ms caller deadline, want open", eng.BreakerState())
+	}
+}
