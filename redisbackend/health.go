@@ -31,7 +31,9 @@ const DefaultTimeout = 100 * time.Millisecond
 // read (connection refused, reset), or got an error reply of a server that cannot serve
 // (LOADING, BUSY, READONLY, OOM, CLUSTERDOWN, ...). A script's runtime error on one key
 // proves the server alive and is not a failure; neither is a call whose caller cancelled
-// its own context (or whose caller's deadline came first).
+// its own context. A call that outlived the caller's own deadline is a failure when that
+// deadline left it at least 10 ms, so that callers with deadlines shorter than the timeout
+// open the breaker on a hung server too.
 type BreakerOptions struct {
 	// Disabled turns the breaker off: every call reaches Redis and, against a hung
 	// server, waits for its Timeout.
