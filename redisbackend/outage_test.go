@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -229,7 +230,18 @@ func TestHungServerDedup(t *testing.T) {
 func TestKilledAndRestartedServer(t *testing.T) {
 	srv := redistest.NewServer(t)
 	client := redistest.NewClient(t, srv.Addr)
-	eng := mustLimiter(t, client, redstream.FixedWindow(time.Hour, 1000), Options{Timeout: DefaultTimeout, Logger: slog.New(slog.DiscardHandler), KeyPrefix: uniq("killed")})
+	var mu sync.Mutex
+	var changes []string
+	var failures int
+	eng := mustLimiter(t, client, redstream.FixedWindow(time.Hour, 1000), Options{Timeout: DefaultTimeout, Logger: slog.New(slog.DiscardHandler), KeyPrefix: uniq("killed"),
+		Breaker: BreakerOptions{
+			OnStateChange: func(c BreakerChange) {
+				mu.Lock()
+				changes = append(changes, c.From.String()+">"+c.To.String())
+				mu.Unlock()
+			},
+			OnFailure: func(error) { mu.Lock(); failures++; mu.Unlock() },
+		}})
 	name := uniq("killed")
 	named, err := metrics.Named(name, withPolicy(t, eng, redstream.FailOpen, nil))
 	if err != nil {
@@ -284,6 +296,14 @@ func TestKilledAndRestartedServer(t *testing.T) {
 	}
 	if err != nil || d.Remaining < 990 || eng.BreakerState() != redstream.BreakerClosed {
 		t.Fatalf("after the restart: %+v, %v, breaker %v; want a decision of the restarted server", d, err, eng.BreakerState())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(changes, " "); !strings.HasPrefix(got, "closed>open open>half-open") || !strings.HasSuffix(got, "half-open>closed") {
+		t.Errorf("OnStateChange saw %q, want closed>open, probes, then half-open>closed", got)
+	}
+	if failures < 3 {
+		t.Errorf("OnFailure called %d times, want at least the 3 that opened the breaker", failures)
 	}
 }
 
