@@ -84,8 +84,9 @@ type Options struct {
 
 // Limiter is a rate limiter whose state lives in Redis: one Spec, or several limits on one
 // key (NewMultiLimiter). Each decision runs one Lua script, atomically, in one round trip.
-// A Limiter is safe for concurrent use; it holds no state of its own besides its
-// configuration, so any number of processes may share the same keys.
+// A Limiter is safe for concurrent use; besides its configuration it holds only the state of
+// its circuit breaker (the rate-limit state is all in Redis), so any number of processes may
+// share the same keys.
 type Limiter struct {
 	link
 	specs  []redstream.Spec
