@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redstream-go/redstream"
@@ -82,33 +80,19 @@ type breakerReporter interface {
 	BreakerState() redstream.BreakerState
 }
 
-// breakerGauges holds, per limiter name, the engine the breaker gauge reads.
-var breakerGauges sync.Map // name -> *atomic.Pointer[breakerSource]
-
-type breakerSource struct{ r breakerReporter }
-
 // registerBreaker exports the breaker state of the engine under l, if it has one, as
 // redis_streaming_rl_breaker_state{name}.
 func registerBreaker(name string, l redstream.Limiter) {
-	var r breakerReporter
-	for u := l; u != nil && r == nil; {
-		r, _ = u.(breakerReporter)
+	for u := l; u != nil; {
+		if r, ok := u.(breakerReporter); ok {
+			RegisterBreaker(RateLimit, RateLimitBreakerState, name, r.BreakerState)
+			return
+		}
 		w, ok := u.(interface{ Unwrap() redstream.Limiter })
 		if !ok {
-			break
+			return
 		}
 		u = w.Unwrap()
-	}
-	if r == nil {
-		return
-	}
-	v, loaded := breakerGauges.LoadOrStore(name, new(atomic.Pointer[breakerSource]))
-	p := v.(*atomic.Pointer[breakerSource])
-	p.Store(&breakerSource{r: r})
-	if !loaded {
-		RateLimit.GetOrCreateGauge(Name(RateLimitBreakerState, "name", name), func() float64 {
-			return float64(p.Load().r.BreakerState())
-		})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/metrics"
 )
 
 // DedupOptions configures a deduplicator. The zero value is valid.
@@ -28,7 +29,9 @@ type DedupOptions struct {
 	// it is open, calls return an error wrapping redstream.ErrCircuitOpen at once.
 	Breaker BreakerOptions
 	// Logger receives one Warn when the breaker opens and one Info when it closes again
-	// (default slog.Default()).
+	// (default slog.Default()). Failures are also counted in
+	// redis_streaming_dedup_failures_total{name,reason}, and the breaker's state exported as
+	// redis_streaming_dedup_breaker_state{name} (package metrics, set metrics.Dedup).
 	Logger *slog.Logger
 }
 
@@ -57,6 +60,7 @@ type dedupBase struct {
 	name   string
 	prefix string
 	g      guard
+	fails  *failureCounters
 }
 
 func newDedupBase(client rueidis.Client, name, kind string, opts DedupOptions) (dedupBase, error) {
@@ -95,7 +99,10 @@ func newDedupBaseOf(name, kind string, opts DedupOptions) (dedupBase, error) {
 	if err != nil {
 		return dedupBase{}, err
 	}
-	return dedupBase{name: name, prefix: prefix, g: g}, nil
+	if g.br != nil {
+		metrics.RegisterBreaker(metrics.Dedup, metrics.DedupBreakerState, name, g.br.State)
+	}
+	return dedupBase{name: name, prefix: prefix, g: g, fails: newFailureCounters(name)}, nil
 }
 
 // do runs one Redis call of the deduplicator, bounded by its timeout and guarded by its
@@ -103,15 +110,47 @@ func newDedupBaseOf(name, kind string, opts DedupOptions) (dedupBase, error) {
 func (b *dedupBase) do(ctx context.Context, f func(ctx context.Context, c rueidis.Client, cp *caps) error) error {
 	c, cp, err := b.get()
 	if err != nil {
+		b.fails.count(err)
 		return err
 	}
 	cctx, cancel, t, err := b.g.begin(ctx)
 	if err != nil {
+		b.fails.count(err)
 		return err
 	}
 	err = f(cctx, c, cp)
 	cancel()
-	return b.g.end(ctx, t, err)
+	err = b.g.end(ctx, t, err)
+	if isBackendFailure(err) {
+		b.fails.count(err)
+	}
+	return err
+}
+
+// failureCounters are redis_streaming_dedup_failures_total{name, reason}, one per reason.
+type failureCounters struct {
+	timeout, err, open, canceled *metrics.Counter
+}
+
+func newFailureCounters(name string) *failureCounters {
+	c := func(r redstream.FailureReason) *metrics.Counter {
+		return metrics.Dedup.GetOrCreateCounter(metrics.Name(metrics.DedupFailuresTotal, "name", name, "reason", string(r)))
+	}
+	return &failureCounters{c(redstream.ReasonTimeout), c(redstream.ReasonError), c(redstream.ReasonBreakerOpen), c(redstream.ReasonCanceled)}
+}
+
+// count counts a failed call by its reason.
+func (f *failureCounters) count(err error) {
+	switch redstream.ReasonOf(err) {
+	case redstream.ReasonTimeout:
+		f.timeout.Inc()
+	case redstream.ReasonBreakerOpen:
+		f.open.Inc()
+	case redstream.ReasonCanceled:
+		f.canceled.Inc()
+	default:
+		f.err.Inc()
+	}
 }
 
 // BreakerState returns the state of the deduplicator's circuit breaker (BreakerClosed

@@ -44,5 +44,7 @@
 // change of its breaker, never per request: a Warn when it opens (with the last error) and
 // an Info when it closes again. metrics.Named counts failures in
 // redis_streaming_rl_errors_total and redis_streaming_rl_fallback_total{reason}, and
-// exports the breaker's state as redis_streaming_rl_breaker_state.
+// exports the breaker's state as redis_streaming_rl_breaker_state; deduplicators count
+// their failures in redis_streaming_dedup_failures_total{name,reason} and export
+// redis_streaming_dedup_breaker_state{name} themselves.
 package redisbackend

@@ -183,8 +183,10 @@ func TestHungServerDedup(t *testing.T) {
 	client := redistest.NewClient(t, srv.Addr)
 	opts := DedupOptions{Timeout: DefaultTimeout, Logger: slog.New(slog.DiscardHandler)}
 	dedups := map[string]redstream.Deduplicator{}
+	names := map[string]string{}
 	for _, s := range []redstream.DedupStrategy{redstream.DedupSet, redstream.DedupBloom, redstream.DedupWindowed} {
-		d, err := NewDeduplicator(client, uniq("hung-dedup"), redstream.DedupSpec{Strategy: s, Insertions: 1000}, opts)
+		names[string(s)] = uniq("hung-dedup")
+		d, err := NewDeduplicator(client, names[string(s)], redstream.DedupSpec{Strategy: s, Insertions: 1000}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,6 +221,15 @@ func TestHungServerDedup(t *testing.T) {
 			}
 			if _, err := d.IsDuplicate(ctx, "x"); !errors.Is(err, redstream.ErrCircuitOpen) {
 				t.Errorf("IsDuplicate: %v, want ErrCircuitOpen", err)
+			}
+			name := names[name]
+			for reason, want := range map[string]float64{"timeout": 3, "breaker_open": 8, "error": 0} {
+				if got := exposition(t, series(metrics.DedupFailuresTotal, name, "reason", reason)); got != want {
+					t.Errorf("dedup_failures_total{reason=%q} = %v, want %v", reason, got, want)
+				}
+			}
+			if got := exposition(t, series(metrics.DedupBreakerState, name)); got != 2 {
+				t.Errorf("dedup_breaker_state = %v, want 2", got)
 			}
 		})
 	}
