@@ -39,7 +39,9 @@ type BreakerOptions struct {
 	// server, waits for its Timeout.
 	Disabled bool
 	// Failures is the number of consecutive failures that opens the breaker (default
-	// 3); negative disables this rule.
+	// 3); negative disables this rule. The breaker is the engine's, not a cluster node's:
+	// on a cluster one failing master can open it for every key; -1 there leaves the
+	// error-rate rule to judge.
 	Failures int
 	// ErrorRate, in (0, 1], opens the breaker when that fraction of the calls of the last
 	// Window failed, once MinCalls calls were made (default 0.5); negative disables this
