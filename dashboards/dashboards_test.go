@@ -22,6 +22,7 @@ import (
 	"github.com/redstream-go/redstream/internal/redistest"
 	"github.com/redstream-go/redstream/memory"
 	"github.com/redstream-go/redstream/metrics"
+	"github.com/redstream-go/redstream/redisbackend"
 	"github.com/redstream-go/redstream/reliability"
 	"github.com/redstream-go/redstream/stream"
 )
@@ -298,6 +299,14 @@ func exposition(t *testing.T) map[string]map[string]bool {
 		if _, err := named.Allow(ctx, "k"); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// Dedup: a Redis deduplicator (its failure counters exist from its construction).
+	dd, err := redisbackend.NewSetDeduplicator(client, "dash-dedup", redisbackend.DedupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dd.CheckAndMark(ctx, "m"); err != nil {
+		t.Fatal(err)
 	}
 	// Reliability: a named processor.
 	pcfg := reliability.NewConfig[int]()
