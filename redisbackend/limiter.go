@@ -63,8 +63,8 @@ type Options struct {
 	// server's clock, or clients whose clocks disagree, a larger margin keeps state alive
 	// for requests that arrive "late".
 	ExpiryMargin time.Duration
-	// Timeout bounds the Redis call of each decision (and of Reset), whatever the
-	// caller's context allows: rueidis would otherwise wait for its write timeout (10 s
+	// Timeout bounds the Redis call of each decision (and of Reset; AllowBatch gets one
+	// Timeout per 128 keys), whatever the caller's context allows: rueidis would otherwise wait for its write timeout (10 s
 	// by default) on a hung server. Default DefaultTimeout (100 ms); negative leaves the
 	// caller's context alone to bound the call. A caller's sooner deadline still applies.
 	// Past it the decision returns an error wrapping context.DeadlineExceeded, which a
