@@ -314,6 +314,14 @@ func exposition(t *testing.T) map[string]map[string]bool {
 			t.Fatal(err)
 		}
 	}
+	// Dedup: a Redis deduplicator (its failure counters exist from its construction).
+	dd, err := redisbackend.NewSetDeduplicator(client, "dash-dedup", redisbackend.DedupOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dd.CheckAndMark(ctx, "m"); err != nil {
+		t.Fatal(err)
+	}
 	// Reliability: a named processor.
 	pcfg := reliability.NewConfig[int]()
 	pcfg.Name = "dash-proc"

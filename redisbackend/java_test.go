@@ -508,7 +508,10 @@ func TestForeignState(t *testing.T) {
 						if after := snapshot(t, c, k); after != before {
 							t.Errorf("foreign key changed by peek: %s, was %s", after, before)
 						}
-						open := mustLimiter(t, c, tc.spec, Options{KeyPrefix: prefix, JavaCompatible: tc.java, FailurePolicy: redstream.FailOpen})
+						open, err := redstream.WithFailurePolicy(mustLimiter(t, c, tc.spec, Options{KeyPrefix: prefix, JavaCompatible: tc.java}), redstream.FailOpen, nil)
+						if err != nil {
+							t.Fatal(err)
+						}
 						if d, err := open.AllowAt(ctx, "k", t0); err != nil || !d.Allowed {
 							t.Errorf("FailOpen on foreign state = %+v, %v; want admitted", d, err)
 						}

@@ -1,6 +1,7 @@
 package redisbackend
 
 import (
+	"github.com/redis/rueidis"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -326,15 +327,15 @@ func (t *localTable) recordBatch(keys []string, i int, now time.Time, n int64, s
 
 // groupsOf is groups for the keys of a batch at the indexes send (ascending): the script
 // calls deciding them, as indexes into keys.
-func (l *Limiter) groupsOf(keys []string, send []int) [][]int {
+func (l *Limiter) groupsOf(c rueidis.Client, keys []string, send []int) [][]int {
 	if len(send) == len(keys) {
-		return l.groups(keys)
+		return l.groups(c, keys)
 	}
 	sub := make([]string, len(send))
 	for j, i := range send {
 		sub[j] = keys[i]
 	}
-	groups := l.groups(sub)
+	groups := l.groups(c, sub)
 	for _, idx := range groups {
 		for j := range idx {
 			idx[j] = send[idx[j]]

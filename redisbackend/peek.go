@@ -102,8 +102,12 @@ func (l *Limiter) peek(ctx context.Context, key string, now time.Time, n int64) 
 		ctx, cancel = context.WithTimeout(ctx, DefaultPeekTimeout)
 		defer cancel()
 	}
+	c, cp, err := l.get()
+	if err != nil {
+		return nil, scriptPeek.wrap(err)
+	}
 	keys := l.Keys(key)
-	r := scriptPeek.exec(ctx, l.client, keys, args)
+	r := scriptPeek.exec(ctx, c, cp, keys, args)
 	if err := r.Error(); err != nil {
 		return nil, scriptPeek.wrap(err)
 	}

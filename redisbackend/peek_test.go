@@ -225,7 +225,7 @@ func TestPeekHungServer(t *testing.T) {
 	srv := redistest.NewServer(t)
 	c := redistest.NewClient(t, srv.Addr)
 	ctx := context.Background()
-	l, err := NewLimiter(c, redstream.TokenBucket(5, 1), Options{FailurePolicy: redstream.FailOpen})
+	l, err := NewLimiter(c, redstream.TokenBucket(5, 1), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,146 @@
+package redisbackend
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/redistest"
+)
+
+// clusterNodeOf returns the address of the master of the package's cluster that serves
+// slot, and a single-node client to it.
+func clusterNodeOf(t *testing.T, slot uint16) (string, rueidis.Client) {
+	t.Helper()
+	for _, addr := range redistest.ClusterAddrs(t) {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		myid, err := c.Do(context.Background(), c.B().ClusterMyid().Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes, err := c.Do(context.Background(), c.B().ClusterSlots().Build()).ToArray()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range nodes {
+			rng, err := r.ToArray()
+			if err != nil || len(rng) < 3 {
+				t.Fatalf("CLUSTER SLOTS entry %v: %v", r, err)
+			}
+			lo, _ := rng[0].AsInt64()
+			hi, _ := rng[1].AsInt64()
+			master, _ := rng[2].ToArray()
+			if len(master) < 3 || int64(slot) < lo || int64(slot) > hi {
+				continue
+			}
+			id, _ := master[2].ToString()
+			if id == myid {
+				return addr, c
+			}
+		}
+	}
+	t.Fatalf("no master serves slot %d", slot)
+	return "", nil
+}
+
+// TestClusterMasterHung: with one master of a real 3-master cluster SIGSTOPped, decisions
+// on its keys time out, the breaker opens after 3, and then every key of the engine falls
+// back at once, those of healthy masters too (the breaker is the engine's); an engine with
+// Breaker.Failures = -1 keeps deciding the healthy masters' keys in Redis. After SIGCONT
+// decisions are made in Redis again within the cool-down.
+//
+// On a cluster, rueidis may dial the hung node again in the background (a topology
+// refresh after the timeouts) and make a call to that node wait for that dial, whatever the
+// call's context, up to ClientOption.Dialer.Timeout (5 s by default). The client here sets
+// it to 300 ms, as the README advises, and calls on the hung master are allowed that much
+// more than the 150 ms.
+func TestClusterMasterHung(t *testing.T) {
+	const dialTimeout = 300 * time.Millisecond
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: redistest.ClusterAddrs(t), Dialer: net.Dialer{Timeout: dialTimeout}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	hungLimit := 150*time.Millisecond + dialTimeout
+	ctx := context.Background()
+	quiet := slog.New(slog.DiscardHandler)
+	spec := redstream.TokenBucket(1000, 1000)
+	eng := mustLimiter(t, c, spec, Options{Timeout: DefaultTimeout, Logger: quiet, KeyPrefix: uniq("cl-hung")})
+	rate := mustLimiter(t, c, spec, Options{Timeout: DefaultTimeout, Logger: quiet, KeyPrefix: eng.KeyPrefix(), Breaker: BreakerOptions{Failures: -1}})
+	down := "k0"
+	downAddr, node := clusterNodeOf(t, slotOf(eng.Keys(down)[0]))
+	up := ""
+	for i := 1; up == ""; i++ {
+		k := fmt.Sprint("k", i)
+		if a, _ := clusterNodeOf(t, slotOf(eng.Keys(k)[0])); a != downAddr {
+			up = k
+		}
+	}
+	for _, k := range []string{down, up} {
+		if _, err := eng.Allow(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pid := serverPID(t, node)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume) // well within the cluster's 5 s node timeout: no failover
+	l := withPolicy(t, eng, redstream.FailFallback, nil)
+	for i := 0; i < 3; i++ {
+		start := time.Now()
+		if d, err := l.Allow(ctx, down); err != nil || !d.Allowed {
+			t.Fatalf("decision %d on the hung master: %+v, %v", i, d, err)
+		}
+		if took := time.Since(start); took > hungLimit {
+			t.Errorf("decision %d on the hung master took %v, want at most %v", i, took, hungLimit)
+		}
+	}
+	if eng.BreakerState() != redstream.BreakerOpen {
+		t.Fatalf("breaker %v after 3 timeouts, want open", eng.BreakerState())
+	}
+	start := time.Now()
+	if _, err := eng.Allow(ctx, up); err == nil || time.Since(start) > 5*time.Millisecond {
+		t.Errorf("a healthy master's key with the breaker open: %v in %v; want ErrCircuitOpen at once", err, time.Since(start))
+	}
+	// The error-rate rule alone: healthy masters' keys are decided in Redis.
+	for i := 0; i < 3; i++ {
+		if _, err := rate.Allow(ctx, up); err != nil {
+			t.Errorf("Failures=-1: a healthy master's key: %v", err)
+		}
+		start := time.Now()
+		if _, err := rate.Allow(ctx, down); err == nil || time.Since(start) > hungLimit {
+			t.Errorf("Failures=-1: the hung master's key: %v in %v; want a timeout within %v", err, time.Since(start), hungLimit)
+		}
+	}
+	if rate.BreakerState() != redstream.BreakerClosed {
+		t.Errorf("Failures=-1 breaker %v with half the calls failing below MinCalls, want closed", rate.BreakerState())
+	}
+	resume()
+	begin := time.Now()
+	for eng.BreakerState() != redstream.BreakerClosed && time.Since(begin) < 5*time.Second {
+		_, _ = l.Allow(ctx, down)
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("cluster: decisions back in Redis %v after SIGCONT", time.Since(begin))
+	if eng.BreakerState() != redstream.BreakerClosed {
+		t.Fatalf("breaker %v 5 s after SIGCONT, want closed", eng.BreakerState())
+	}
+}
