@@ -31,6 +31,25 @@ const (
 	// DefaultLocalTTL is the default ClientSideCacheConfig.TTL (client-side-cache.ttl-ms:
 	// 60000), the longest a value is served from process memory without asking Redis.
 	DefaultLocalTTL = time.Minute
+	// DefaultTimeout is the default Config.Timeout (timeout-ms: 100, beyond the Java
+	// starter): the deadline of each Redis command or script the cache sends.
+	DefaultTimeout = 100 * time.Millisecond
+)
+
+// RedisErrorPolicy says what GetOrLoad and GetMany do when Redis fails (an error reply, a
+// broken connection, Config.Timeout passed, or the circuit breaker open). It never applies
+// to the caller's own context ending, to bad arguments, or to a loader or codec error.
+type RedisErrorPolicy string
+
+const (
+	// ReturnError, the default (also ""), returns the Redis error to the caller. The loader
+	// is not called: a source that relies on the cache to survive its load is not flooded
+	// when Redis goes away.
+	ReturnError RedisErrorPolicy = "error"
+	// LoadOnError calls the loader and returns its result without caching anything (Redis
+	// is not written while it fails). Concurrent misses of one key in a process still share
+	// one load; across processes there is no lock, so every process loads once per call.
+	LoadOnError RedisErrorPolicy = "load"
 )
 
 // Config configures a Cache. Its fields mirror the Java starter's keys under redis-cache (given with
@@ -72,6 +91,21 @@ type Config struct {
 	Breakdown BreakdownConfig `yaml:"breakdown"`
 	// ClientSideCache configures client-side caching. YAML: client-side-cache.*.
 	ClientSideCache ClientSideCacheConfig `yaml:"client-side-cache"`
+	// Timeout is the deadline of each Redis command or script the cache sends (a Get is one,
+	// a GetOrLoad miss two to four, a GetMany one per batch step), applied even when the
+	// caller's context has none; the caller's own deadline still applies when it is sooner.
+	// It does not bound the loader, and the waits of Breakdown are bounded by WaitTimeout.
+	// Past it the call counts as a Redis failure (see OnRedisError). YAML: timeout-ms.
+	// Default 100ms; at least 1ms.
+	Timeout time.Duration `yaml:"timeout-ms" unit:"ms"`
+	// OnRedisError is what GetOrLoad and GetMany do when Redis fails: ReturnError ("error",
+	// the default; "" means it too) or LoadOnError ("load"). Get, Set, Delete, Exists and
+	// Expire always return the error. YAML: on-redis-error. Default "error".
+	OnRedisError RedisErrorPolicy `yaml:"on-redis-error"`
+	// OnStateChange, when set, is called on every change of state of the cache's circuit
+	// breaker (closed, open, half-open), one call at a time, never while a lock of the
+	// cache is held. It must not block for long. It is not read from YAML.
+	OnStateChange func(StateChange) `yaml:"-"`
 	// Codec encodes values; nil means JSON. It is not read from YAML.
 	Codec Codec `yaml:"-"`
 	// Logger receives the cache's log records; nil means slog.Default(). Levels: Warn when
@@ -115,7 +149,8 @@ type ClientSideCacheConfig struct {
 
 // DefaultConfig returns the Java starter's defaults: prefix "cache:", no env isolation, TTL 1h,
 // null TTL 60s, jitter 0.1, no sliding expiration, breakdown protection on (lock 10s, wait
-// 3s, every 50ms), client-side caching off, JSON.
+// 3s, every 50ms), client-side caching off, JSON; beyond the starter, a 100ms deadline per
+// Redis call and Redis errors returned to the caller.
 func DefaultConfig() Config {
 	return Config{
 		Name:        DefaultName,
@@ -130,6 +165,8 @@ func DefaultConfig() Config {
 			WaitInterval: DefaultWaitInterval,
 		},
 		ClientSideCache: ClientSideCacheConfig{TTL: DefaultLocalTTL},
+		Timeout:         DefaultTimeout,
+		OnRedisError:    ReturnError,
 	}
 }
 
@@ -159,6 +196,14 @@ func (c *Config) Validate() error {
 	}
 	if c.Breakdown.WaitInterval < time.Millisecond {
 		return bad("Breakdown.WaitInterval", "breakdown.wait-interval-ms", "must be at least 1ms, got %v", c.Breakdown.WaitInterval)
+	}
+	if c.Timeout < time.Millisecond {
+		return bad("Timeout", "timeout-ms", "must be at least 1ms, got %v", c.Timeout)
+	}
+	switch c.OnRedisError {
+	case "", ReturnError, LoadOnError:
+	default:
+		return bad("OnRedisError", "on-redis-error", "must be %q or %q, got %q", ReturnError, LoadOnError, string(c.OnRedisError))
 	}
 	if c.ClientSideCache.Enabled && c.ClientSideCache.TTL < time.Millisecond {
 		return bad("ClientSideCache.TTL", "client-side-cache.ttl-ms", "must be at least 1ms, got %v", c.ClientSideCache.TTL)

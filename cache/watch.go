@@ -41,13 +41,22 @@ func (c *Cache) watch(ctx context.Context, dk string) (*watcher, string, kind, e
 	})
 	// One pipeline, so that on a cluster both go to the node holding the key (the GET picks
 	// it) and tracking is on before the read that arms it.
-	res := dc.DoMulti(ctx, dc.B().ClientTracking().On().Build(), dc.B().Get().Key(dk).Build())
+	if err := c.gate(); err != nil {
+		w.close()
+		return nil, "", kindMiss, err
+	}
+	rctx, op := c.callCtx(ctx)
+	res := dc.DoMulti(rctx, dc.B().ClientTracking().On().Build(), dc.B().Get().Key(dk).Build())
+	op.release()
 	if err := res[0].Error(); err != nil {
 		w.close()
-		return nil, "", kindMiss, nil
+		if _, ok := rueidis.IsRedisErr(err); ok {
+			return nil, "", kindMiss, nil // tracking refused: poll instead
+		}
+		return nil, "", kindMiss, c.outcome(ctx, err)
 	}
 	s, k, err := parseGet(res[1])
-	if err != nil {
+	if err = c.outcome(ctx, err); err != nil {
 		w.close()
 		return nil, "", kindMiss, err
 	}
