@@ -30,13 +30,17 @@ func TestMain(m *testing.M) {
 }
 
 // testConfig returns DefaultConfig with a key prefix of its own for t, so tests sharing
-// one redis-server never see each other's keys, and jitter off unless a test wants it.
+// one redis-server never see each other's keys, jitter off unless a test wants it, and a
+// Timeout of 2s.
 func testConfig(t testing.TB) Config {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Name = t.Name()
 	cfg.KeyPrefix = fmt.Sprintf("test:%d:%s:", testRun.Add(1), strings.ReplaceAll(t.Name(), "/", ":"))
 	cfg.JitterRatio = 0
+	// A loaded machine can make a healthy Redis call take longer than the 100ms default;
+	// the outage tests set DefaultTimeout back explicitly.
+	cfg.Timeout = 2 * time.Second
 	return cfg
 }
 

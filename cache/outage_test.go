@@ -108,6 +108,7 @@ func TestOutageLoadPolicy(t *testing.T) {
 			var changes recorder
 			cfg := testConfig(t)
 			cfg.OnRedisError = LoadOnError
+			cfg.Timeout = DefaultTimeout
 			cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			cfg.OnStateChange = changes.add
 			c := newCache(t, client, cfg)
@@ -196,6 +197,25 @@ func TestOutageLoadPolicy(t *testing.T) {
 			wg.Wait()
 			t.Logf("50 concurrent GetOrLoad of one key with Redis %s: %v", o.name, time.Since(begin).Round(time.Millisecond))
 
+			// GetMany: every key from the loader, at once with the breaker open.
+			begin = time.Now()
+			many, err := GetMany(ctx, c, []string{"m1", "m2", "warm"}, DefaultTTL, func(_ context.Context, keys []string) (map[string]int, error) {
+				out := map[string]int{}
+				for i, k := range keys {
+					out[k] = i + 100
+				}
+				return out, nil
+			})
+			if took := time.Since(begin); err != nil || len(many) != 3 || took > 50*time.Millisecond {
+				t.Errorf("GetMany with Redis %s = %v, %v after %v; want 3 loaded values at once", o.name, many, err, took)
+			}
+			if _, err := GetMany(ctx, sc, []string{"m1"}, DefaultTTL, func(context.Context, []string) (map[string]int, error) {
+				t.Error("ReturnError GetMany called the loader")
+				return nil, nil
+			}); !errors.Is(err, ErrUnavailable) {
+				t.Errorf("ReturnError GetMany = %v, want ErrUnavailable", err)
+			}
+
 			o.recover(t, srv, pid)
 			deadline := time.Now().Add(breakerCooldown + 10*time.Second)
 			for {
@@ -235,7 +255,9 @@ func TestHangDuringLoad(t *testing.T) {
 	srv := redistest.NewServer(t)
 	client := redistest.NewClient(t, srv.Addr)
 	pid := serverPID(t, client)
-	c := newCache(t, client, testConfig(t))
+	cfg := testConfig(t)
+	cfg.Timeout = DefaultTimeout
+	c := newCache(t, client, cfg)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 	begin := time.Now()
 	v, err := GetOrLoad(context.Background(), c, "k", DefaultTTL, func(context.Context) (int, error) {
