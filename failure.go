@@ -35,6 +35,41 @@ func (p FailurePolicy) String() string {
 	return fmt.Sprintf("FailurePolicy(%d)", int(p))
 }
 
+// ErrCircuitOpen is returned, wrapped, by an engine whose circuit breaker is open: its
+// backend failed repeatedly, and until the breaker's cool-down ends calls fail at once
+// without reaching the backend. It is a backend failure: failure policies apply to it.
+var ErrCircuitOpen = errors.New("redstream: circuit breaker open")
+
+// BreakerState is the state of a backend's circuit breaker. The zero value is
+// BreakerClosed. Values are ordered by severity, so a gauge of the state reads 0 when
+// healthy.
+type BreakerState int32
+
+const (
+	// BreakerClosed: the backend is healthy; every call reaches it.
+	BreakerClosed BreakerState = iota
+	// BreakerHalfOpen: the cool-down after a failure is over; a few probe calls reach
+	// the backend, the others fail with ErrCircuitOpen until a probe succeeds (closed) or
+	// fails (open again).
+	BreakerHalfOpen
+	// BreakerOpen: the backend failed; calls fail at once with ErrCircuitOpen until the
+	// cool-down ends.
+	BreakerOpen
+)
+
+// String returns "closed", "half-open" or "open".
+func (s BreakerState) String() string {
+	switch s {
+	case BreakerClosed:
+		return "closed"
+	case BreakerHalfOpen:
+		return "half-open"
+	case BreakerOpen:
+		return "open"
+	}
+	return fmt.Sprintf("BreakerState(%d)", int(s))
+}
+
 // IsBadInput reports whether err is caused by the caller's arguments rather than by the
 // backend, in which case no failure policy applies.
 func IsBadInput(err error) bool {
