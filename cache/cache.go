@@ -14,6 +14,8 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/redis/rueidis"
+
+	"github.com/redstream-go/redstream/internal/health"
 )
 
 // DefaultTTL, passed as a ttl argument, means the cache's Config.DefaultTTL. It is a
@@ -48,9 +50,7 @@ var (
 	ErrUnavailable = errors.New("cache: Redis unavailable")
 )
 
-// errBreakerOpen is the cause of the ErrUnavailable errors returned while the circuit
-// breaker is open.
-var errBreakerOpen = errors.New("cache: circuit breaker open: Redis failed recently and is not asked until the cool-down ends")
+
 
 // Cache is a cache-aside template on Redis: typed reads and writes with TTL jitter, and
 // GetOrLoad, which loads a missing key once however many callers ask for it at once. It is
@@ -74,8 +74,8 @@ type Cache struct {
 	// bgFailing is set while writes the callers do not wait for (write-back of a load,
 	// lock release, sliding renewal) fail; it logs once per change of state.
 	bgFailing atomic.Bool
-	// health is the circuit breaker in front of Redis.
-	health *breaker
+	// health is the circuit breaker in front of Redis; nil with Breaker.Disabled.
+	health *health.Breaker
 	// outage shares fallback loads (LoadOnError with Redis failing) within the process.
 	outage group
 }
@@ -106,7 +106,10 @@ func New(client rueidis.Client, cfg Config) (*Cache, error) {
 	if c.cfg.OnRedisError == "" {
 		c.cfg.OnRedisError = ReturnError
 	}
-	c.health = c.newBreaker()
+	var err error
+	if c.health, err = c.newBreaker(); err != nil {
+		return nil, err
+	}
 	if cfg.ClientSideCache.Enabled {
 		c.own = newOwnWrites(cfg.ClientSideCache.TTL)
 		c.watchSlots = make(chan struct{}, maxWatchers)
@@ -134,7 +137,9 @@ func (c *Cache) Metrics() *metrics.Set { return c.m.set }
 // Stats returns a snapshot of the cache's counters and breaker state.
 func (c *Cache) Stats() Stats {
 	st := c.m.stats()
-	st.Breaker = c.health.state()
+	if c.health != nil {
+		st.Breaker = c.health.State()
+	}
 	return st
 }
 
@@ -157,14 +162,15 @@ func (c *Cache) Set(ctx context.Context, key string, v any, ttl time.Duration) e
 		return err
 	}
 	dk, value := c.keys.data(key), string(raw)
-	if err := c.gate(); err != nil {
-		return fmt.Errorf("cache: set %q: %w", key, err)
+	tk, gerr := c.gate()
+	if gerr != nil {
+		return fmt.Errorf("cache: set %q: %w", key, gerr)
 	}
 	rctx, op := c.callCtx(ctx)
 	err = c.client.Do(rctx, c.client.B().Set().Key(dk).Value(value).PxMilliseconds(ms).Build()).Error()
 	op.release()
 	c.wrote(dk, value, false)
-	if err = c.outcome(ctx, err); err != nil {
+	if err = c.outcome(ctx, tk, err); err != nil {
 		return fmt.Errorf("cache: set %q: %w", key, err)
 	}
 	return nil
@@ -196,14 +202,15 @@ func (c *Cache) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	dk := c.keys.data(key)
-	if err := c.gate(); err != nil {
-		return fmt.Errorf("cache: delete %q: %w", key, err)
+	tk, gerr := c.gate()
+	if gerr != nil {
+		return fmt.Errorf("cache: delete %q: %w", key, gerr)
 	}
 	rctx, op := c.callCtx(ctx)
 	err := c.client.Do(rctx, c.client.B().Del().Key(dk).Build()).Error()
 	op.release()
 	c.wrote(dk, "", true)
-	if err = c.outcome(ctx, err); err != nil {
+	if err = c.outcome(ctx, tk, err); err != nil {
 		return fmt.Errorf("cache: delete %q: %w", key, err)
 	}
 	return nil
@@ -232,14 +239,15 @@ func (c *Cache) Expire(ctx context.Context, key string, ttl time.Duration) (bool
 	if err != nil {
 		return false, err
 	}
-	if err := c.gate(); err != nil {
-		return false, fmt.Errorf("cache: expire %q: %w", key, err)
+	tk, gerr := c.gate()
+	if gerr != nil {
+		return false, fmt.Errorf("cache: expire %q: %w", key, gerr)
 	}
 	rctx, op := c.callCtx(ctx)
 	n, err := expireScript.Exec(rctx, c.client, []string{c.keys.data(key)},
 		[]string{strconv.FormatInt(ms, 10), lockPrefix, ""}).AsInt64()
 	op.release()
-	if err = c.outcome(ctx, err); err != nil {
+	if err = c.outcome(ctx, tk, err); err != nil {
 		return false, fmt.Errorf("cache: expire %q: %w", key, err)
 	}
 	return n == 1, nil
@@ -350,8 +358,9 @@ func (c *Cache) lookup(ctx context.Context, key, dk string) (string, kind, bool,
 // read reads the Redis key dk: through the client-side cache when enabled (local reports
 // an answer from memory), and renewing a real value under sliding expiration.
 func (c *Cache) read(ctx context.Context, dk string) (s string, k kind, local bool, err error) {
-	if err := c.gate(); err != nil {
-		return "", kindMiss, false, err
+	tk, gerr := c.gate()
+	if gerr != nil {
+		return "", kindMiss, false, gerr
 	}
 	if c.own != nil {
 		mark, pending := c.own.start()
@@ -361,10 +370,10 @@ func (c *Cache) read(ctx context.Context, dk string) (s string, k kind, local bo
 		s, err = resp.ToString()
 		miss := rueidis.IsRedisNil(err)
 		if err != nil && !miss {
-			return "", kindMiss, false, c.outcome(ctx, err)
+			return "", kindMiss, false, c.outcome(ctx, tk, err)
 		}
 		if !resp.IsCacheHit() {
-			c.outcome(ctx, nil)
+			c.outcome(ctx, tk, nil)
 		}
 		local = resp.IsCacheHit()
 		if pending {
@@ -372,7 +381,7 @@ func (c *Cache) read(ctx context.Context, dk string) (s string, k kind, local bo
 				c.own.fromRedis(dk, mark)
 			} else if c.own.stale(dk, s, miss) {
 				// The copy predates a write of ours whose invalidation has not arrived.
-				s, k, _, err = c.readRedis(ctx, dk, false)
+				s, k, _, err = c.readRedis(ctx, tk, dk, false)
 				return s, k, false, err
 			}
 		}
@@ -387,11 +396,11 @@ func (c *Cache) read(ctx context.Context, dk string) (s string, k kind, local bo
 		}
 		return s, k, local, nil
 	}
-	return c.readRedis(ctx, dk, c.cfg.SlidingExpiration)
+	return c.readRedis(ctx, tk, dk, c.cfg.SlidingExpiration)
 }
 
 // readRedis reads dk from Redis, renewing a real value when sliding.
-func (c *Cache) readRedis(ctx context.Context, dk string, sliding bool) (s string, k kind, local bool, err error) {
+func (c *Cache) readRedis(ctx context.Context, tk health.Ticket, dk string, sliding bool) (s string, k kind, local bool, err error) {
 	var resp rueidis.RedisResult
 	rctx, op := c.callCtx(ctx)
 	if sliding {
@@ -402,7 +411,7 @@ func (c *Cache) readRedis(ctx context.Context, dk string, sliding bool) (s strin
 	}
 	op.release()
 	s, err = resp.ToString()
-	if err = c.outcome(ctx, err); err != nil {
+	if err = c.outcome(ctx, tk, err); err != nil {
 		return "", kindMiss, false, err
 	}
 	if resp.Error() != nil { // a nil reply
@@ -440,9 +449,14 @@ func (c *Cache) background(op string, err error) {
 // reached Redis through the client-side cache. It is best effort: the read already
 // succeeded, so a failed renewal is only logged (background).
 func (c *Cache) renew(ctx context.Context, dk string) {
+	tk, err := c.gate()
+	if err != nil {
+		c.background("renew", err)
+		return
+	}
 	wctx, cancel := c.detached(ctx)
 	defer cancel()
-	err := expireScript.Exec(wctx, c.client, []string{dk},
+	err = expireScript.Exec(wctx, c.client, []string{dk},
 		[]string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), lockPrefix, nullMarker}).Error()
-	c.background("renew", c.outcome(wctx, err))
+	c.background("renew", c.outcome(wctx, tk, err))
 }

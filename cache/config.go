@@ -102,10 +102,8 @@ type Config struct {
 	// the default; "" means it too) or LoadOnError ("load"). Get, Set, Delete, Exists and
 	// Expire always return the error. YAML: on-redis-error. Default "error".
 	OnRedisError RedisErrorPolicy `yaml:"on-redis-error"`
-	// OnStateChange, when set, is called on every change of state of the cache's circuit
-	// breaker (closed, open, half-open), one call at a time, never while a lock of the
-	// cache is held. It must not block for long. It is not read from YAML.
-	OnStateChange func(StateChange) `yaml:"-"`
+	// Breaker configures the circuit breaker in front of Redis. YAML: breaker.*.
+	Breaker BreakerConfig `yaml:"breaker"`
 	// Codec encodes values; nil means JSON. It is not read from YAML.
 	Codec Codec `yaml:"-"`
 	// Logger receives the cache's log records; nil means slog.Default(). Levels: Warn when
@@ -132,6 +130,49 @@ type BreakdownConfig struct {
 	// WaitInterval is how often a waiting caller reads the key again.
 	// YAML: wait-interval-ms. Default 50ms.
 	WaitInterval time.Duration `yaml:"wait-interval-ms" unit:"ms"`
+}
+
+// BreakerConfig configures a Cache's circuit breaker, the same breaker as the Redis limiters
+// and deduplicators (redisbackend.BreakerOptions). The zero value is the default breaker:
+// it opens after 3 consecutive outage errors, or when half of at least 20 calls in 10s
+// failed; while open, every call fails at once with an ErrUnavailable error wrapping
+// redstream.ErrCircuitOpen (under OnRedisError "load", GetOrLoad and GetMany answer from
+// the loader at once); after a cool-down of 1s one probe call reaches Redis and closes the
+// breaker when it succeeds, or opens it for another cool-down when it fails. An outage
+// error is a call that did not answer within Timeout, could not be sent or read, or got
+// the error reply of a server that cannot serve (LOADING, BUSY, READONLY, CLUSTERDOWN, ...;
+// not OOM, since reads still work). A caller cancelling its own context is not one.
+type BreakerConfig struct {
+	// Disabled turns the breaker off: every call reaches Redis and, against a hung
+	// server, waits for its Timeout. YAML: disabled. Default false.
+	Disabled bool `yaml:"disabled"`
+	// Failures is the number of consecutive outage errors that opens the breaker;
+	// negative disables this rule. YAML: failures. Default (0) 3.
+	Failures int `yaml:"failures"`
+	// ErrorRate, in (0, 1], opens the breaker when that fraction of the calls of the last
+	// Window failed, once MinCalls calls were made; negative disables this rule.
+	// YAML: error-rate. Default (0) 0.5.
+	ErrorRate float64 `yaml:"error-rate"`
+	// MinCalls is the number of calls in Window below which ErrorRate is not judged.
+	// YAML: min-calls. Default (0) 20.
+	MinCalls int `yaml:"min-calls"`
+	// Window is the period ErrorRate is measured over. YAML: window-ms. Default (0) 10s.
+	Window time.Duration `yaml:"window-ms" unit:"ms"`
+	// CoolDown is how long the open breaker fails calls before a probe; it bounds how
+	// long the cache keeps answering without Redis after Redis is back.
+	// YAML: cool-down-ms. Default (0) 1s.
+	CoolDown time.Duration `yaml:"cool-down-ms" unit:"ms"`
+	// Probes is the number of concurrent probe calls once the cool-down is over, and the
+	// number of successful probes that close the breaker. YAML: probes. Default (0) 1.
+	Probes int `yaml:"probes"`
+	// OnStateChange, when set, is called after each transition of the breaker,
+	// synchronously on the goroutine whose call caused it; keep it fast and do not call
+	// the Cache from it. It is not read from YAML.
+	OnStateChange func(BreakerChange) `yaml:"-"`
+	// OnFailure, when set, is called with each outage error of a Redis call (not with the
+	// fast failures of an open breaker), synchronously on the caller's goroutine; keep it
+	// fast. It is not read from YAML.
+	OnFailure func(error) `yaml:"-"`
 }
 
 // ClientSideCacheConfig configures client-side caching (rueidis server-assisted
@@ -199,6 +240,20 @@ func (c *Config) Validate() error {
 	}
 	if c.Timeout < time.Millisecond {
 		return bad("Timeout", "timeout-ms", "must be at least 1ms, got %v", c.Timeout)
+	}
+	if b := c.Breaker; !b.Disabled {
+		switch {
+		case b.ErrorRate > 1 || b.ErrorRate != b.ErrorRate:
+			return bad("Breaker.ErrorRate", "breaker.error-rate", "must be at most 1 (negative disables it), got %v", b.ErrorRate)
+		case b.MinCalls < 0:
+			return bad("Breaker.MinCalls", "breaker.min-calls", "must not be negative, got %d", b.MinCalls)
+		case b.Window < 0 || (b.Window > 0 && b.Window < time.Millisecond):
+			return bad("Breaker.Window", "breaker.window-ms", "must be at least 1ms (0: the default), got %v", b.Window)
+		case b.CoolDown < 0 || (b.CoolDown > 0 && b.CoolDown < time.Millisecond):
+			return bad("Breaker.CoolDown", "breaker.cool-down-ms", "must be at least 1ms (0: the default), got %v", b.CoolDown)
+		case b.Probes < 0:
+			return bad("Breaker.Probes", "breaker.probes", "must not be negative, got %d", b.Probes)
+		}
 	}
 	switch c.OnRedisError {
 	case "", ReturnError, LoadOnError:

@@ -29,6 +29,11 @@ func TestValidate(t *testing.T) {
 		{"negative wait", func(c *Config) { c.Breakdown.WaitTimeout = -1 }, "cache: Breakdown.WaitTimeout (redis-cache.breakdown.wait-timeout-ms) must not be negative, got -1ns"},
 		{"zero interval", func(c *Config) { c.Breakdown.WaitInterval = 0 }, "cache: Breakdown.WaitInterval (redis-cache.breakdown.wait-interval-ms) must be at least 1ms, got 0s"},
 		{"zero lock ttl", func(c *Config) { c.Breakdown.LockTTL = 0 }, "cache: Breakdown.LockTTL (redis-cache.breakdown.lock-ttl-ms) must be positive, got 0s"},
+		{"zero timeout", func(c *Config) { c.Timeout = 0 }, "cache: Timeout (redis-cache.timeout-ms) must be at least 1ms, got 0s"},
+		{"unknown policy", func(c *Config) { c.OnRedisError = "ignore" }, `cache: OnRedisError (redis-cache.on-redis-error) must be "error" or "load", got "ignore"`},
+		{"breaker error rate", func(c *Config) { c.Breaker.ErrorRate = 1.5 }, "cache: Breaker.ErrorRate (redis-cache.breaker.error-rate) must be at most 1 (negative disables it), got 1.5"},
+		{"breaker cool-down", func(c *Config) { c.Breaker.CoolDown = -time.Second }, "cache: Breaker.CoolDown (redis-cache.breaker.cool-down-ms) must be at least 1ms (0: the default), got -1s"},
+		{"breaker probes", func(c *Config) { c.Breaker.Probes = -1 }, "cache: Breaker.Probes (redis-cache.breaker.probes) must not be negative, got -1"},
 		{"client-side ttl", func(c *Config) { c.ClientSideCache = ClientSideCacheConfig{Enabled: true} }, "cache: ClientSideCache.TTL (redis-cache.client-side-cache.ttl-ms) must be at least 1ms, got 0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -139,17 +139,18 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 	lockMs := strconv.FormatInt(c.cfg.Breakdown.LockTTL.Milliseconds(), 10)
 	// acquire reads the key or, when it is empty, takes the lock.
 	acquire := func() (result, acquired, error) {
-		if err := c.gate(); err != nil {
-			return result{}, 0, fmt.Errorf("cache: lock %q: %w", key, err)
+		tk, gerr := c.gate()
+		if gerr != nil {
+			return result{}, 0, fmt.Errorf("cache: lock %q: %w", key, gerr)
 		}
 		rctx, op := c.callCtx(ctx)
 		s, err := acquireScript.Exec(rctx, c.client, []string{dk}, []string{placeholder, lockMs}).ToString()
 		op.release()
 		if rueidis.IsRedisNil(err) {
-			c.outcome(ctx, nil)
+			c.outcome(ctx, tk, nil)
 			return result{}, lockTaken, nil
 		}
-		if err = c.outcome(ctx, err); err != nil {
+		if err = c.outcome(ctx, tk, err); err != nil {
 			return result{}, 0, fmt.Errorf("cache: lock %q: %w", key, err)
 		}
 		switch classify(s) {
@@ -213,11 +214,12 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 				timer.Stop() // Go 1.23+: no stale tick can follow
 			}
 			if w != nil {
-				if err = c.gate(); err == nil {
+				tk, gerr := c.gate()
+				if err = gerr; err == nil {
 					rctx, op := c.callCtx(ctx)
 					s, k, err = w.read(rctx)
 					op.release()
-					err = c.outcome(ctx, err)
+					err = c.outcome(ctx, tk, err)
 				}
 			} else {
 				s, k, _, err = c.read(ctx, dk)
@@ -253,14 +255,15 @@ func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl tim
 	done := false
 	defer func() {
 		if !done {
-			if err := c.gate(); err != nil {
-				c.background("unlock", err) // the lock expires after LockTTL
+			tk, gerr := c.gate()
+			if gerr != nil {
+				c.background("unlock", gerr) // the lock expires after LockTTL
 				return
 			}
 			wctx, cancel := c.detached(ctx)
 			defer cancel()
 			n, err := unlockScript.Exec(wctx, c.client, []string{dk}, []string{placeholder}).AsInt64()
-			err = c.outcome(wctx, err)
+			err = c.outcome(wctx, tk, err)
 			c.background("unlock", err)
 			if err != nil || n == 1 {
 				c.wrote(dk, "", true)
@@ -280,14 +283,15 @@ func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl tim
 	// 0 means the key no longer holds our placeholder (expired, deleted or set): the
 	// result goes to the callers but is not cached. A failed write only costs a reload.
 	done = true
-	if err := c.gate(); err != nil {
-		c.background("write-back", err) // the lock expires after LockTTL
+	tk, gerr := c.gate()
+	if gerr != nil {
+		c.background("write-back", gerr) // the lock expires after LockTTL
 		return r, nil
 	}
 	wctx, cancel := c.detached(ctx)
 	defer cancel()
 	n, err := fillScript.Exec(wctx, c.client, []string{dk}, []string{placeholder, value, strconv.FormatInt(ms, 10)}).AsInt64()
-	err = c.outcome(wctx, err)
+	err = c.outcome(wctx, tk, err)
 	c.background("write-back", err)
 	if err != nil || n == 1 {
 		c.wrote(dk, value, false)
@@ -306,13 +310,14 @@ func (c *Cache) store(ctx context.Context, dk string, r result, ttl time.Duratio
 	}
 	// Like the locked write-back, it does not depend on the caller still waiting, and has
 	// the deadline Timeout of its own. While the breaker is open nothing is written.
-	if err := c.gate(); err != nil {
-		c.background("write-back", err)
+	tk, gerr := c.gate()
+	if gerr != nil {
+		c.background("write-back", gerr)
 		return
 	}
 	wctx, cancel := c.detached(ctx)
 	defer cancel()
-	c.background("write-back", c.outcome(wctx, c.client.Do(wctx, c.client.B().Set().Key(dk).Value(value).PxMilliseconds(ms).Build()).Error()))
+	c.background("write-back", c.outcome(wctx, tk, c.client.Do(wctx, c.client.B().Set().Key(dk).Value(value).PxMilliseconds(ms).Build()).Error()))
 	c.wrote(dk, value, false)
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/redstream-go/redstream/internal/health"
 )
 
 // BatchLoader loads the values of keys: distinct cache keys (as given to GetMany, without
@@ -175,8 +177,9 @@ type entry struct {
 
 // readMany reads the Redis keys dks in one round trip (see GetMany) and classifies them.
 func (c *Cache) readMany(ctx context.Context, dks []string) ([]entry, error) {
-	if err := c.gate(); err != nil {
-		return nil, err
+	tk, gerr := c.gate()
+	if gerr != nil {
+		return nil, gerr
 	}
 	ents := make([]entry, len(dks))
 	rctx, op := c.callCtx(ctx)
@@ -195,7 +198,7 @@ func (c *Cache) readMany(ctx context.Context, dks []string) ([]entry, error) {
 			s, err := resp.ToString()
 			miss := rueidis.IsRedisNil(err)
 			if err != nil && !miss {
-				return nil, c.outcome(ctx, err)
+				return nil, c.outcome(ctx, tk, err)
 			}
 			local := resp.IsCacheHit()
 			reached = reached || !local
@@ -219,11 +222,11 @@ func (c *Cache) readMany(ctx context.Context, dks []string) ([]entry, error) {
 			}
 		}
 		if reached {
-			c.outcome(ctx, nil)
+			c.outcome(ctx, tk, nil)
 		}
 		if len(stale) > 0 {
 			// Copies that predate writes of ours whose invalidation has not arrived.
-			fresh, err := c.mget(rctx, ctx, pick(dks, stale))
+			fresh, err := c.mget(rctx, ctx, tk, pick(dks, stale))
 			if err != nil {
 				return nil, err
 			}
@@ -238,7 +241,7 @@ func (c *Cache) readMany(ctx context.Context, dks []string) ([]entry, error) {
 					Args: []string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), lockPrefix, nullMarker}}
 			}
 			wctx, cancel := c.detached(ctx)
-			c.background("renew", c.outcome(wctx, firstErr(c.evalMulti(wctx, expireSrc, execs))))
+			c.background("renew", c.outcome(wctx, tk, firstErr(c.evalMulti(wctx, expireSrc, execs))))
 			cancel()
 		}
 		return ents, nil
@@ -254,22 +257,22 @@ func (c *Cache) readMany(ctx context.Context, dks []string) ([]entry, error) {
 				continue
 			}
 			if err != nil {
-				return nil, c.outcome(ctx, err)
+				return nil, c.outcome(ctx, tk, err)
 			}
 			ents[i] = entry{s: s, k: classify(s)}
 		}
-		c.outcome(ctx, nil)
+		c.outcome(ctx, tk, nil)
 		return ents, nil
 	}
-	return c.mget(rctx, ctx, dks)
+	return c.mget(rctx, ctx, tk, dks)
 }
 
 // mget reads dks with MGET, one per hash slot (rueidis.MGet groups the keys by slot on a
 // cluster client and sends the MGETs in one DoMulti). rctx bounds the call, ctx is the
 // caller's.
-func (c *Cache) mget(rctx, ctx context.Context, dks []string) ([]entry, error) {
+func (c *Cache) mget(rctx, ctx context.Context, tk health.Ticket, dks []string) ([]entry, error) {
 	m, err := rueidis.MGet(c.client, rctx, dks)
-	if err = c.outcome(ctx, err); err != nil {
+	if err = c.outcome(ctx, tk, err); err != nil {
 		return nil, err
 	}
 	ents := make([]entry, len(dks))
@@ -283,7 +286,7 @@ func (c *Cache) mget(rctx, ctx context.Context, dks []string) ([]entry, error) {
 			if rueidis.IsRedisNil(err) {
 				continue
 			}
-			return nil, c.outcome(ctx, err)
+			return nil, c.outcome(ctx, tk, err)
 		}
 		ents[i] = entry{s: s, k: classify(s)}
 	}
@@ -401,8 +404,9 @@ func (c *Cache) shareMany(ctx context.Context, g *group, dks []string, fn func(c
 // pipeline, load the keys whose lock it took in one loader call and write them back in one
 // pipeline; wait for the keys another process is loading, key by key as GetOrLoad does.
 func (c *Cache) lockedMany(ctx context.Context, keys, dks []string, ttl time.Duration, batch batchFunc) ([]result, error) {
-	if err := c.gate(); err != nil {
-		return nil, fmt.Errorf("cache: lock %d keys: %w", len(keys), err)
+	tk, gerr := c.gate()
+	if gerr != nil {
+		return nil, fmt.Errorf("cache: lock %d keys: %w", len(keys), gerr)
 	}
 	token := lockPrefix + rand.Text()
 	lockMs := strconv.FormatInt(c.cfg.Breakdown.LockTTL.Milliseconds(), 10)
@@ -430,7 +434,7 @@ func (c *Cache) lockedMany(ctx context.Context, keys, dks []string, ttl time.Dur
 				}
 			}
 			c.unlockMany(ctx, pick(dks, taken), token)
-			return nil, fmt.Errorf("cache: lock %d keys: %w", len(keys), c.outcome(ctx, err))
+			return nil, fmt.Errorf("cache: lock %d keys: %w", len(keys), c.outcome(ctx, tk, err))
 		}
 		switch classify(s) {
 		case kindLocked:
@@ -441,7 +445,7 @@ func (c *Cache) lockedMany(ctx context.Context, keys, dks []string, ttl time.Dur
 			results[i] = result{raw: s}
 		}
 	}
-	c.outcome(ctx, nil)
+	c.outcome(ctx, tk, nil)
 
 	var (
 		wg       sync.WaitGroup
@@ -500,8 +504,7 @@ func (c *Cache) lockedMany(ctx context.Context, keys, dks []string, ttl time.Dur
 				c.unlockMany(ctx, pick(dks, taken), token)
 			}
 		}()
-		tk := pick(keys, taken)
-		rs, err := c.callBatch(ctx, tk, batch)
+		rs, err := c.callBatch(ctx, pick(keys, taken), batch)
 		if err != nil {
 			return err
 		}
@@ -520,14 +523,15 @@ func (c *Cache) lockedMany(ctx context.Context, keys, dks []string, ttl time.Dur
 			values[j] = value
 			execs[j] = rueidis.LuaExec{Keys: []string{dks[i]}, Args: []string{token, value, strconv.FormatInt(ms, 10)}}
 		}
-		if err := c.gate(); err != nil {
-			c.background("write-back", err) // the locks expire after LockTTL
+		tk, gerr := c.gate()
+		if gerr != nil {
+			c.background("write-back", gerr) // the locks expire after LockTTL
 			return nil
 		}
 		wctx, cancel := c.detached(ctx)
 		defer cancel()
 		fills := c.evalMulti(wctx, fillSrc, execs)
-		c.background("write-back", c.outcome(wctx, firstErr(fills)))
+		c.background("write-back", c.outcome(wctx, tk, firstErr(fills)))
 		for j, i := range taken {
 			if n, err := fills[j].AsInt64(); err != nil || n == 1 {
 				c.wrote(dks[i], values[j], false)
@@ -564,8 +568,9 @@ func (c *Cache) unlockMany(ctx context.Context, dks []string, token string) {
 	if len(dks) == 0 {
 		return
 	}
-	if err := c.gate(); err != nil {
-		c.background("unlock", err)
+	tk, gerr := c.gate()
+	if gerr != nil {
+		c.background("unlock", gerr)
 		return
 	}
 	execs := make([]rueidis.LuaExec, len(dks))
@@ -575,7 +580,7 @@ func (c *Cache) unlockMany(ctx context.Context, dks []string, token string) {
 	wctx, cancel := c.detached(ctx)
 	defer cancel()
 	resps := c.evalMulti(wctx, unlockSrc, execs)
-	c.background("unlock", c.outcome(wctx, firstErr(resps)))
+	c.background("unlock", c.outcome(wctx, tk, firstErr(resps)))
 	for i, dk := range dks {
 		if n, err := resps[i].AsInt64(); err != nil || n == 1 {
 			c.wrote(dk, "", true)
@@ -586,8 +591,9 @@ func (c *Cache) unlockMany(ctx context.Context, dks []string, token string) {
 // storeMany writes the results of a load without the lock (breakdown protection off) in
 // one pipeline; a failure only costs a reload (background).
 func (c *Cache) storeMany(ctx context.Context, dks []string, rs []result, ttl time.Duration) {
-	if err := c.gate(); err != nil {
-		c.background("write-back", err)
+	tk, gerr := c.gate()
+	if gerr != nil {
+		c.background("write-back", gerr)
 		return
 	}
 	cmds := make(rueidis.Commands, len(dks))
@@ -604,7 +610,7 @@ func (c *Cache) storeMany(ctx context.Context, dks []string, rs []result, ttl ti
 	}
 	wctx, cancel := c.detached(ctx)
 	defer cancel()
-	c.background("write-back", c.outcome(wctx, firstErr(c.client.DoMulti(wctx, cmds...))))
+	c.background("write-back", c.outcome(wctx, tk, firstErr(c.client.DoMulti(wctx, cmds...))))
 	for i, dk := range dks {
 		c.wrote(dk, values[i], false)
 	}

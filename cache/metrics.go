@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/redstream-go/redstream"
 )
 
 // Metric names. Each carries a name="..." label, Config.Name.
@@ -35,8 +37,8 @@ const (
 	// (OnRedisError LoadOnError), with a reason label: ReasonError, ReasonTimeout or
 	// ReasonBreakerOpen.
 	MetricFallbacks = "redis_cache_fallback_total"
-	// MetricBreakerState is a gauge of the circuit breaker's state: 0 closed, 1 open,
-	// 2 half-open (see State).
+	// MetricBreakerState is a gauge of the circuit breaker's state: 0 closed, 1
+	// half-open, 2 open (redstream.BreakerState).
 	MetricBreakerState = "redis_cache_breaker_state"
 )
 
@@ -59,8 +61,8 @@ type Stats struct {
 	// Fallbacks counts keys answered from the loader because Redis failed, all reasons
 	// together (MetricFallbacks).
 	Fallbacks uint64
-	// Breaker is the circuit breaker's state.
-	Breaker State
+	// Breaker is the circuit breaker's state (closed with Breaker.Disabled).
+	Breaker redstream.BreakerState
 }
 
 type counters struct {

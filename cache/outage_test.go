@@ -15,6 +15,8 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/health"
 	"github.com/redstream-go/redstream/internal/redistest"
 )
 
@@ -74,10 +76,10 @@ var failures = []failure{
 // recorder collects breaker state changes.
 type recorder struct {
 	mu      sync.Mutex
-	changes []StateChange
+	changes []BreakerChange
 }
 
-func (r *recorder) add(ch StateChange) {
+func (r *recorder) add(ch BreakerChange) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.changes = append(r.changes, ch)
@@ -110,7 +112,7 @@ func TestOutageLoadPolicy(t *testing.T) {
 			cfg.OnRedisError = LoadOnError
 			cfg.Timeout = DefaultTimeout
 			cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			cfg.OnStateChange = changes.add
+			cfg.Breaker.OnStateChange = changes.add
 			c := newCache(t, client, cfg)
 			ctx := context.Background() // no deadline: the cache's own applies
 			if err := c.Set(ctx, "warm", 1, time.Minute); err != nil {
@@ -132,7 +134,7 @@ func TestOutageLoadPolicy(t *testing.T) {
 					t.Fatalf("GetOrLoad(%s) with Redis %s = %q, %v; want the loader's value", key, o.name, v, err)
 				}
 				slowest = max(slowest, took)
-				if i >= breakerThreshold {
+				if i >= health.DefaultFailures {
 					afterOpen = max(afterOpen, took)
 				}
 			}
@@ -145,14 +147,14 @@ func TestOutageLoadPolicy(t *testing.T) {
 				t.Errorf("calls after the breaker opened took up to %v, want immediate", afterOpen)
 			}
 			st := c.Stats()
-			if loads.Load() != 20 || st.Fallbacks != 20 || st.Breaker != StateOpen || st.RedisErrors < breakerThreshold {
-				t.Errorf("loads %d, stats %+v; want 20 loads and fallbacks, breaker open, >= %d Redis errors", loads.Load(), st, breakerThreshold)
+			if loads.Load() != 20 || st.Fallbacks != 20 || st.Breaker != redstream.BreakerOpen || st.RedisErrors < health.DefaultFailures {
+				t.Errorf("loads %d, stats %+v; want 20 loads and fallbacks, breaker open, >= %d Redis errors", loads.Load(), st, health.DefaultFailures)
 			}
 			var exp strings.Builder
 			c.Metrics().WritePrometheus(&exp)
 			for _, want := range []string{
-				MetricFallbacks + `{name="` + cfg.Name + `",reason="` + ReasonBreakerOpen + `"} ` + strconv.Itoa(20-breakerThreshold),
-				MetricBreakerState + `{name="` + cfg.Name + `"} 1`,
+				MetricFallbacks + `{name="` + cfg.Name + `",reason="` + ReasonBreakerOpen + `"} ` + strconv.Itoa(20-health.DefaultFailures),
+				MetricBreakerState + `{name="` + cfg.Name + `"} 2`,
 			} {
 				if !strings.Contains(exp.String(), want) {
 					t.Errorf("exposition lacks %q:\n%s", want, exp.String())
@@ -165,10 +167,10 @@ func TestOutageLoadPolicy(t *testing.T) {
 			strict := cfg
 			strict.Name += "-strict"
 			strict.OnRedisError = ReturnError
-			strict.OnStateChange = nil
+			strict.Breaker.OnStateChange = nil
 			sc := newCache(t, client, strict)
 			called := false
-			for range breakerThreshold + 2 {
+			for range health.DefaultFailures + 2 {
 				begin := time.Now()
 				_, err := GetOrLoad(ctx, sc, "x", DefaultTTL, func(context.Context) (int, error) { called = true; return 1, nil })
 				if !errors.Is(err, ErrUnavailable) || time.Since(begin) > DefaultTimeout+time.Second {
@@ -217,7 +219,7 @@ func TestOutageLoadPolicy(t *testing.T) {
 			}
 
 			o.recover(t, srv, pid)
-			deadline := time.Now().Add(breakerCooldown + 10*time.Second)
+			deadline := time.Now().Add(health.DefaultCoolDown + 10*time.Second)
 			for {
 				_, err := GetOrLoad(ctx, c, "after", DefaultTTL, func(context.Context) (string, error) { return "cached", nil })
 				if err != nil {
@@ -227,14 +229,14 @@ func TestOutageLoadPolicy(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("the cache did not use Redis again within %v of its recovery; changes %s", breakerCooldown+10*time.Second, &changes)
+					t.Fatalf("the cache did not use Redis again within %v of its recovery; changes %s", health.DefaultCoolDown+10*time.Second, &changes)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			if c.Stats().Breaker != StateClosed {
+			if c.Stats().Breaker != redstream.BreakerClosed {
 				t.Errorf("breaker %v after recovery, want closed", c.Stats().Breaker)
 			}
-			if !strings.Contains(logs.String(), "Redis works again") {
+			if !strings.Contains(logs.String(), "circuit breaker closed") {
 				t.Errorf("no recovery record logged:\n%s", logs.String())
 			}
 			if got := changes.String(); !strings.HasPrefix(got, "closed->open,open->half-open") || !strings.HasSuffix(got, "half-open->closed") {
@@ -292,7 +294,7 @@ func TestHangDuringLoad(t *testing.T) {
 	// A caller's own shorter deadline is the caller's: not ErrUnavailable.
 	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 	defer cancel()
-	if _, err := Get[int](short, c, "k2"); err == nil || (errors.Is(err, ErrUnavailable) && !errors.Is(err, errBreakerOpen)) {
+	if _, err := Get[int](short, c, "k2"); err == nil || (errors.Is(err, ErrUnavailable) && !errors.Is(err, redstream.ErrCircuitOpen)) {
 		t.Errorf("Get with a 10ms caller deadline = %v, want the caller's DeadlineExceeded (or the open breaker)", err)
 	}
 }

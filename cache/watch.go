@@ -41,9 +41,10 @@ func (c *Cache) watch(ctx context.Context, dk string) (*watcher, string, kind, e
 	})
 	// One pipeline, so that on a cluster both go to the node holding the key (the GET picks
 	// it) and tracking is on before the read that arms it.
-	if err := c.gate(); err != nil {
+	tk, gerr := c.gate()
+	if gerr != nil {
 		w.close()
-		return nil, "", kindMiss, err
+		return nil, "", kindMiss, gerr
 	}
 	rctx, op := c.callCtx(ctx)
 	res := dc.DoMulti(rctx, dc.B().ClientTracking().On().Build(), dc.B().Get().Key(dk).Build())
@@ -53,10 +54,10 @@ func (c *Cache) watch(ctx context.Context, dk string) (*watcher, string, kind, e
 		if _, ok := rueidis.IsRedisErr(err); ok {
 			return nil, "", kindMiss, nil // tracking refused: poll instead
 		}
-		return nil, "", kindMiss, c.outcome(ctx, err)
+		return nil, "", kindMiss, c.outcome(ctx, tk, err)
 	}
 	s, k, err := parseGet(res[1])
-	if err = c.outcome(ctx, err); err != nil {
+	if err = c.outcome(ctx, tk, err); err != nil {
 		w.close()
 		return nil, "", kindMiss, err
 	}
