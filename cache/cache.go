@@ -50,8 +50,6 @@ var (
 	ErrUnavailable = errors.New("cache: Redis unavailable")
 )
 
-
-
 // Cache is a cache-aside template on Redis: typed reads and writes with TTL jitter, and
 // GetOrLoad, which loads a missing key once however many callers ask for it at once. It is
 // safe for concurrent use.
