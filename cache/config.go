@@ -107,9 +107,11 @@ type Config struct {
 	// Codec encodes values; nil means JSON. It is not read from YAML.
 	Codec Codec `yaml:"-"`
 	// Logger receives the cache's log records; nil means slog.Default(). Levels: Warn when
-	// writes no caller waits for (the write-back of a loaded value, a lock release, a
-	// sliding renewal) start failing, Info when they work again: once per change of state,
-	// never per call. Errors callers see are returned, not logged. It is not read from YAML.
+	// the circuit breaker opens (Redis failing: the error, and what GetOrLoad and GetMany
+	// do now), Info when it closes again; Warn when writes no caller waits for (the
+	// write-back of a loaded value, a lock release, a sliding renewal) start failing, Info
+	// when they work again: once per change of state, never per call. Errors callers see
+	// are returned, not logged. It is not read from YAML.
 	Logger *slog.Logger `yaml:"-"`
 }
 

@@ -36,6 +36,14 @@ import (
 // that caller's context ends, the others start a load of their own. A load whose key is
 // deleted or set while it runs returns its result but does not cache it.
 //
+// When Redis fails (an ErrUnavailable error: an error reply or a broken connection,
+// Config.Timeout passing on a call, or the circuit breaker open), Config.OnRedisError
+// decides: ReturnError returns the error without calling loader; LoadOnError calls loader
+// and returns its result without caching anything, counted in MetricFallbacks. Concurrent
+// fallbacks for one key in a process share one load; there is no lock across processes
+// then. A lock owner whose write-back fails still returns the loaded value. The caller's
+// own context ending is never a Redis failure: its error is returned.
+//
 // A ttl that is neither DefaultTTL nor at least 1ms, a nil loader or an empty key is
 // ErrInvalidArgument; a loaded value the codec cannot encode is ErrEncode (nothing cached).
 func GetOrLoad[T any](ctx context.Context, c *Cache, key string, ttl time.Duration, loader func(ctx context.Context) (T, error)) (T, error) {
