@@ -92,8 +92,9 @@ type Config struct {
 	// ClientSideCache configures client-side caching. YAML: client-side-cache.*.
 	ClientSideCache ClientSideCacheConfig `yaml:"client-side-cache"`
 	// Timeout is the deadline of each Redis command or script the cache sends (a Get is one,
-	// a GetOrLoad miss two to four, a GetMany one per batch step), applied even when the
-	// caller's context has none; the caller's own deadline still applies when it is sooner.
+	// a GetOrLoad miss two to four), applied even when the caller's context has none; the
+	// caller's own deadline still applies when it is sooner. A GetMany round trip (one per
+	// step of the batch) carrying n keys gets Timeout × ceil(n/1000).
 	// It does not bound the loader, and the waits of Breakdown are bounded by WaitTimeout.
 	// Past it the call counts as a Redis failure (see OnRedisError). YAML: timeout-ms.
 	// Default 100ms; at least 1ms.

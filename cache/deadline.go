@@ -10,7 +10,22 @@ import (
 // now, unless ctx's own deadline is sooner (then ctx itself, and a nil *opCtx). Call
 // release on the returned *opCtx (nil is fine) when the call has returned.
 func (c *Cache) callCtx(ctx context.Context) (context.Context, *opCtx) {
-	d := time.Now().Add(c.cfg.Timeout)
+	return c.batchCtx(ctx, 1)
+}
+
+// keysPerTimeout is the number of keys a batched call (GetMany's pipelines) may carry per
+// Config.Timeout of deadline: a round trip of n keys gets Timeout × ceil(n/keysPerTimeout).
+// A healthy local server reads 1000 keys with MGET in a few milliseconds.
+const keysPerTimeout = 1000
+
+// batchTimeout is the deadline of one round trip carrying n keys.
+func (c *Cache) batchTimeout(n int) time.Duration {
+	return c.cfg.Timeout * time.Duration(max(1, (n+keysPerTimeout-1)/keysPerTimeout))
+}
+
+// batchCtx is callCtx for a round trip carrying n keys (see keysPerTimeout).
+func (c *Cache) batchCtx(ctx context.Context, n int) (context.Context, *opCtx) {
+	d := time.Now().Add(c.batchTimeout(n))
 	if pd, ok := ctx.Deadline(); ok && !pd.After(d) {
 		return ctx, nil
 	}
@@ -22,7 +37,12 @@ func (c *Cache) callCtx(ctx context.Context) (context.Context, *opCtx) {
 // a lock release, a sliding renewal): it survives the caller's cancellation (the lock would
 // otherwise stay until its TTL) and has the deadline Config.Timeout of its own.
 func (c *Cache) detached(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
+	return c.detachedN(ctx, 1)
+}
+
+// detachedN is detached for a round trip carrying n keys.
+func (c *Cache) detachedN(ctx context.Context, n int) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), c.batchTimeout(n))
 }
 
 // opCtx is a context with a deadline whose timer is armed only when Done is asked for.

@@ -41,6 +41,9 @@ type BatchLoader[T any] func(ctx context.Context, keys []string) (map[string]T, 
 // as in GetOrLoad (each after Breakdown.WaitTimeout loaded alone, with loader called on
 // that one key). Without Breakdown.Enabled the misses are loaded with one call and written.
 //
+// Each round trip carrying n keys has the deadline Config.Timeout × ceil(n/1000), so a
+// large batch on a healthy server is not mistaken for an outage.
+//
 // When Redis fails, Config.OnRedisError applies to the whole call: ReturnError returns the
 // error, LoadOnError loads every key with loader and caches nothing (concurrent fallbacks
 // of one key in the process share a load).
@@ -182,7 +185,7 @@ func (c *Cache) readMany(ctx context.Context, dks []string) ([]entry, error) {
 		return nil, gerr
 	}
 	ents := make([]entry, len(dks))
-	rctx, op := c.callCtx(ctx)
+	rctx, op := c.batchCtx(ctx, len(dks))
 	defer op.release()
 	switch {
 	case c.own != nil:
@@ -240,7 +243,7 @@ func (c *Cache) readMany(ctx context.Context, dks []string) ([]entry, error) {
 				execs[j] = rueidis.LuaExec{Keys: []string{dks[i]},
 					Args: []string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), lockPrefix, nullMarker}}
 			}
-			wctx, cancel := c.detached(ctx)
+			wctx, cancel := c.detachedN(ctx, len(execs))
 			c.background("renew", c.outcome(wctx, tk, firstErr(c.evalMulti(wctx, expireSrc, execs))))
 			cancel()
 		}
@@ -414,7 +417,7 @@ func (c *Cache) lockedMany(ctx context.Context, keys, dks []string, ttl time.Dur
 	for i, dk := range dks {
 		execs[i] = rueidis.LuaExec{Keys: []string{dk}, Args: []string{token, lockMs}}
 	}
-	rctx, op := c.callCtx(ctx)
+	rctx, op := c.batchCtx(ctx, len(execs))
 	resps := c.evalMulti(rctx, acquireSrc, execs)
 	op.release()
 	results := make([]result, len(keys))
@@ -528,7 +531,7 @@ func (c *Cache) lockedMany(ctx context.Context, keys, dks []string, ttl time.Dur
 			c.background("write-back", gerr) // the locks expire after LockTTL
 			return nil
 		}
-		wctx, cancel := c.detached(ctx)
+		wctx, cancel := c.detachedN(ctx, len(execs))
 		defer cancel()
 		fills := c.evalMulti(wctx, fillSrc, execs)
 		c.background("write-back", c.outcome(wctx, tk, firstErr(fills)))
@@ -577,7 +580,7 @@ func (c *Cache) unlockMany(ctx context.Context, dks []string, token string) {
 	for i, dk := range dks {
 		execs[i] = rueidis.LuaExec{Keys: []string{dk}, Args: []string{token}}
 	}
-	wctx, cancel := c.detached(ctx)
+	wctx, cancel := c.detachedN(ctx, len(execs))
 	defer cancel()
 	resps := c.evalMulti(wctx, unlockSrc, execs)
 	c.background("unlock", c.outcome(wctx, tk, firstErr(resps)))
@@ -608,7 +611,7 @@ func (c *Cache) storeMany(ctx context.Context, dks []string, rs []result, ttl ti
 		values[i] = value
 		cmds[i] = c.client.B().Set().Key(dks[i]).Value(value).PxMilliseconds(ms).Build()
 	}
-	wctx, cancel := c.detached(ctx)
+	wctx, cancel := c.detachedN(ctx, len(cmds))
 	defer cancel()
 	c.background("write-back", c.outcome(wctx, tk, firstErr(c.client.DoMulti(wctx, cmds...))))
 	for i, dk := range dks {
@@ -671,31 +674,57 @@ var (
 	getRenewSrc = newLuaSrc(getRenewLua)
 )
 
-// evalMulti runs a one-key script once per exec in one pipeline: EVALSHA, and EVAL again
-// for the replies that were NOSCRIPT. (rueidis's Lua.ExecMulti sends SCRIPT LOAD to every
-// node first, a round trip more on each call.) On a cluster client each command goes to
-// its key's node.
+// evalMulti runs a one-key script once per exec in one pipeline with EVALSHA. When some
+// replies are NOSCRIPT (a restarted or new server), it loads the script on every node
+// (SCRIPT LOAD) and sends those again, with EVAL for any still refused. (rueidis's
+// Lua.ExecMulti sends SCRIPT LOAD to every node first on every call, a round trip more;
+// EVAL for each of thousands of keys would send the source thousands of times.) On a
+// cluster client each command goes to its key's node.
 func (c *Cache) evalMulti(ctx context.Context, sc luaSrc, execs []rueidis.LuaExec) []rueidis.RedisResult {
 	cmds := make(rueidis.Commands, len(execs))
 	for i, e := range execs {
 		cmds[i] = c.client.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(e.Keys))).Key(e.Keys...).Arg(e.Args...).Build()
 	}
 	resps := c.client.DoMulti(ctx, cmds...)
-	var retry []int
-	for i, r := range resps {
-		if re, ok := rueidis.IsRedisErr(r.Error()); ok && re.IsNoScript() {
-			retry = append(retry, i)
-		}
+	retry := noScript(resps, nil)
+	if len(retry) == 0 {
+		return resps
 	}
-	if len(retry) > 0 {
+	for _, n := range c.client.Nodes() {
+		_ = n.Do(ctx, n.B().ScriptLoad().Script(sc.src).Build()).Error() // EVAL below covers a failure
+	}
+	for round := range 2 {
 		again := make(rueidis.Commands, len(retry))
 		for j, i := range retry {
 			e := execs[i]
-			again[j] = c.client.B().Eval().Script(sc.src).Numkeys(int64(len(e.Keys))).Key(e.Keys...).Arg(e.Args...).Build()
+			if round == 0 {
+				again[j] = c.client.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(e.Keys))).Key(e.Keys...).Arg(e.Args...).Build()
+			} else {
+				again[j] = c.client.B().Eval().Script(sc.src).Numkeys(int64(len(e.Keys))).Key(e.Keys...).Arg(e.Args...).Build()
+			}
 		}
-		for j, r := range c.client.DoMulti(ctx, again...) {
+		rs := c.client.DoMulti(ctx, again...)
+		for j, r := range rs {
 			resps[retry[j]] = r
+		}
+		if retry = noScript(rs, retry); len(retry) == 0 {
+			break
 		}
 	}
 	return resps
+}
+
+// noScript returns the indexes (mapped through idx when non-nil) of the NOSCRIPT replies.
+func noScript(resps []rueidis.RedisResult, idx []int) []int {
+	var out []int
+	for j, r := range resps {
+		if re, ok := rueidis.IsRedisErr(r.Error()); ok && re.IsNoScript() {
+			if idx != nil {
+				out = append(out, idx[j])
+			} else {
+				out = append(out, j)
+			}
+		}
+	}
+	return out
 }

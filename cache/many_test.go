@@ -388,3 +388,61 @@ func nodeOf(t *testing.T, client rueidis.Client, key string) string {
 	t.Fatalf("no node serves slot %d", slot)
 	return ""
 }
+
+// TestGetManyLarge: a batch of 20,000 keys on a healthy server, with the default 100ms
+// Timeout, is loaded and read back: its round trips get a deadline that grows with the
+// batch (Timeout per 1000 keys), so a big batch is not taken for an outage.
+func TestGetManyLarge(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	cfg.Timeout = DefaultTimeout
+	c := newCache(t, redistest.Client(t), cfg)
+	keys := make([]string, 20000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d", i)
+	}
+	value := strings.Repeat("x", 100)
+	for round := range 2 {
+		begin := time.Now()
+		got, err := GetMany(ctx, c, keys, DefaultTTL, func(_ context.Context, ks []string) (map[string]string, error) {
+			if round > 0 {
+				t.Errorf("round %d loaded %d keys", round, len(ks))
+			}
+			m := make(map[string]string, len(ks))
+			for _, k := range ks {
+				m[k] = value
+			}
+			return m, nil
+		})
+		if err != nil || len(got) != len(keys) {
+			t.Fatalf("round %d: %d values, %v", round, len(got), err)
+		}
+		t.Logf("round %d (%s): %v", round, []string{"load", "read"}[round], time.Since(begin).Round(time.Millisecond))
+	}
+	if st := c.Stats(); st.RedisErrors != 0 || st.Breaker != 0 {
+		t.Errorf("stats %+v: a large batch counted as a Redis failure", st)
+	}
+}
+
+// TestGetManyAfterScriptFlush: scripts missing on the server (a restart, SCRIPT FLUSH) are
+// loaded again by the batch pipelines.
+func TestGetManyAfterScriptFlush(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	cfg := testConfig(t)
+	cfg.SlidingExpiration = true
+	c := newCache(t, client, cfg)
+	l := newCountingLoader(map[string]int{"a": 1, "b": 2})
+	for round := range 2 {
+		if err := client.Do(ctx, client.B().ScriptFlush().Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := GetMany(ctx, c, []string{"a", "b"}, DefaultTTL, l.load)
+		if err != nil || got["a"] != 1 || got["b"] != 2 {
+			t.Fatalf("round %d after SCRIPT FLUSH: %v, %v", round, got, err)
+		}
+	}
+	if calls := l.callsString(); calls != "[[a b]]" {
+		t.Errorf("loader calls %s, want one", calls)
+	}
+}
