@@ -233,9 +233,9 @@ func (m *Middleware) setHeaders(h http.Header, d redstream.Decision) {
 	buf := make([]byte, 0, 48)
 	buf = appendSFString(buf, name)
 	buf = append(buf, ";r="...)
-	buf = strconv.AppendInt(buf, max(d.Remaining, 0), 10)
+	buf = appendSFInt(buf, d.Remaining)
 	buf = append(buf, ";t="...)
-	buf = strconv.AppendInt(buf, ceilSeconds(d.ResetAfter, 0), 10)
+	buf = appendSFInt(buf, ceilSeconds(d.ResetAfter, 0))
 	addItems(h, hdrRateLimit, string(buf))
 }
 
@@ -262,13 +262,23 @@ func policyHeader(ps []Policy) string {
 		}
 		b = appendSFString(b, p.Name)
 		b = append(b, ";q="...)
-		b = strconv.AppendInt(b, p.Quota, 10)
+		b = appendSFInt(b, p.Quota)
 		if p.Window > 0 {
 			b = append(b, ";w="...)
-			b = strconv.AppendInt(b, ceilSeconds(p.Window, 1), 10)
+			b = appendSFInt(b, ceilSeconds(p.Window, 1))
 		}
 	}
 	return string(b)
+}
+
+// sfMaxInt is the largest RFC 9651 Integer (15 decimal digits).
+const sfMaxInt = 999_999_999_999_999
+
+// appendSFInt appends n as an RFC 9651 Integer, clamped to [0, sfMaxInt]: the fields carry
+// counts and seconds, never negative, and a value past 15 digits would make the whole field
+// unparseable (a quota that large is "unlimited" to any client).
+func appendSFInt(b []byte, n int64) []byte {
+	return strconv.AppendInt(b, min(max(n, 0), sfMaxInt), 10)
 }
 
 // appendSFString appends s as an RFC 9651 structured-field string: printable ASCII, with
