@@ -63,7 +63,8 @@ func newCache(t testing.TB, client rueidis.Client, cfg Config) *Cache {
 	t.Cleanup(func() {
 		c.Close()
 		if strings.HasPrefix(cfg.KeyPrefix, "test:") && client.Mode() != rueidis.ClientModeCluster {
-			ctx := context.Background()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // the server may be down
+			defer cancel()
 			keys, err := client.Do(ctx, client.B().Keys().Pattern(cfg.KeyPrefix+"*").Build()).AsStrSlice()
 			if err == nil && len(keys) > 0 {
 				_ = client.Do(ctx, client.B().Del().Key(keys...).Build()).Error()

@@ -102,22 +102,37 @@ func (r *recorder) String() string {
 // After the server comes back the cache uses Redis again within the cool-down.
 func TestOutageLoadPolicy(t *testing.T) {
 	for _, o := range failures {
-		t.Run(o.name, func(t *testing.T) {
+		for _, clientSide := range []bool{false, true} {
+			name := o.name
+			if clientSide {
+				name += "/client-side cache"
+			}
+			t.Run(name, func(t *testing.T) { testOutageLoadPolicy(t, o, clientSide) })
+		}
+	}
+}
+
+func testOutageLoadPolicy(t *testing.T, o failure, clientSide bool) {
+	{
+		{
 			srv := redistest.NewServer(t)
 			client := redistest.NewClient(t, srv.Addr)
 			pid := serverPID(t, client)
 			var logs syncBuffer
 			var changes recorder
 			cfg := testConfig(t)
+			cfg.ClientSideCache.Enabled = clientSide
+			// Warm the key with a generous deadline (a first call dials, and this machine
+			// is loaded); the cache under test has the default 100ms.
+			if err := client.Do(context.Background(), client.B().Set().Key(cfg.KeyPrefix+"warm").Value("1").Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
 			cfg.OnRedisError = LoadOnError
 			cfg.Timeout = DefaultTimeout
 			cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			cfg.Breaker.OnStateChange = changes.add
 			c := newCache(t, client, cfg)
 			ctx := context.Background() // no deadline: the cache's own applies
-			if err := c.Set(ctx, "warm", 1, time.Minute); err != nil {
-				t.Fatal(err)
-			}
 
 			o.fail(t, srv, pid)
 			var loads atomic.Int64
@@ -246,6 +261,68 @@ func TestOutageLoadPolicy(t *testing.T) {
 				if _, ok := raw(t, client, c.Key(fmt.Sprintf("k%d", i))); ok && o.name == "hung" {
 					t.Errorf("k%d was cached during the outage", i)
 				}
+			}
+		}
+	}
+}
+
+// TestOutageWhileWaitingForLock: a caller waiting for another process's load when Redis
+// hangs answers from the loader about Timeout after its next read (not after the 3s wait
+// timeout), and the lock owner, whose write-back then fails, still returns its value
+// within about Timeout of its load; with and without client-side caching (whose waiters
+// read on a dedicated tracked connection).
+func TestOutageWhileWaitingForLock(t *testing.T) {
+	for _, clientSide := range []bool{false, true} {
+		t.Run(fmt.Sprintf("client-side=%v", clientSide), func(t *testing.T) {
+			srv := redistest.NewServer(t)
+			client := redistest.NewClient(t, srv.Addr)
+			pid := serverPID(t, client)
+			cfg := testConfig(t)
+			cfg.Timeout = DefaultTimeout
+			cfg.OnRedisError = LoadOnError
+			cfg.ClientSideCache.Enabled = clientSide
+			owner := newCache(t, redistest.NewClient(t, srv.Addr), cfg)
+			waiter := newCache(t, client, cfg)
+			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) // before the caches' cleanups
+			release := make(chan struct{})
+			_, out := holdLock(t, owner, client, "k", "owner's", release)
+
+			got := make(chan string, 1)
+			go func() {
+				v, err := GetOrLoad(context.Background(), waiter, "k", DefaultTTL, func(context.Context) (string, error) { return "waiter's", nil })
+				if err != nil {
+					v = "error: " + err.Error()
+				}
+				got <- v
+			}()
+			waitFor(t, "the waiter to wait", func() bool { return waiter.Stats().LockWaits == 1 })
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			begin := time.Now()
+			select {
+			case v := <-got:
+				if v != "waiter's" {
+					t.Errorf("waiter got %q, want its loader's value", v)
+				}
+				t.Logf("waiter answered %v after Redis hung", time.Since(begin).Round(time.Millisecond))
+				if took := time.Since(begin); took > DefaultTimeout+DefaultWaitInterval+time.Second {
+					t.Errorf("waiter answered after %v, want about Timeout + WaitInterval", took)
+				}
+			case <-time.After(DefaultWaitTimeout + 5*time.Second):
+				t.Fatal("the waiter hangs")
+			}
+			begin = time.Now()
+			close(release)
+			if v := <-out; v != "owner's" {
+				t.Errorf("owner got %q", v)
+			}
+			t.Logf("owner returned %v after its load with Redis hung", time.Since(begin).Round(time.Millisecond))
+			if took := time.Since(begin); took > DefaultTimeout+time.Second {
+				t.Errorf("owner returned %v after its load, want about Timeout", took)
+			}
+			if st := waiter.Stats(); st.Fallbacks != 1 {
+				t.Errorf("waiter stats %+v, want 1 fallback", st)
 			}
 		})
 	}
