@@ -12,7 +12,10 @@
 // rate-limits values on their way to a [Sink], dropping or rejecting ([ErrRateLimited]) what
 // is denied; [Multi] names several limits applied all-or-nothing by an engine's
 // multi-limiter; [WithFailurePolicy] decides what a limiter does when its backend fails
-// (fail-closed, fail-open, or a local fallback). Package metrics counts a limiter's
+// (fail-closed, fail-open, or a local fallback), the one place a failure policy is applied,
+// for single decisions and batches ([BatchLimiter]), telling [FailureObserver]s of every
+// decision it answered. Engines with a circuit breaker fail with [ErrCircuitOpen] while it
+// is open ([BreakerState]). Package metrics counts a limiter's
 // decisions (metrics.Named); package config builds all of it from the YAML files of the
 // Java starter this library is compatible with (io.github.cuihairu.redis.streaming,
 // https://github.com/cuihairu/redis-streaming), whose names, defaults and keys it keeps;

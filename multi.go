@@ -35,7 +35,10 @@ type MultiLimiter struct {
 	limits []Limit
 }
 
-var _ Limiter = (*MultiLimiter)(nil)
+var (
+	_ BatchLimiter = (*MultiLimiter)(nil)
+	_ Observable   = (*MultiLimiter)(nil)
+)
 
 // Multi builds a multi-limiter of limits with build. It returns an error wrapping
 // ErrInvalidConfig when build is nil or returns a nil limiter, when limits is empty, or when
@@ -92,6 +95,22 @@ func (m *MultiLimiter) AllowAt(ctx context.Context, key string, now time.Time) (
 // smallest limit is ErrCostTooLarge.
 func (m *MultiLimiter) AllowN(ctx context.Context, key string, now time.Time, n int64) (Decision, error) {
 	return m.l.AllowN(ctx, key, now, n)
+}
+
+// AllowBatch decides a request of cost n for each of keys, all-or-nothing per key, in one
+// call when the engine's limiter batches (see [BatchLimiter]).
+func (m *MultiLimiter) AllowBatch(ctx context.Context, keys []string, now time.Time, n int64) ([]Decision, error) {
+	return AllowBatch(ctx, m.l, keys, now, n)
+}
+
+// Observe returns a MultiLimiter over the same limits whose failure policy, if the
+// engine's limiter is wrapped in one (WithFailurePolicy), also reports to o; without one it
+// returns m.
+func (m *MultiLimiter) Observe(o FailureObserver) Limiter {
+	if ob, ok := m.l.(Observable); ok {
+		return &MultiLimiter{l: ob.Observe(o), limits: m.limits}
+	}
+	return m
 }
 
 // ParseFailurePolicy parses "fail-closed", "fail-open" or "fallback" (the String forms; case

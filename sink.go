@@ -66,7 +66,7 @@ func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimit
 // 1 under the key its key selector returns (an empty key becomes "null", as in the Java
 // system, since limiters reject the empty key). On a denial it drops the value (DenyDrop) or
 // returns a *RateLimitedError (DenyThrow); a limiter error is returned as is, wrapped, and the
-// value is not delivered (the limiter's FailurePolicy has already been applied by the limiter).
+// value is not delivered (a failure policy, WithFailurePolicy, has already been applied by the limiter).
 //
 // A LimitingSink is safe for concurrent use if its limiter, key selector and next sink are.
 type LimitingSink[T any] struct {

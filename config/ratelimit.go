@@ -553,11 +553,8 @@ func (b builder) single(spec redstream.Spec, p PolicySettings, backend string) (
 	if backend == BackendMemory {
 		return memory.NewLimiter(spec, b.opts.Memory)
 	}
-	ro, err := b.redisOptions(p, func() (redstream.Limiter, error) { return memory.NewLimiter(spec, b.opts.Memory) })
-	if err != nil {
-		return nil, err
-	}
-	return redisbackend.NewLimiter(b.opts.Redis, spec, ro)
+	l, err := redisbackend.NewLimiter(b.opts.Redis, spec, redisbackend.Options{KeyPrefix: p.KeyPrefix})
+	return withPolicy(l, err, p, func() (redstream.Limiter, error) { return memory.NewLimiter(spec, b.opts.Memory) })
 }
 
 func (b builder) multi(p PolicySettings, backend string) (redstream.Limiter, error) {
@@ -570,25 +567,23 @@ func (b builder) multi(p PolicySettings, backend string) (redstream.Limiter, err
 		if backend == BackendMemory {
 			return mem()
 		}
-		ro, err := b.redisOptions(p, mem)
-		if err != nil {
-			return nil, err
-		}
-		return redisbackend.NewMultiLimiter(b.opts.Redis, specs, ro)
+		l, err := redisbackend.NewMultiLimiter(b.opts.Redis, specs, redisbackend.Options{KeyPrefix: p.KeyPrefix})
+		return withPolicy(l, err, p, mem)
 	}
 	return redstream.Multi(build, limits...)
 }
 
-// redisOptions returns the Redis engine options of p; fallback builds the in-process
-// limiter of FailFallback.
-func (b builder) redisOptions(p PolicySettings, fallback func() (redstream.Limiter, error)) (redisbackend.Options, error) {
-	ro := redisbackend.Options{KeyPrefix: p.KeyPrefix, FailurePolicy: p.FailurePolicy}
-	if p.FailurePolicy == redstream.FailFallback {
-		fb, err := fallback()
-		if err != nil {
-			return ro, err
-		}
-		ro.Fallback = fb
+// withPolicy wraps the Redis limiter l (built with error err) in p's failure policy;
+// fallback builds the in-process limiter of FailFallback.
+func withPolicy(l *redisbackend.Limiter, err error, p PolicySettings, fallback func() (redstream.Limiter, error)) (redstream.Limiter, error) {
+	if err != nil {
+		return nil, err
 	}
-	return ro, nil
+	var fb redstream.Limiter
+	if p.FailurePolicy == redstream.FailFallback {
+		if fb, err = fallback(); err != nil {
+			return nil, err
+		}
+	}
+	return redstream.WithFailurePolicy(l, p.FailurePolicy, fb)
 }

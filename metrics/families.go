@@ -9,7 +9,13 @@ var known = map[string]family{
 	// Named rate limiters (metrics.Named), label name.
 	RateLimitAllowedTotal: {TypeCounter, "Decisions a named rate limiter admitted."},
 	RateLimitDeniedTotal:  {TypeCounter, "Decisions a named rate limiter denied."},
-	RateLimitErrorsTotal:  {TypeCounter, "Calls of a named rate limiter that returned an error (backend failure under fail-closed, or bad input)."},
+	RateLimitErrorsTotal:  {TypeCounter, "Calls of a named rate limiter whose backend failed (whatever the failure policy answered) or that returned an error for bad input."},
+
+	// Degraded rate limiting (metrics.Named), label name (and reason).
+	RateLimitFallbackTotal: {TypeCounter, "Decisions a failure policy answered (fail-open or the fallback limiter) because the backend failed, by reason (timeout, error, breaker_open, canceled)."},
+	RateLimitBreakerState:  {TypeGauge, "State of the circuit breaker of a named rate limiter's engine: 0 closed, 1 half-open, 2 open."},
+	DedupFailuresTotal:     {TypeCounter, "Calls of a Redis deduplicator that failed because Redis did, by reason (timeout, error, breaker_open, canceled)."},
+	DedupBreakerState:      {TypeGauge, "State of a Redis deduplicator's circuit breaker: 0 closed, 1 half-open, 2 open."},
 
 	// Package reliability, label name (and outcome).
 	ReliabilityOutcomesTotal:          {TypeCounter, "Elements a failure processor handled, by outcome (success, retried, failed, skipped, dead_letter, ignored, rejected)."},

@@ -24,8 +24,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	vm "github.com/VictoriaMetrics/metrics"
+	"github.com/redstream-go/redstream"
 )
 
 // Set is a VictoriaMetrics metric set.
@@ -94,11 +97,56 @@ const (
 	RateLimitAllowedTotal = "redis_streaming_rl_allowed_total"
 	// RateLimitDeniedTotal counts denied decisions of a named limiter.
 	RateLimitDeniedTotal = "redis_streaming_rl_denied_total"
-	// RateLimitErrorsTotal counts calls of a named limiter that returned an error (backend
-	// failure under fail-closed, or bad input). It is new in redstream: the Java system had
-	// no such counter.
+	// RateLimitErrorsTotal counts calls of a named limiter whose backend failed, whatever
+	// its failure policy answered (an error under fail-closed, an admission under
+	// fail-open, the fallback's decision), and calls that returned an error for bad input.
+	// It is new in redstream: the Java system had no such counter.
 	RateLimitErrorsTotal = "redis_streaming_rl_errors_total"
 )
+
+// Metric names of degraded rate limiting (a backend failing, a circuit breaker open).
+// Each carries a name="..." label, the limiter's name.
+const (
+	// RateLimitFallbackTotal counts decisions a failure policy answered (fail-open or the
+	// fallback limiter) because the backend failed, with a reason="..." label:
+	// timeout, error, breaker_open or canceled (redstream.FailureReason).
+	RateLimitFallbackTotal = "redis_streaming_rl_fallback_total"
+	// RateLimitBreakerState is the state of the circuit breaker of a named limiter's
+	// engine: 0 closed (healthy), 1 half-open (probing), 2 open (failing fast).
+	RateLimitBreakerState = "redis_streaming_rl_breaker_state"
+	// DedupFailuresTotal counts calls of a Redis deduplicator that failed because Redis
+	// did, with name="..." (the deduplicator's name) and reason="..." labels (timeout,
+	// error, breaker_open, canceled). redisbackend's deduplicators count it themselves.
+	DedupFailuresTotal = "redis_streaming_dedup_failures_total"
+	// DedupBreakerState is the state of a Redis deduplicator's circuit breaker, label
+	// name: 0 closed, 1 half-open, 2 open.
+	DedupBreakerState = "redis_streaming_dedup_breaker_state"
+)
+
+// RegisterBreaker exports state, the state of a circuit breaker, as the gauge
+// family{name="..."} in set: 0 closed, 1 half-open, 2 open. Registering again under the same
+// set, family and name replaces the state the gauge reads (the component built last wins),
+// so a component re-created under its name is followed. It is safe for concurrent use.
+func RegisterBreaker(set *Set, family, name string, state func() redstream.BreakerState) {
+	if set == nil || state == nil {
+		return
+	}
+	series := Name(family, "name", name)
+	v, loaded := breakerGauges.LoadOrStore(breakerKey{set, series}, new(atomic.Pointer[func() redstream.BreakerState]))
+	p := v.(*atomic.Pointer[func() redstream.BreakerState])
+	p.Store(&state)
+	if !loaded {
+		set.GetOrCreateGauge(series, func() float64 { return float64((*p.Load())()) })
+	}
+}
+
+type breakerKey struct {
+	set    *Set
+	series string
+}
+
+// breakerGauges holds the state each breaker gauge reads.
+var breakerGauges sync.Map // breakerKey -> *atomic.Pointer[func() redstream.BreakerState]
 
 // Metric names of package reliability. Each carries a name="..." label (the processor's name)
 // and, for the outcome counter, an outcome="..." label.

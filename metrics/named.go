@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,21 +11,90 @@ import (
 
 // NamedLimiter wraps a redstream.Limiter under a name and counts its decisions:
 // redis_streaming_rl_allowed_total{name="..."} and redis_streaming_rl_denied_total{name="..."}
-// (the Java system's names), plus redis_streaming_rl_errors_total{name="..."} for calls that
-// returned an error. The counters are created once, by [Named]: a decision adds one atomic
-// increment and no allocation.
+// (the Java system's names), plus redis_streaming_rl_errors_total{name="..."} for calls whose
+// backend failed or that returned an error. The counters are created once, by [Named]: a
+// decision adds one atomic increment and no allocation.
 //
-// Two NamedLimiters with the same name share their counters. A NamedLimiter is safe for
-// concurrent use if the wrapped limiter is.
+// Degradation is counted however Named and redstream.WithFailurePolicy are stacked: a
+// decision a failure policy answered because the backend failed counts in
+// redis_streaming_rl_errors_total and in
+// redis_streaming_rl_fallback_total{name="...",reason="..."} (reason timeout, error,
+// breaker_open or canceled), whether the policy wraps the NamedLimiter (the policy reports
+// to the NamedLimiter it finds inside) or the NamedLimiter wraps the policy (Named
+// subscribes with redstream.Observable when it is built). When the engine under it has a
+// circuit breaker (a method BreakerState() redstream.BreakerState, as redisbackend's
+// limiters have), Named exports its state as the gauge
+// redis_streaming_rl_breaker_state{name="..."}: 0 closed, 1 half-open, 2 open.
+//
+// Two NamedLimiters with the same name share their counters; the breaker gauge reads the
+// engine of the one built last. A NamedLimiter is safe for concurrent use if the wrapped
+// limiter is.
 type NamedLimiter struct {
-	name    string
-	l       redstream.Limiter
-	allowed *Counter
-	denied  *Counter
-	errs    *Counter
+	name     string
+	orig     redstream.Limiter // as given to Named, for Unwrap
+	l        redstream.Limiter // orig, or a view of it reporting failures to n (Observe)
+	allowed  *Counter
+	denied   *Counter
+	errs     *Counter
+	fallback *fallbackCounters
 }
 
-var _ redstream.Limiter = (*NamedLimiter)(nil)
+var (
+	_ redstream.BatchLimiter    = (*NamedLimiter)(nil)
+	_ redstream.Observable      = (*NamedLimiter)(nil)
+	_ redstream.FailureObserver = (*NamedLimiter)(nil)
+)
+
+// fallbackCounters are the redis_streaming_rl_fallback_total counters of one name, one
+// per reason, made once so that counting a fallback allocates nothing.
+type fallbackCounters struct {
+	timeout, err, open, canceled *Counter
+}
+
+func newFallbackCounters(name string) *fallbackCounters {
+	c := func(r redstream.FailureReason) *Counter {
+		return RateLimit.GetOrCreateCounter(Name(RateLimitFallbackTotal, "name", name, "reason", string(r)))
+	}
+	return &fallbackCounters{
+		timeout:  c(redstream.ReasonTimeout),
+		err:      c(redstream.ReasonError),
+		open:     c(redstream.ReasonBreakerOpen),
+		canceled: c(redstream.ReasonCanceled),
+	}
+}
+
+func (f *fallbackCounters) of(r redstream.FailureReason) *Counter {
+	switch r {
+	case redstream.ReasonTimeout:
+		return f.timeout
+	case redstream.ReasonBreakerOpen:
+		return f.open
+	case redstream.ReasonCanceled:
+		return f.canceled
+	}
+	return f.err
+}
+
+// breakerReporter is what an engine with a circuit breaker offers.
+type breakerReporter interface {
+	BreakerState() redstream.BreakerState
+}
+
+// registerBreaker exports the breaker state of the engine under l, if it has one, as
+// redis_streaming_rl_breaker_state{name}.
+func registerBreaker(name string, l redstream.Limiter) {
+	for u := l; u != nil; {
+		if r, ok := u.(breakerReporter); ok {
+			RegisterBreaker(RateLimit, RateLimitBreakerState, name, r.BreakerState)
+			return
+		}
+		w, ok := u.(interface{ Unwrap() redstream.Limiter })
+		if !ok {
+			return
+		}
+		u = w.Unwrap()
+	}
+}
 
 // Named returns l wrapped under name. It returns an error wrapping redstream.ErrInvalidConfig for an
 // empty name or a nil l.
@@ -36,14 +106,71 @@ func Named(name string, l redstream.Limiter) (*NamedLimiter, error) {
 		return nil, fmt.Errorf("metrics: Named(%q): %w: nil limiter", name, redstream.ErrInvalidConfig)
 	}
 	a, d, e := RateLimitCounters(name)
-	return &NamedLimiter{name: name, l: l, allowed: a, denied: d, errs: e}, nil
+	n := &NamedLimiter{name: name, orig: l, l: l, allowed: a, denied: d, errs: e, fallback: newFallbackCounters(name)}
+	if o, ok := l.(redstream.Observable); ok {
+		n.l = o.Observe((*outerObserver)(n))
+	}
+	registerBreaker(name, l)
+	return n, nil
 }
 
 // Name returns the limiter's name.
 func (n *NamedLimiter) Name() string { return n.name }
 
 // Unwrap returns the wrapped limiter.
-func (n *NamedLimiter) Unwrap() redstream.Limiter { return n.l }
+func (n *NamedLimiter) Unwrap() redstream.Limiter { return n.orig }
+
+// ObserveFailure counts a decision that a failure policy wrapping this NamedLimiter
+// answered after the NamedLimiter returned the backend's error (already counted in
+// redis_streaming_rl_errors_total): redis_streaming_rl_fallback_total{name, reason}.
+// redstream.WithFailurePolicy calls it; it is safe for concurrent use.
+func (n *NamedLimiter) ObserveFailure(f redstream.Failure) {
+	n.fallback.of(f.Reason).Inc()
+}
+
+// outerObserver is how a NamedLimiter outside a failure policy hears of the failures the
+// policy answers: it never saw the error, so it counts it too.
+type outerObserver NamedLimiter
+
+func (o *outerObserver) ObserveFailure(f redstream.Failure) {
+	o.errs.Inc()
+	o.fallback.of(f.Reason).Inc()
+}
+
+// Observe returns a NamedLimiter counting as n does whose failure policy, if it wraps one,
+// also reports to o; without one it returns n.
+func (n *NamedLimiter) Observe(o redstream.FailureObserver) redstream.Limiter {
+	ob, ok := n.l.(redstream.Observable)
+	if !ok {
+		return n
+	}
+	m := *n
+	m.l = ob.Observe(o)
+	return &m
+}
+
+// AllowBatch decides keys with the wrapped limiter (in one call when it batches, see
+// redstream.BatchLimiter) and counts every key's outcome.
+func (n *NamedLimiter) AllowBatch(ctx context.Context, keys []string, now time.Time, cost int64) ([]redstream.Decision, error) {
+	ds, err := redstream.AllowBatch(ctx, n.l, keys, now, cost)
+	if err != nil && len(ds) != len(keys) {
+		n.errs.Add(len(keys))
+		return ds, err
+	}
+	var be *redstream.BatchError
+	if err != nil && !errors.As(err, &be) {
+		n.errs.Add(len(keys))
+		return ds, err
+	}
+	for i, d := range ds {
+		var kerr error
+		if be != nil && i < len(be.Errs) {
+			kerr = be.Errs[i]
+		}
+		n.counter(d.Allowed, kerr).Inc()
+	}
+	return ds, err
+}
 
 // Allow calls the wrapped limiter's Allow and counts the outcome.
 func (n *NamedLimiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {

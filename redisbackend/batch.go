@@ -2,6 +2,7 @@ package redisbackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,7 +18,7 @@ const batchChunk = 128
 // decides several keys per call, so keys are grouped: by cluster slot on a cluster client
 // (all the keys of one call must share a slot), in chunks of batchChunk otherwise. A
 // multi-limiter decides one key per call. Order within a group is the order in keys.
-func (l *Limiter) groups(keys []string) [][]int {
+func (l *Limiter) groups(c rueidis.Client, keys []string) [][]int {
 	var groups [][]int
 	switch {
 	case l.multi:
@@ -25,7 +26,7 @@ func (l *Limiter) groups(keys []string) [][]int {
 		for i := range keys {
 			groups[i] = []int{i}
 		}
-	case l.client.Mode() == rueidis.ClientModeCluster:
+	case c.Mode() == rueidis.ClientModeCluster:
 		bySlot := make(map[uint16]int)
 		for i, k := range keys {
 			s := slotOf(redisKey(l.prefix, k, ""))
@@ -50,12 +51,13 @@ func (l *Limiter) groups(keys []string) [][]int {
 }
 
 // AllowBatch decides a request of cost n for each of keys at now (the zero time reads each
-// server's TIME), in one pipelined round trip (a cluster client sends one pipeline per node).
-// Decision i is for keys[i]; a key listed twice is decided twice, in order. Bad input (any
-// key empty or too large, a bad n or now) returns an error and no Redis call. When Redis
-// fails for some keys, those keys follow the FailurePolicy; under FailClosed their
-// decisions are denied zero values and the error reports how many failed and the first
-// failure. The batch is not atomic across keys: each key's decision is. A single-limit
+// server's TIME), in one pipelined round trip (a cluster client sends one pipeline per node)
+// bounded by Options.Timeout per 128 keys. Decision i is for keys[i]; a key listed twice is
+// decided twice, in order. Bad input (any key empty or too large, a bad n or now) returns
+// an error and no Redis call. When Redis fails for some keys (all of them while the breaker
+// is open), their decisions are denied zero values and the error is a
+// *redstream.BatchError giving each key's error, which redstream.WithFailurePolicy answers
+// key by key. The batch is not atomic across keys: each key's decision is. A single-limit
 // limiter decides up to 128 keys per script call (keys of one cluster slot on a cluster),
 // which saves most of the per-call cost on the server.
 func (l *Limiter) AllowBatch(ctx context.Context, keys []string, now time.Time, n int64) ([]redstream.Decision, error) {
@@ -67,8 +69,25 @@ func (l *Limiter) AllowBatch(ctx context.Context, keys []string, now time.Time, 
 			return nil, fmt.Errorf("redisbackend: batch key %d: %w", i, err)
 		}
 	}
+	out := make([]redstream.Decision, len(keys))
+	all := func(err error) ([]redstream.Decision, error) {
+		be := &redstream.BatchError{Errs: make([]error, len(keys))}
+		err = l.script.wrap(err)
+		for i := range be.Errs {
+			be.Errs[i] = err
+		}
+		return out, be
+	}
+	c, cp, err := l.get()
+	if err != nil {
+		return all(err)
+	}
+	cctx, cancel, t, err := l.g.beginN(ctx, (len(keys)+batchChunk-1)/batchChunk)
+	if err != nil {
+		return all(err)
+	}
 	args := l.args(now, n)
-	groups := l.groups(keys)
+	groups := l.groups(c, keys)
 	calls := make([]rueidis.LuaExec, len(groups))
 	for g, idx := range groups {
 		ks := make([]string, 0, len(idx)*len(l.roles))
@@ -77,32 +96,35 @@ func (l *Limiter) AllowBatch(ctx context.Context, keys []string, now time.Time, 
 		}
 		calls[g] = rueidis.LuaExec{Keys: ks, Args: args}
 	}
-	res := l.script.execMulti(ctx, l.client, calls)
-	out := make([]redstream.Decision, len(keys))
-	var first error
-	failed := 0
+	res := l.script.execMulti(cctx, c, cp, calls)
+	cancel()
+	var errs []error
+	var bad error // the first backend failure, for the breaker
 	for g, idx := range groups {
 		ds, err := l.parseN(res[g], len(idx))
+		if err != nil && bad == nil && isBackendFailure(err) {
+			bad = err
+		}
 		for j, i := range idx {
-			var d redstream.Decision
-			var derr error
 			if err != nil {
-				d, derr = l.fail(ctx, keys[i], now, n, err)
-			} else {
-				d = ds[j]
-				l.answered()
-			}
-			if derr != nil {
-				failed++
-				if first == nil {
-					first = fmt.Errorf("key %d: %w", i, derr)
+				if errs == nil {
+					errs = make([]error, len(keys))
 				}
+				errs[i] = err
+				continue
 			}
-			out[i] = d
+			out[i] = ds[j]
 		}
 	}
-	if first != nil {
-		return out, fmt.Errorf("redisbackend: batch: %d of %d decisions failed; %w", failed, len(keys), first)
+	if werr := l.g.end(ctx, t, bad); werr != bad && errs != nil {
+		for i, e := range errs { // name the timeout
+			if e != nil && errors.Is(e, context.DeadlineExceeded) {
+				errs[i] = fmt.Errorf("%w (no answer within the timeout, %v per %d decisions)", e, l.g.timeout, batchChunk)
+			}
+		}
+	}
+	if errs != nil {
+		return out, &redstream.BatchError{Errs: errs}
 	}
 	return out, nil
 }

@@ -38,12 +38,12 @@ func TestBatchEqualsSequential(t *testing.T) {
 					if rapid.Bool().Draw(rt, "one-limit multi") {
 						specs = specs[:1]
 					}
-					l, err = NewMultiLimiter(c, specs, Options{KeyPrefix: uniq("bm")})
+					l, err = NewMultiLimiter(c, specs, Options{KeyPrefix: uniq("bm"), Timeout: time.Minute}) // miniredis under -race is slow
 					if err == nil {
 						ref, err = memory.NewMultiLimiter(specs, memory.Options{})
 					}
 				} else {
-					l, err = NewLimiter(c, spec, Options{KeyPrefix: uniq("b")})
+					l, err = NewLimiter(c, spec, Options{KeyPrefix: uniq("b"), Timeout: time.Minute})
 					if err == nil {
 						ref, err = memory.NewLimiter(spec, memory.Options{})
 					}
@@ -86,7 +86,7 @@ func TestBatchGroups(t *testing.T) {
 	for i := range keys {
 		keys[i] = fmt.Sprint("k", i%3)
 	}
-	groups := l.groups(keys)
+	groups := l.groups(c, keys)
 	seen := 0
 	for _, g := range groups {
 		if len(g) > batchChunk {

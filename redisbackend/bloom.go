@@ -42,10 +42,15 @@ func NewBloomDeduplicator(client rueidis.Client, name string, spec redstream.Ded
 	if spec.Strategy != "" && spec.Strategy != redstream.DedupBloom {
 		return nil, fmt.Errorf("redisbackend: %w: strategy %q is not %q", errInvalidConfig, spec.Strategy, redstream.DedupBloom)
 	}
-	b, err := newDedupBase(client, name, opts)
+	b, err := newDedupBase(client, name, "bloom", opts)
 	if err != nil {
 		return nil, err
 	}
+	return newBloomDedup(b, spec)
+}
+
+func newBloomDedup(b dedupBase, spec redstream.DedupSpec) (*BloomDeduplicator, error) {
+	name := b.name
 	p, err := spec.BloomParams()
 	if err != nil {
 		return nil, fmt.Errorf("redisbackend: %w", err)
@@ -151,38 +156,49 @@ func (d *BloomDeduplicator) run(ctx context.Context, s *script, elements []strin
 	for j, shard := range order {
 		calls[j] = rueidis.LuaExec{Keys: []string{d.keys[shard]}, Args: groups[shard].args}
 	}
-	var res []rueidis.RedisResult
-	if len(calls) == 1 {
-		res = []rueidis.RedisResult{s.exec(ctx, d.client, calls[0].Keys, calls[0].Args)}
-	} else {
-		res = s.execMulti(ctx, d.client, calls)
-	}
-	for j, shard := range order {
-		g := groups[shard]
-		vs, err := res[j].AsIntSlice()
-		if err == nil && len(vs) != len(g.idx) {
-			err = fmt.Errorf("unexpected reply %v", res[j])
+	err := d.do(ctx, func(ctx context.Context, c rueidis.Client, cp *caps) error {
+		var res []rueidis.RedisResult
+		if len(calls) == 1 {
+			res = []rueidis.RedisResult{s.exec(ctx, c, cp, calls[0].Keys, calls[0].Args)}
+		} else {
+			res = s.execMulti(ctx, c, cp, calls)
 		}
-		if err != nil {
-			return nil, s.wrap(err)
+		for j, shard := range order {
+			g := groups[shard]
+			vs, err := res[j].AsIntSlice()
+			if err == nil && len(vs) != len(g.idx) {
+				err = fmt.Errorf("%w %v", errUnexpectedReply, res[j])
+			}
+			if err != nil {
+				return err
+			}
+			for k, i := range g.idx {
+				out[i] = vs[k] == 1
+			}
 		}
-		for k, i := range g.idx {
-			out[i] = vs[k] == 1
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap(err)
 	}
 	return out, nil
 }
 
 // Clear deletes every shard and resets UniqueCount to 0.
 func (d *BloomDeduplicator) Clear(ctx context.Context) error {
-	cmds := make(rueidis.Commands, len(d.keys))
-	for i, k := range d.keys {
-		cmds[i] = d.client.B().Del().Key(k).Build()
-	}
-	for _, r := range d.client.DoMulti(ctx, cmds...) {
-		if err := r.Error(); err != nil {
-			return fmt.Errorf("redisbackend: bloom dedup: clear: %w", err)
+	if err := d.do(ctx, func(ctx context.Context, c rueidis.Client, _ *caps) error {
+		cmds := make(rueidis.Commands, len(d.keys))
+		for i, k := range d.keys {
+			cmds[i] = c.B().Del().Key(k).Build()
 		}
+		for _, r := range c.DoMulti(ctx, cmds...) {
+			if err := r.Error(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("redisbackend: bloom dedup: clear: %w", err)
 	}
 	d.unique.Store(0)
 	return nil
@@ -203,18 +219,21 @@ func (d *BloomDeduplicator) Count(ctx context.Context) (int64, error) {
 		calls[i] = rueidis.LuaExec{Keys: []string{k}}
 	}
 	var total int64
-	for _, r := range scriptBloomCount.execMulti(ctx, d.client, calls) {
-		vs, err := r.AsIntSlice()
-		if err == nil && len(vs) != 2 {
-			err = fmt.Errorf("unexpected reply %v", r)
+	err := d.do(ctx, func(ctx context.Context, c rueidis.Client, cp *caps) error {
+		for _, r := range scriptBloomCount.execMulti(ctx, c, cp, calls) {
+			vs, err := r.AsIntSlice()
+			if err == nil && len(vs) != 2 {
+				err = fmt.Errorf("%w %v", errUnexpectedReply, r)
+			}
+			if err != nil {
+				return err
+			}
+			total = min(total+d.bloom.EstimateCount(uint64(vs[0])), core.MaxCount)
 		}
-		if err != nil {
-			return 0, scriptBloomCount.wrap(err)
-		}
-		total += d.bloom.EstimateCount(uint64(vs[0]))
-		if total >= core.MaxCount {
-			return core.MaxCount, nil
-		}
+		return nil
+	})
+	if err != nil {
+		return 0, scriptBloomCount.wrap(err)
 	}
 	return total, nil
 }

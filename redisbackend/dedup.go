@@ -3,11 +3,13 @@ package redisbackend
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/metrics"
 )
 
 // DedupOptions configures a deduplicator. The zero value is valid.
@@ -19,6 +21,18 @@ type DedupOptions struct {
 	// write (rounded up to whole milliseconds). Zero, the default, keeps the set until
 	// Clear, as the Java starter does.
 	SetTTL time.Duration
+	// Timeout bounds each Redis call of the deduplicator, whatever the caller's context
+	// allows (default DefaultTimeout, 100 ms; negative: the caller's context alone). Past
+	// it the call returns an error wrapping context.DeadlineExceeded.
+	Timeout time.Duration
+	// Breaker configures the deduplicator's circuit breaker (see BreakerOptions): while
+	// it is open, calls return an error wrapping redstream.ErrCircuitOpen at once.
+	Breaker BreakerOptions
+	// Logger receives one Warn when the breaker opens and one Info when it closes again
+	// (default slog.Default()). Failures are also counted in
+	// redis_streaming_dedup_failures_total{name,reason}, and the breaker's state exported as
+	// redis_streaming_dedup_breaker_state{name} (package metrics, set metrics.Dedup).
+	Logger *slog.Logger
 }
 
 // NewDeduplicator returns the deduplicator of spec.Strategy named name (the Java starter's factory):
@@ -42,15 +56,27 @@ func NewDeduplicator(client rueidis.Client, name string, spec redstream.DedupSpe
 
 // dedupBase holds what every deduplicator needs.
 type dedupBase struct {
-	client rueidis.Client
+	link
 	name   string
 	prefix string
+	g      guard
+	fails  *failureCounters
 }
 
-func newDedupBase(client rueidis.Client, name string, opts DedupOptions) (dedupBase, error) {
+func newDedupBase(client rueidis.Client, name, kind string, opts DedupOptions) (dedupBase, error) {
 	if client == nil {
 		return dedupBase{}, fmt.Errorf("redisbackend: %w: nil client", errInvalidConfig)
 	}
+	b, err := newDedupBaseOf(name, kind, opts)
+	if err != nil {
+		return b, err
+	}
+	b.link = link{client: client, caps: capsOf(client)}
+	return b, nil
+}
+
+// newDedupBaseOf validates name and opts, without a client.
+func newDedupBaseOf(name, kind string, opts DedupOptions) (dedupBase, error) {
 	if name == "" {
 		return dedupBase{}, fmt.Errorf("redisbackend: %w: empty deduplicator name", errInvalidConfig)
 	}
@@ -64,8 +90,72 @@ func newDedupBase(client rueidis.Client, name string, opts DedupOptions) (dedupB
 	if err := checkSize("deduplicator name", len(name)+len(prefix)); err != nil {
 		return dedupBase{}, err
 	}
-	return dedupBase{client: client, name: name, prefix: prefix}, nil
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	g, err := newGuard(opts.Timeout, opts.Breaker, log, "redisbackend: "+kind+" deduplicator",
+		"calls fail at once (redstream.ErrCircuitOpen)", slog.String("prefix", prefix), slog.String("name", name))
+	if err != nil {
+		return dedupBase{}, err
+	}
+	if g.br != nil {
+		metrics.RegisterBreaker(metrics.Dedup, metrics.DedupBreakerState, name, g.br.State)
+	}
+	return dedupBase{name: name, prefix: prefix, g: g, fails: newFailureCounters(name)}, nil
 }
+
+// do runs one Redis call of the deduplicator, bounded by its timeout and guarded by its
+// breaker; f's error is the Redis result's.
+func (b *dedupBase) do(ctx context.Context, f func(ctx context.Context, c rueidis.Client, cp *caps) error) error {
+	c, cp, err := b.get()
+	if err != nil {
+		b.fails.count(err)
+		return err
+	}
+	cctx, cancel, t, err := b.g.begin(ctx)
+	if err != nil {
+		b.fails.count(err)
+		return err
+	}
+	err = f(cctx, c, cp)
+	cancel()
+	err = b.g.end(ctx, t, err)
+	if isBackendFailure(err) {
+		b.fails.count(err)
+	}
+	return err
+}
+
+// failureCounters are redis_streaming_dedup_failures_total{name, reason}, one per reason.
+type failureCounters struct {
+	timeout, err, open, canceled *metrics.Counter
+}
+
+func newFailureCounters(name string) *failureCounters {
+	c := func(r redstream.FailureReason) *metrics.Counter {
+		return metrics.Dedup.GetOrCreateCounter(metrics.Name(metrics.DedupFailuresTotal, "name", name, "reason", string(r)))
+	}
+	return &failureCounters{c(redstream.ReasonTimeout), c(redstream.ReasonError), c(redstream.ReasonBreakerOpen), c(redstream.ReasonCanceled)}
+}
+
+// count counts a failed call by its reason.
+func (f *failureCounters) count(err error) {
+	switch redstream.ReasonOf(err) {
+	case redstream.ReasonTimeout:
+		f.timeout.Inc()
+	case redstream.ReasonBreakerOpen:
+		f.open.Inc()
+	case redstream.ReasonCanceled:
+		f.canceled.Inc()
+	default:
+		f.err.Inc()
+	}
+}
+
+// BreakerState returns the state of the deduplicator's circuit breaker (BreakerClosed
+// when DedupOptions.Breaker.Disabled).
+func (b *dedupBase) BreakerState() redstream.BreakerState { return b.g.state() }
 
 // checkElement validates a non-empty element stored in Redis.
 func checkElement(e string) error { return checkSize("element", len(e)) }
@@ -84,10 +174,15 @@ var _ redstream.Deduplicator = (*SetDeduplicator)(nil)
 
 // NewSetDeduplicator returns the set deduplicator named name. The client stays the caller's.
 func NewSetDeduplicator(client rueidis.Client, name string, opts DedupOptions) (*SetDeduplicator, error) {
-	b, err := newDedupBase(client, name, opts)
+	b, err := newDedupBase(client, name, "set", opts)
 	if err != nil {
 		return nil, err
 	}
+	return newSetDedup(b, opts)
+}
+
+func newSetDedup(b dedupBase, opts DedupOptions) (*SetDeduplicator, error) {
+	name := b.name
 	if opts.SetTTL < 0 {
 		return nil, fmt.Errorf("redisbackend: %w: SetTTL = %v, want >= 0", errInvalidConfig, opts.SetTTL)
 	}
@@ -106,7 +201,11 @@ func (d *SetDeduplicator) IsDuplicate(ctx context.Context, element string) (bool
 	if err := checkElement(element); err != nil {
 		return false, err
 	}
-	ok, err := d.client.Do(ctx, d.client.B().Sismember().Key(d.key).Member(element).Build()).AsBool()
+	var ok bool
+	err := d.do(ctx, func(ctx context.Context, c rueidis.Client, _ *caps) (err error) {
+		ok, err = c.Do(ctx, c.B().Sismember().Key(d.key).Member(element).Build()).AsBool()
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("redisbackend: set dedup: %w", err)
 	}
@@ -153,11 +252,15 @@ func (d *SetDeduplicator) CheckAndMarkBatch(ctx context.Context, elements []stri
 	if len(idx) == 0 {
 		return out, nil
 	}
-	r := scriptDedupSet.exec(ctx, d.client, []string{d.key}, args)
-	vs, err := r.AsIntSlice()
-	if err == nil && len(vs) != len(idx) {
-		err = fmt.Errorf("unexpected reply %v", r)
-	}
+	var vs []int64
+	err := d.do(ctx, func(ctx context.Context, c rueidis.Client, cp *caps) (err error) {
+		r := scriptDedupSet.exec(ctx, c, cp, []string{d.key}, args)
+		vs, err = r.AsIntSlice()
+		if err == nil && len(vs) != len(idx) {
+			err = fmt.Errorf("%w %v", errUnexpectedReply, r)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, scriptDedupSet.wrap(err)
 	}
@@ -175,7 +278,9 @@ func (d *SetDeduplicator) Remove(ctx context.Context, element string) error {
 	if err := checkElement(element); err != nil {
 		return err
 	}
-	if err := d.client.Do(ctx, d.client.B().Srem().Key(d.key).Member(element).Build()).Error(); err != nil {
+	if err := d.do(ctx, func(ctx context.Context, c rueidis.Client, _ *caps) error {
+		return c.Do(ctx, c.B().Srem().Key(d.key).Member(element).Build()).Error()
+	}); err != nil {
 		return fmt.Errorf("redisbackend: set dedup: %w", err)
 	}
 	return nil
@@ -183,7 +288,9 @@ func (d *SetDeduplicator) Remove(ctx context.Context, element string) error {
 
 // Clear forgets every element (DEL).
 func (d *SetDeduplicator) Clear(ctx context.Context) error {
-	if err := d.client.Do(ctx, d.client.B().Del().Key(d.key).Build()).Error(); err != nil {
+	if err := d.do(ctx, func(ctx context.Context, c rueidis.Client, _ *caps) error {
+		return c.Do(ctx, c.B().Del().Key(d.key).Build()).Error()
+	}); err != nil {
 		return fmt.Errorf("redisbackend: set dedup: %w", err)
 	}
 	return nil
@@ -191,7 +298,11 @@ func (d *SetDeduplicator) Clear(ctx context.Context) error {
 
 // UniqueCount returns the exact number of distinct elements recorded (SCARD).
 func (d *SetDeduplicator) UniqueCount(ctx context.Context) (int64, error) {
-	n, err := d.client.Do(ctx, d.client.B().Scard().Key(d.key).Build()).AsInt64()
+	var n int64
+	err := d.do(ctx, func(ctx context.Context, c rueidis.Client, _ *caps) (err error) {
+		n, err = c.Do(ctx, c.B().Scard().Key(d.key).Build()).AsInt64()
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("redisbackend: set dedup: %w", err)
 	}

@@ -22,13 +22,29 @@
 // (the Java starter's "streaming:tb"), [DefaultSlidingWindowPrefix] (the Java starter's "streaming:rl") and
 // one per other engine.
 //
-// Failures: a limiter follows its [Options.FailurePolicy] when Redis fails (fail-closed by
-// default, fail-open, or a fallback limiter); bad input is always an error. Every call
-// honours its context's deadline. Engines never close the rueidis.Client they are given.
+// Failures: every Redis call has a deadline of its own, [Options.Timeout] (default
+// [DefaultTimeout], 100 ms), whatever the caller's context allows, and a circuit breaker
+// ([BreakerOptions]): after 3 consecutive failures calls fail at once with an error
+// wrapping redstream.ErrCircuitOpen, without touching Redis, and after a cool-down of 1 s a
+// probe call tests Redis again. So a hung server costs a few timeouts, then microseconds per
+// decision, instead of rueidis's 10 s write timeout per request. A limiter returns a
+// failure as an error with a denied decision (fail-closed); redstream.WithFailurePolicy is
+// the one place that turns failures into admissions (FailOpen) or decisions of an
+// in-process limiter of the same specs (FailFallback; [Limiter.NewLocal] builds it). Bad
+// input is always an error. Engines never close the rueidis.Client they are given.
 //
-// Logging: a limiter logs through [Options.Logger] (default slog.Default()) once per state
-// change, never per request: a Warn when Redis fails (with the error and what decisions do
-// meanwhile, e.g. "decisions fall back to the fallback limiter") and an Info when Redis
-// answers again. Under fail-closed each failure is also returned to the caller (and a
-// named limiter counts it in redis_streaming_rl_errors_total).
+// Starting without Redis: rueidis.NewClient fails while no server answers; a [Connector]
+// makes the client in the background with backoff, and its engines fail with
+// [ErrNotConnected] (answered by the failure policy) until it is made.
+//
+// Capabilities: a server without EVALSHA_RO (Redis 6.2) is detected on the first read-only
+// call of a client and remembered, so every later read-only call is one round trip.
+//
+// Logging: an engine logs through [Options.Logger] (default slog.Default()) once per state
+// change of its breaker, never per request: a Warn when it opens (with the last error) and
+// an Info when it closes again. metrics.Named counts failures in
+// redis_streaming_rl_errors_total and redis_streaming_rl_fallback_total{reason}, and
+// exports the breaker's state as redis_streaming_rl_breaker_state; deduplicators count
+// their failures in redis_streaming_dedup_failures_total{name,reason} and export
+// redis_streaming_dedup_breaker_state{name} themselves.
 package redisbackend

@@ -3,12 +3,13 @@ package redisbackend_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
-	"github.com/redstream-go/redstream/memory"
 	"github.com/redstream-go/redstream/redisbackend"
 )
 
@@ -125,20 +126,19 @@ func ExampleLimiter_AllowBatch() {
 	// true true false true
 }
 
-func ExampleOptions_failurePolicy() {
+// Example_failurePolicy wraps a Redis limiter in redstream.WithFailurePolicy: while Redis
+// fails, an in-process limiter of the same spec decides (a nil fallback asks the Redis
+// limiter for one, NewLocal).
+func Example_failurePolicy() {
 	client, stop := embedded()
 	ctx := context.Background()
 	spec := redstream.TokenBucket(2, 1)
 
-	// When Redis fails, decide in process with a memory limiter of the same spec.
-	fallback, err := memory.NewLimiter(spec, memory.Options{})
+	redis, err := redisbackend.NewLimiter(client, spec, redisbackend.Options{})
 	if err != nil {
 		panic(err)
 	}
-	limiter, err := redisbackend.NewLimiter(client, spec, redisbackend.Options{
-		FailurePolicy: redstream.FailFallback,
-		Fallback:      fallback,
-	})
+	limiter, err := redstream.WithFailurePolicy(redis, redstream.FailFallback, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -198,4 +198,53 @@ func ExampleBloomDeduplicator() {
 	// k=5, 7.3 bits per element
 	// [false false true]
 	// 2 2
+}
+
+// ExampleConnect starts a service while Redis is down: the limiter answers from its
+// in-process fallback until the Connector has made its client, then from Redis.
+func ExampleConnect() {
+	l, err := net.Listen("tcp", "127.0.0.1:0") // an address where no Redis runs yet
+	if err != nil {
+		panic(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+
+	conn, err := redisbackend.Connect(func(context.Context) (rueidis.Client, error) {
+		return rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+	}, redisbackend.ConnectOptions{MinBackoff: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	defer conn.Close() // closes the client it made
+	redis, err := conn.NewLimiter(redstream.FixedWindow(time.Hour, 5), redisbackend.Options{})
+	if err != nil {
+		panic(err)
+	}
+	limiter, err := redstream.WithFailurePolicy(redis, redstream.FailFallback, nil)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	d, err := limiter.Allow(ctx, "user:1")
+	fmt.Println("before Redis:", d.Allowed, err, d.Remaining)
+
+	m := miniredis.NewMiniRedis() // Redis starts
+	if err := m.StartAddr(addr); err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := conn.Wait(wctx); err != nil {
+		panic(err)
+	}
+	for i := 0; i < 2; i++ {
+		d, err = limiter.Allow(ctx, "user:1")
+		fmt.Println("in Redis:", d.Allowed, err, d.Remaining)
+	}
+	// Output:
+	// before Redis: true <nil> 4
+	// in Redis: true <nil> 4
+	// in Redis: true <nil> 3
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -32,72 +31,98 @@ const (
 const DefaultExpiryMargin = time.Second
 
 // ErrTooLarge is returned for a key or element larger than Redis accepts in one argument
-// (512 MB with Redis's default proto-max-bulk-len). It is bad input: no failure policy
-// applies.
-var ErrTooLarge = errors.New("redisbackend: too large")
+// (512 MB with Redis's default proto-max-bulk-len). It is bad input
+// (redstream.IsBadInput): no failure policy applies.
+var ErrTooLarge error = &badInput{"redisbackend: too large"}
+
+// badInput is an error caused by the caller's arguments; redstream.IsBadInput recognises
+// it by its BadInput method.
+type badInput struct{ msg string }
+
+func (e *badInput) Error() string  { return e.msg }
+func (e *badInput) BadInput() bool { return true }
+
+// ErrNotConnected is returned, wrapped, by the engines of a [Connector] until it has made
+// its client. It is a backend failure: failure policies apply to it.
+var ErrNotConnected = errors.New("redisbackend: not connected to Redis yet")
 
 var errInvalidConfig = redstream.ErrInvalidConfig
 
 // Options configures a limiter. The zero value is valid: the engine's default key prefix,
-// fail-closed, DefaultExpiryMargin.
+// DefaultExpiryMargin, DefaultTimeout and the default circuit breaker. A limiter returns
+// Redis failures as errors (fail-closed); redstream.WithFailurePolicy wraps it to fail
+// open or fall back to an in-process limiter instead.
 type Options struct {
 	// KeyPrefix starts every Redis key of the limiter; keys are "<KeyPrefix>:{<key>}".
 	// Blank selects the engine's default (DefaultTokenBucketPrefix, ...). It may not
 	// contain '{' or '}'. Limiters sharing a prefix must have the same Spec.
 	KeyPrefix string
-	// FailurePolicy is what a decision does when Redis fails (error, timeout, script
-	// error): redstream.FailClosed (default) returns the error with a denied Decision,
-	// FailOpen admits, FailFallback asks Fallback. Bad input is never subject to it.
-	FailurePolicy redstream.FailurePolicy
-	// Fallback decides when Redis fails under FailFallback, typically an in-process
-	// memory limiter with the same Spec. Required with FailFallback, nil otherwise.
-	Fallback redstream.Limiter
 	// ExpiryMargin is how long a key outlives the moment its state is back to the
 	// initial one (default DefaultExpiryMargin; rounded up to whole milliseconds). Redis
 	// expires keys by its own clock: with explicit times that run slower than the
 	// server's clock, or clients whose clocks disagree, a larger margin keeps state alive
 	// for requests that arrive "late".
 	ExpiryMargin time.Duration
+	// Timeout bounds the Redis call of each decision (and of Reset), whatever the
+	// caller's context allows: rueidis would otherwise wait for its write timeout (10 s
+	// by default) on a hung server. Default DefaultTimeout (100 ms); negative leaves the
+	// caller's context alone to bound the call. A caller's sooner deadline still applies.
+	// Past it the decision returns an error wrapping context.DeadlineExceeded, which a
+	// failure policy answers.
+	Timeout time.Duration
+	// Breaker configures the limiter's circuit breaker (see BreakerOptions), which turns
+	// an outage into one failed call per cool-down instead of one timeout per decision.
+	Breaker BreakerOptions
 	// Logger receives the limiter's state changes, never one line per request (default
-	// slog.Default()). Warn: Redis failed (error or timeout) after answering, or on the
-	// first call, with the error and what decisions do now (fail-closed, fail-open, or the
-	// fallback limiter). Info: Redis answers again after a failure. A limiter logs once
-	// per change, however many calls fail meanwhile; a caller cancelling its own context
-	// is not a failure.
+	// slog.Default()). Warn: the circuit breaker opened (Redis failed, by error or
+	// timeout, Breaker.Failures times in a row or at Breaker.ErrorRate), with the last
+	// error. Info: the breaker closed again (Redis answers). A limiter logs once per
+	// change, however many calls fail meanwhile; a caller cancelling its own context is
+	// not a failure. With Breaker.Disabled nothing is logged.
 	Logger *slog.Logger
 }
 
 // Limiter is a rate limiter whose state lives in Redis: one Spec, or several limits on one
 // key (NewMultiLimiter). Each decision runs one Lua script, atomically, in one round trip.
-// A Limiter is safe for concurrent use; it holds no state of its own besides its
-// configuration, so any number of processes may share the same keys.
+// A Limiter is safe for concurrent use; besides its configuration it holds only the state of
+// its circuit breaker (the rate-limit state is all in Redis), so any number of processes may
+// share the same keys.
 type Limiter struct {
-	client   rueidis.Client
-	specs    []redstream.Spec
-	script   *script
-	prefix   string
-	multi    bool     // built by NewMultiLimiter: one multi.lua call per key
-	roles    []string // one key role per limit ("" for a single limit)
-	params   []string // the script's fixed ARGV after now and n
-	limit    int64    // the largest admissible cost
-	policy   redstream.FailurePolicy
-	fallback redstream.Limiter
-	log      *slog.Logger
-	failing  atomic.Bool // Redis failed on the last decision that reached it
+	link
+	specs  []redstream.Spec
+	script *script
+	prefix string
+	multi  bool     // built by NewMultiLimiter: one multi.lua call per key
+	roles  []string // one key role per limit ("" for a single limit)
+	params []string // the script's fixed ARGV after now and n
+	limit  int64    // the largest admissible cost
+	g      guard
 }
 
-var _ redstream.Limiter = (*Limiter)(nil)
+var _ redstream.BatchLimiter = (*Limiter)(nil)
 
 // NewLimiter returns a limiter of spec on client. It validates spec (errors wrap
 // redstream.ErrInvalidConfig) and opts. The client stays the caller's: the limiter never
 // closes it.
 func NewLimiter(client rueidis.Client, spec redstream.Spec, opts Options) (*Limiter, error) {
+	if client == nil {
+		return nil, fmt.Errorf("redisbackend: %w: nil client", errInvalidConfig)
+	}
+	l, err := newSingle(spec, opts)
+	if err != nil {
+		return nil, err
+	}
+	return l.attach(client), nil
+}
+
+// newSingle returns a limiter of spec without a client.
+func newSingle(spec redstream.Spec, opts Options) (*Limiter, error) {
 	p, err := spec.Core()
 	if err != nil {
 		return nil, fmt.Errorf("redisbackend: %w", err)
 	}
 	as := algScripts[p.Name()]
-	l, err := newLimiter(client, opts, as.prefix)
+	l, err := newLimiterOf(opts, as.prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -115,10 +140,22 @@ func NewLimiter(client rueidis.Client, spec redstream.Spec, opts Options) (*Limi
 // limit is ErrCostTooLarge. Wrap it with redstream.Multi to name the limits. The client
 // stays the caller's.
 func NewMultiLimiter(client rueidis.Client, specs []redstream.Spec, opts Options) (*Limiter, error) {
+	if client == nil {
+		return nil, fmt.Errorf("redisbackend: %w: nil client", errInvalidConfig)
+	}
+	l, err := newMulti(specs, opts)
+	if err != nil {
+		return nil, err
+	}
+	return l.attach(client), nil
+}
+
+// newMulti returns a multi-limiter of specs without a client.
+func newMulti(specs []redstream.Spec, opts Options) (*Limiter, error) {
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("redisbackend: %w: no limits", errInvalidConfig)
 	}
-	l, err := newLimiter(client, opts, DefaultMultiPrefix)
+	l, err := newLimiterOf(opts, DefaultMultiPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -143,27 +180,19 @@ func NewMultiLimiter(client rueidis.Client, specs []redstream.Spec, opts Options
 	return l, nil
 }
 
-func newLimiter(client rueidis.Client, opts Options, prefix string) (*Limiter, error) {
-	if client == nil {
-		return nil, fmt.Errorf("redisbackend: %w: nil client", errInvalidConfig)
-	}
+// attach gives l its client.
+func (l *Limiter) attach(c rueidis.Client) *Limiter {
+	l.link = link{client: c, caps: capsOf(c)}
+	return l
+}
+
+// newLimiterOf validates opts into a limiter without a client.
+func newLimiterOf(opts Options, prefix string) (*Limiter, error) {
 	if !isBlank(opts.KeyPrefix) {
 		prefix = opts.KeyPrefix
 	}
 	if err := checkPrefix(prefix); err != nil {
 		return nil, err
-	}
-	switch opts.FailurePolicy {
-	case redstream.FailClosed, redstream.FailOpen:
-		if opts.Fallback != nil {
-			return nil, fmt.Errorf("redisbackend: %w: a Fallback limiter is only used with FailFallback", errInvalidConfig)
-		}
-	case redstream.FailFallback:
-		if opts.Fallback == nil {
-			return nil, fmt.Errorf("redisbackend: %w: FailFallback needs a Fallback limiter", errInvalidConfig)
-		}
-	default:
-		return nil, fmt.Errorf("redisbackend: %w: unknown failure policy %d", errInvalidConfig, int(opts.FailurePolicy))
 	}
 	margin := opts.ExpiryMargin
 	switch {
@@ -179,13 +208,15 @@ func newLimiter(client rueidis.Client, opts Options, prefix string) (*Limiter, e
 	if log == nil {
 		log = slog.Default()
 	}
+	g, err := newGuard(opts.Timeout, opts.Breaker, log, "redisbackend: limiter",
+		"decisions fail at once (redstream.ErrCircuitOpen) and follow the failure policy", slog.String("prefix", prefix))
+	if err != nil {
+		return nil, err
+	}
 	return &Limiter{
-		log:      log,
-		client:   client,
-		prefix:   prefix,
-		params:   []string{strconv.FormatInt(int64(ms), 10)},
-		policy:   opts.FailurePolicy,
-		fallback: opts.Fallback,
+		prefix: prefix,
+		params: []string{strconv.FormatInt(int64(ms), 10)},
+		g:      g,
 	}, nil
 }
 
@@ -239,21 +270,35 @@ func (l *Limiter) AllowAt(ctx context.Context, key string, now time.Time) (redst
 // AllowN decides a request of cost n for key at now (the zero time reads the Redis server's
 // TIME inside the script) in one round trip. Bad input returns an error and no Redis call:
 // redstream.ErrEmptyKey, ErrInvalidCost (n <= 0), ErrCostTooLarge (n above the limit),
-// ErrInvalidTime, or ErrTooLarge for a key Redis cannot hold. A Redis failure follows the
-// limiter's FailurePolicy; under FailClosed the error names the script and the Decision
-// is denied.
+// ErrInvalidTime, or ErrTooLarge for a key Redis cannot hold. A Redis failure returns an
+// error naming the script with a denied Decision: context.DeadlineExceeded past
+// Options.Timeout, redstream.ErrCircuitOpen at once while the breaker is open,
+// ErrNotConnected before a Connector's client exists, or Redis's error.
+// redstream.WithFailurePolicy turns these into admissions or fallback decisions.
 func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {
 	if err := l.check(key, now, n); err != nil {
 		return redstream.Decision{}, err
 	}
-	keys := l.Keys(key)
-	d, err := l.parse(l.script.exec(ctx, l.client, keys, l.args(now, n)))
+	c, cp, err := l.get()
 	if err != nil {
-		return l.fail(ctx, key, now, n, err)
+		return redstream.Decision{}, l.script.wrap(err)
 	}
-	l.answered()
+	cctx, cancel, t, err := l.g.begin(ctx)
+	if err != nil {
+		return redstream.Decision{}, l.script.wrap(err)
+	}
+	r := l.script.exec(cctx, c, cp, l.Keys(key), l.args(now, n))
+	cancel()
+	d, err := l.parse(r)
+	if err = l.g.end(ctx, t, err); err != nil {
+		return redstream.Decision{}, err
+	}
 	return d, nil
 }
+
+// BreakerState returns the state of the limiter's circuit breaker (BreakerClosed when
+// Options.Breaker.Disabled). metrics.Named exports it as a gauge.
+func (l *Limiter) BreakerState() redstream.BreakerState { return l.g.state() }
 
 // check validates a request before any Redis call.
 func (l *Limiter) check(key string, now time.Time, n int64) error {
@@ -285,7 +330,7 @@ func (l *Limiter) parse(r rueidis.RedisResult) (redstream.Decision, error) {
 	}
 	vs, err := r.AsIntSlice()
 	if err != nil || len(vs) != 6*len(l.roles) {
-		return redstream.Decision{}, l.script.wrap(fmt.Errorf("unexpected reply %v (%v)", r, err))
+		return redstream.Decision{}, l.script.wrap(fmt.Errorf("%w %v (%v)", errUnexpectedReply, r, err))
 	}
 	if len(l.roles) == 1 {
 		return engine.Decision(coreDecision(vs)), nil
@@ -308,7 +353,7 @@ func (l *Limiter) parseN(r rueidis.RedisResult, k int) ([]redstream.Decision, er
 	}
 	vs, err := r.AsIntSlice()
 	if err != nil || len(vs) != 6*k {
-		return nil, l.script.wrap(fmt.Errorf("unexpected reply for %d keys (%v)", k, err))
+		return nil, l.script.wrap(fmt.Errorf("%w for %d keys (%v)", errUnexpectedReply, k, err))
 	}
 	ds := make([]redstream.Decision, k)
 	for i := range ds {
@@ -321,48 +366,6 @@ func coreDecision(v []int64) core.Decision {
 	return core.Decision{Allowed: v[0] == 1, Limit: v[1], Remaining: v[2], RetryAfter: v[3], ResetAfter: v[4], Delay: v[5]}
 }
 
-// fail applies the failure policy to a Redis error.
-func (l *Limiter) fail(ctx context.Context, key string, now time.Time, n int64, err error) (redstream.Decision, error) {
-	l.failed(ctx, err)
-	switch l.policy {
-	case redstream.FailOpen:
-		return redstream.Decision{Allowed: true}, nil
-	case redstream.FailFallback:
-		// The fallback keeps its own state; a cancelled context still lets it decide, since
-		// it typically does no I/O.
-		return l.fallback.AllowN(context.WithoutCancel(ctx), key, now, n)
-	}
-	return redstream.Decision{}, err
-}
-
-// failed records a Redis failure, logging it if Redis answered until now. A context the
-// caller cancelled says nothing about Redis.
-func (l *Limiter) failed(ctx context.Context, err error) {
-	if errors.Is(ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled) {
-		return
-	}
-	if l.failing.CompareAndSwap(false, true) {
-		then := "decisions fail closed (denied, with the error)"
-		switch l.policy {
-		case redstream.FailOpen:
-			then = "decisions fail open (admitted)"
-		case redstream.FailFallback:
-			then = "decisions fall back to the fallback limiter"
-		}
-		l.log.LogAttrs(ctx, slog.LevelWarn, "redisbackend: Redis failed; "+then,
-			slog.String("prefix", l.prefix), slog.String("policy", l.policy.String()), slog.Any("error", err))
-	}
-}
-
-// answered records a decision Redis made, logging the recovery after a failure. Its cost
-// on the healthy path is one atomic load.
-func (l *Limiter) answered() {
-	if l.failing.Load() && l.failing.CompareAndSwap(true, false) {
-		l.log.LogAttrs(context.Background(), slog.LevelInfo, "redisbackend: Redis answers again; decisions are made in Redis",
-			slog.String("prefix", l.prefix), slog.String("policy", l.policy.String()))
-	}
-}
-
 // Reset deletes key's state, so its next request sees a new key.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if key == "" {
@@ -371,7 +374,17 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if err := checkSize("key", len(key)+len(l.prefix)); err != nil {
 		return err
 	}
-	if err := l.client.Do(ctx, l.client.B().Del().Key(l.Keys(key)...).Build()).Error(); err != nil {
+	c, _, err := l.get()
+	if err != nil {
+		return fmt.Errorf("redisbackend: reset: %w", err)
+	}
+	cctx, cancel, t, err := l.g.begin(ctx)
+	if err != nil {
+		return fmt.Errorf("redisbackend: reset: %w", err)
+	}
+	err = c.Do(cctx, c.B().Del().Key(l.Keys(key)...).Build()).Error()
+	cancel()
+	if err = l.g.end(ctx, t, err); err != nil {
 		return fmt.Errorf("redisbackend: reset: %w", err)
 	}
 	return nil

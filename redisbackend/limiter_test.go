@@ -26,7 +26,6 @@ var t0 = time.UnixMicro(1767225600000000)
 
 func TestNewLimiterErrors(t *testing.T) {
 	c := nopClient(t)
-	fb := mustLimiter(t, c, redstream.TokenBucket(1, 1), Options{})
 	tests := []struct {
 		name string
 		spec redstream.Spec
@@ -38,9 +37,8 @@ func TestNewLimiterErrors(t *testing.T) {
 		{"zero window", redstream.SlidingWindow(0, 1), Options{}},
 		{"zero limit", redstream.FixedWindow(time.Second, 0), Options{}},
 		{"brace in prefix", redstream.TokenBucket(1, 1), Options{KeyPrefix: "a{b"}},
-		{"fallback without FailFallback", redstream.TokenBucket(1, 1), Options{Fallback: fb}},
-		{"FailFallback without fallback", redstream.TokenBucket(1, 1), Options{FailurePolicy: redstream.FailFallback}},
-		{"unknown policy", redstream.TokenBucket(1, 1), Options{FailurePolicy: 42}},
+		{"breaker error rate above 1", redstream.TokenBucket(1, 1), Options{Breaker: BreakerOptions{ErrorRate: 2}}},
+		{"negative cool-down", redstream.TokenBucket(1, 1), Options{Breaker: BreakerOptions{CoolDown: -time.Second}}},
 		{"negative margin", redstream.TokenBucket(1, 1), Options{ExpiryMargin: -time.Second}},
 	}
 	for _, tt := range tests {
@@ -72,6 +70,16 @@ func mustLimiter(t testing.TB, c rueidis.Client, s redstream.Spec, o Options) *L
 		t.Fatal(err)
 	}
 	return l
+}
+
+// withPolicy wraps l in the failure policy p with fallback fb (nil: the in-process one).
+func withPolicy(t testing.TB, l redstream.Limiter, p redstream.FailurePolicy, fb redstream.Limiter) redstream.Limiter {
+	t.Helper()
+	w, err := redstream.WithFailurePolicy(l, p, fb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 func TestDefaultPrefixes(t *testing.T) {
@@ -106,11 +114,13 @@ func TestDefaultPrefixes(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	c := nopClient(t)
 	ctx := context.Background()
-	single := mustLimiter(t, c, redstream.TokenBucket(5, 1), Options{FailurePolicy: redstream.FailOpen})
-	multi, err := NewMultiLimiter(c, []redstream.Spec{redstream.TokenBucket(5, 1), redstream.FixedWindow(time.Second, 3)}, Options{FailurePolicy: redstream.FailOpen})
+	rsingle := mustLimiter(t, c, redstream.TokenBucket(5, 1), Options{})
+	rmulti, err := NewMultiLimiter(c, []redstream.Spec{redstream.TokenBucket(5, 1), redstream.FixedWindow(time.Second, 3)}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	single := withPolicy(t, rsingle, redstream.FailOpen, nil).(redstream.BatchLimiter)
+	multi := withPolicy(t, rmulti, redstream.FailOpen, nil).(redstream.BatchLimiter)
 	defer func(old int) { maxBulk = old }(maxBulk)
 	maxBulk = 1 << 20
 	tests := []struct {
@@ -130,25 +140,25 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, l := range []*Limiter{single, multi} {
+			for _, l := range []redstream.BatchLimiter{single, multi} {
 				n := tt.n
 				if l == multi && n == 6 {
 					n = 4 // above the fixed window's 3
 				}
 				d, err := l.AllowN(ctx, tt.key, tt.now, n)
 				if !errors.Is(err, tt.want) {
-					t.Errorf("%v: err = %v, want %v (bad input is never subject to FailOpen)", l.Specs(), err, tt.want)
+					t.Errorf("%v: err = %v, want %v (bad input is never subject to FailOpen)", l, err, tt.want)
 				}
 				if d.Allowed {
-					t.Errorf("%v: bad input allowed", l.Specs())
+					t.Errorf("%v: bad input allowed", l)
 				}
 				if _, err := l.AllowBatch(ctx, []string{"ok", tt.key}, tt.now, n); !errors.Is(err, tt.want) {
-					t.Errorf("%v: AllowBatch err = %v, want %v", l.Specs(), err, tt.want)
+					t.Errorf("%v: AllowBatch err = %v, want %v", l, err, tt.want)
 				}
 			}
 		})
 	}
-	if err := single.Reset(ctx, ""); !errors.Is(err, redstream.ErrEmptyKey) {
+	if err := rsingle.Reset(ctx, ""); !errors.Is(err, redstream.ErrEmptyKey) {
 		t.Errorf("Reset(\"\") = %v, want ErrEmptyKey", err)
 	}
 }
@@ -304,7 +314,7 @@ func TestScriptErrorNamesScript(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), scriptFor(alg).name) {
 				t.Fatalf("err = %v, want one naming %s", err, scriptFor(alg).name)
 			}
-			open := mustLimiter(t, c, spec, Options{KeyPrefix: l.KeyPrefix(), FailurePolicy: redstream.FailOpen})
+			open := withPolicy(t, mustLimiter(t, c, spec, Options{KeyPrefix: l.KeyPrefix()}), redstream.FailOpen, nil)
 			if d, err := open.Allow(ctx, "k"); err != nil || !d.Allowed {
 				t.Errorf("FailOpen on a script error = %+v, %v; want allowed", d, err)
 			}
@@ -318,11 +328,10 @@ func TestRedisDown(t *testing.T) {
 	s := redistest.NewServer(t)
 	c := redistest.NewClient(t, s.Addr)
 	spec := redstream.TokenBucket(2, 1)
-	fallback := mustLimiter(t, nopClient(t), spec, Options{})
-	limiters := map[redstream.FailurePolicy]*Limiter{
+	limiters := map[redstream.FailurePolicy]redstream.Limiter{
 		redstream.FailClosed:   mustLimiter(t, c, spec, Options{}),
-		redstream.FailOpen:     mustLimiter(t, c, spec, Options{FailurePolicy: redstream.FailOpen}),
-		redstream.FailFallback: mustLimiter(t, c, spec, Options{FailurePolicy: redstream.FailFallback, Fallback: fallback}),
+		redstream.FailOpen:     withPolicy(t, mustLimiter(t, c, spec, Options{}), redstream.FailOpen, nil),
+		redstream.FailFallback: withPolicy(t, mustLimiter(t, c, spec, Options{}), redstream.FailFallback, nil),
 	}
 	if _, err := limiters[redstream.FailClosed].Allow(context.Background(), "k"); err != nil {
 		t.Fatalf("with Redis up: %v", err)
@@ -339,7 +348,7 @@ func TestRedisDown(t *testing.T) {
 				d, err := l.Allow(ctx, "k")
 				ds, errs = append(ds, d), append(errs, err)
 			}
-			bd, berr := l.AllowBatch(ctx, []string{"x", "y"}, time.Time{}, 1)
+			bd, berr := redstream.AllowBatch(ctx, l, []string{"x", "y"}, time.Time{}, 1)
 			if el := time.Since(start); el > 10*time.Second {
 				t.Errorf("calls took %v with a 300ms deadline", el)
 			}
@@ -363,7 +372,7 @@ func TestRedisDown(t *testing.T) {
 					t.Errorf("batch = %+v, %v; want all allowed", bd, berr)
 				}
 			case redstream.FailFallback:
-				// The fallback (capacity 2, on its own server) admits two of the three.
+				// The fallback (in-process, capacity 2) admits two of the three.
 				for i, want := range []bool{true, true, false} {
 					if errs[i] != nil || ds[i].Allowed != want {
 						t.Errorf("call %d = %+v, %v; want the fallback's Allowed=%v", i, ds[i], errs[i], want)
@@ -482,7 +491,7 @@ func TestRedisHangs(t *testing.T) {
 	c := redistest.NewClient(t, s.Addr)
 	admin := redistest.NewClient(t, s.Addr)
 	closed := mustLimiter(t, c, redstream.TokenBucket(2, 1), Options{})
-	open := mustLimiter(t, c, redstream.TokenBucket(2, 1), Options{FailurePolicy: redstream.FailOpen})
+	open := withPolicy(t, mustLimiter(t, c, redstream.TokenBucket(2, 1), Options{}), redstream.FailOpen, nil)
 	ctx := context.Background()
 	if _, err := closed.Allow(ctx, "warm"); err != nil {
 		t.Fatal(err)
@@ -492,7 +501,7 @@ func TestRedisHangs(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // let DEBUG SLEEP start
 	for _, tc := range []struct {
 		name string
-		l    *Limiter
+		l    redstream.Limiter
 	}{{"fail-closed", closed}, {"fail-open", open}} {
 		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		start := time.Now()

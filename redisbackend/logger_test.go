@@ -40,8 +40,7 @@ func TestLoggerStateChanges(t *testing.T) {
 	var logs logBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	spec := redstream.TokenBucket(1000, 1000)
-	fallback := mustLimiter(t, nopClient(t), spec, Options{})
-	l := mustLimiter(t, c, spec, Options{FailurePolicy: redstream.FailFallback, Fallback: fallback, Logger: log, KeyPrefix: "logtest"})
+	l := withPolicy(t, mustLimiter(t, c, spec, Options{Logger: log, KeyPrefix: "logtest"}), redstream.FailFallback, nil).(redstream.BatchLimiter)
 	decide := func(n int) {
 		t.Helper()
 		var wg sync.WaitGroup
@@ -75,9 +74,9 @@ func TestLoggerStateChanges(t *testing.T) {
 	s.Stop()
 	decide(20)
 	got := logs.lines()
-	if len(got) != 1 || !strings.Contains(got[0], "level=WARN") || !strings.Contains(got[0], "fall back to the fallback limiter") ||
-		!strings.Contains(got[0], "prefix=logtest") || !strings.Contains(got[0], "error=") {
-		t.Fatalf("after Redis went away: %d lines %q, want one Warn naming the fallback, the prefix and the error", len(got), got)
+	if len(got) != 1 || !strings.Contains(got[0], "level=WARN") || !strings.Contains(got[0], "circuit breaker open") ||
+		!strings.Contains(got[0], "failure policy") || !strings.Contains(got[0], "prefix=logtest") || !strings.Contains(got[0], "error=") {
+		t.Fatalf("after Redis went away: %d lines %q, want one Warn naming the breaker, the policy, the prefix and the error", len(got), got)
 	}
 
 	if err := s.Restart(); err != nil {
@@ -104,7 +103,7 @@ func TestLoggerDefault(t *testing.T) {
 	t.Cleanup(func() { slog.SetDefault(prev) })
 	s := redistest.NewServer(t)
 	c := redistest.NewClient(t, s.Addr)
-	l := mustLimiter(t, c, redstream.TokenBucket(2, 1), Options{FailurePolicy: redstream.FailOpen})
+	l := withPolicy(t, mustLimiter(t, c, redstream.TokenBucket(2, 1), Options{}), redstream.FailOpen, nil)
 	s.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
@@ -113,7 +112,7 @@ func TestLoggerDefault(t *testing.T) {
 			t.Fatalf("fail-open Allow = %+v, %v", d, err)
 		}
 	}
-	if got := logs.lines(); len(got) != 1 || !strings.Contains(got[0], "fail open") {
-		t.Fatalf("slog.Default() received %q, want one Warn saying decisions fail open", got)
+	if got := logs.lines(); len(got) != 1 || !strings.Contains(got[0], "circuit breaker open") {
+		t.Fatalf("slog.Default() received %q, want one Warn saying the breaker opened", got)
 	}
 }

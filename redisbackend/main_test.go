@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
@@ -15,6 +16,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The suites here prove equivalence, not latency, on a machine that may be loaded:
+	// a zero Options.Timeout means 10 s in them. The deadline's own tests set
+	// Options.Timeout (TestDefaultTimeout checks that zero means DefaultTimeout).
+	defaultTimeout = 10 * time.Second
 	code := redistest.Main(m)
 	if code == 0 {
 		// rueidis closes connections dropped by a cluster topology refresh 5 s later, in a

@@ -73,18 +73,24 @@ func scriptFor(a redstream.Algorithm) *script { return algScripts[string(a)].scr
 
 // exec runs the script once. keys must share one hash tag (the key schema guarantees it).
 // A read-only script that a server refuses to run read-only (miniredis counts TIME as a
-// write command; Redis 6.2 has no EVALSHA_RO) is run again with EVALSHA.
-func (s *script) exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+// write command; Redis 6.2 has no EVALSHA_RO) is run again with EVALSHA, and cp remembers
+// the refusal: every later read-only call on that client goes straight to EVALSHA, one
+// round trip.
+func (s *script) exec(ctx context.Context, c rueidis.Client, cp *caps, keys, args []string) rueidis.RedisResult {
+	if s.rw != nil && cp.noRO.Load() {
+		return s.rw.Exec(ctx, c, keys, args)
+	}
 	r := s.lua.Exec(ctx, c, keys, args)
 	if s.rw != nil && refusedReadOnly(r.Error()) {
+		cp.noRO.Store(true)
 		r = s.rw.Exec(ctx, c, keys, args)
 	}
 	return r
 }
 
 // refusedReadOnly reports the error of a server that refused a read-only script: one that
-// counts a command of it as a write (miniredis, for TIME), or one without EVALSHA_RO
-// (Redis 6.2 and older compatible servers).
+// counts a command of it as a write (miniredis, for TIME), or one without EVALSHA_RO or
+// EVAL_RO (Redis 6.2 and older compatible servers, or a server where they are renamed).
 func refusedReadOnly(err error) bool {
 	e, ok := rueidis.IsRedisErr(err)
 	if !ok {
@@ -92,12 +98,13 @@ func refusedReadOnly(err error) bool {
 	}
 	msg := strings.ToLower(e.Error())
 	return strings.Contains(msg, "write commands are not allowed in read-only scripts") ||
-		strings.Contains(msg, "unknown command") && strings.Contains(msg, "evalsha_ro")
+		strings.Contains(msg, "unknown command") && (strings.Contains(msg, "evalsha_ro") || strings.Contains(msg, "eval_ro"))
 }
 
-// cmd builds the EVALSHA (or EVALSHA_RO) command of one call.
-func (s *script) cmd(c rueidis.Client, keys, args []string) rueidis.Completed {
-	if s.ro {
+// cmd builds the EVALSHA (or, for a read-only script unless rw, EVALSHA_RO) command of
+// one call.
+func (s *script) cmd(c rueidis.Client, keys, args []string, rw bool) rueidis.Completed {
+	if s.ro && !rw {
 		return c.B().EvalshaRo().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 	}
 	return c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
@@ -115,16 +122,18 @@ func (s *script) evalCmd(c rueidis.Client, keys, args []string, rw bool) rueidis
 // execMulti runs the script once per call, pipelined in one round trip (DoMulti; a cluster
 // client splits it by node). Calls the server does not know the script for (NOSCRIPT, after
 // a restart or SCRIPT FLUSH) are repeated once with EVAL, in a second round trip; NOSCRIPT
-// means the script did not run, so the repeat cannot apply a call twice.
-func (s *script) execMulti(ctx context.Context, c rueidis.Client, calls []rueidis.LuaExec) []rueidis.RedisResult {
+// means the script did not run, so the repeat cannot apply a call twice. A refused
+// read-only call is repeated with EVAL and remembered in cp, as exec does.
+func (s *script) execMulti(ctx context.Context, c rueidis.Client, cp *caps, calls []rueidis.LuaExec) []rueidis.RedisResult {
+	rw := cp.noRO.Load()
 	cmds := make(rueidis.Commands, len(calls))
 	for i, e := range calls {
-		cmds[i] = s.cmd(c, e.Keys, e.Args)
+		cmds[i] = s.cmd(c, e.Keys, e.Args, rw)
 	}
 	res := c.DoMulti(ctx, cmds...)
 	var retry []int
 	for i, r := range res {
-		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() || s.ro && refusedReadOnly(r.Error()) {
+		if e, ok := rueidis.IsRedisErr(r.Error()); ok && e.IsNoScript() || s.ro && !rw && refusedReadOnly(r.Error()) {
 			retry = append(retry, i)
 		}
 	}
@@ -133,7 +142,11 @@ func (s *script) execMulti(ctx context.Context, c rueidis.Client, calls []rueidi
 	}
 	again := make(rueidis.Commands, len(retry))
 	for j, i := range retry {
-		again[j] = s.evalCmd(c, calls[i].Keys, calls[i].Args, refusedReadOnly(res[i].Error()))
+		refused := s.ro && !rw && refusedReadOnly(res[i].Error())
+		if refused {
+			cp.noRO.Store(true)
+		}
+		again[j] = s.evalCmd(c, calls[i].Keys, calls[i].Args, rw || refused)
 	}
 	for j, r := range c.DoMulti(ctx, again...) {
 		res[retry[j]] = r

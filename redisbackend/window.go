@@ -31,10 +31,15 @@ var _ redstream.TimedDeduplicator = (*WindowDeduplicator)(nil)
 // NewWindowDeduplicator returns the windowed deduplicator named name. window is truncated to
 // whole microseconds and must be in (0, core.MaxDuration]. The client stays the caller's.
 func NewWindowDeduplicator(client rueidis.Client, name string, window time.Duration, opts DedupOptions) (*WindowDeduplicator, error) {
-	b, err := newDedupBase(client, name, opts)
+	b, err := newDedupBase(client, name, "window", opts)
 	if err != nil {
 		return nil, err
 	}
+	return newWindowDedup(b, window)
+}
+
+func newWindowDedup(b dedupBase, window time.Duration) (*WindowDeduplicator, error) {
+	name := b.name
 	w, err := core.NewWindowDedup(window.Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("redisbackend: %w", err)
@@ -90,11 +95,8 @@ func (d *WindowDeduplicator) IsDuplicateAt(ctx context.Context, element string, 
 	if err := checkElement(element); err != nil {
 		return false, err
 	}
-	v, err := scriptDedupWindowCheck.exec(ctx, d.client, d.keys, []string{a, d.warg, element}).AsInt64()
-	if err != nil {
-		return false, scriptDedupWindowCheck.wrap(err)
-	}
-	return v == 1, nil
+	v, err := d.run(ctx, scriptDedupWindowCheck, []string{a, d.warg, element})
+	return v == 1, err
 }
 
 // MarkSeenAt records a sighting of element at now. The empty element is never recorded.
@@ -114,16 +116,28 @@ func (d *WindowDeduplicator) CheckAndMarkAt(ctx context.Context, element string,
 	if err := checkElement(element); err != nil {
 		return false, err
 	}
-	v, err := scriptDedupWindow.exec(ctx, d.client, d.keys, []string{a, d.warg, element}).AsInt64()
+	v, err := d.run(ctx, scriptDedupWindow, []string{a, d.warg, element})
+	return v == 1, err
+}
+
+// run calls s on the deduplicator's keys with args and returns its integer reply.
+func (d *WindowDeduplicator) run(ctx context.Context, s *script, args []string) (int64, error) {
+	var v int64
+	err := d.do(ctx, func(ctx context.Context, c rueidis.Client, cp *caps) (err error) {
+		v, err = s.exec(ctx, c, cp, d.keys, args).AsInt64()
+		return err
+	})
 	if err != nil {
-		return false, scriptDedupWindow.wrap(err)
+		return 0, s.wrap(err)
 	}
-	return v == 1, nil
+	return v, nil
 }
 
 // Clear forgets every element and the high-water mark.
 func (d *WindowDeduplicator) Clear(ctx context.Context) error {
-	if err := d.client.Do(ctx, d.client.B().Del().Key(d.keys...).Build()).Error(); err != nil {
+	if err := d.do(ctx, func(ctx context.Context, c rueidis.Client, _ *caps) error {
+		return c.Do(ctx, c.B().Del().Key(d.keys...).Build()).Error()
+	}); err != nil {
 		return fmt.Errorf("redisbackend: window dedup: %w", err)
 	}
 	return nil
@@ -140,17 +154,17 @@ func (d *WindowDeduplicator) UniqueCountAt(ctx context.Context, now time.Time) (
 	if err != nil {
 		return 0, err
 	}
-	v, err := scriptDedupWindowCheck.exec(ctx, d.client, d.keys, []string{a, d.warg, ""}).AsInt64()
-	if err != nil {
-		return 0, scriptDedupWindowCheck.wrap(err)
-	}
-	return v, nil
+	return d.run(ctx, scriptDedupWindowCheck, []string{a, d.warg, ""})
 }
 
 // RemainingTTL returns how long the deduplicator's keys live without another write; it is
 // 0 when nothing is stored.
 func (d *WindowDeduplicator) RemainingTTL(ctx context.Context) (time.Duration, error) {
-	ms, err := d.client.Do(ctx, d.client.B().Pttl().Key(d.keys[0]).Build()).AsInt64()
+	var ms int64
+	err := d.do(ctx, func(ctx context.Context, c rueidis.Client, _ *caps) (err error) {
+		ms, err = c.Do(ctx, c.B().Pttl().Key(d.keys[0]).Build()).AsInt64()
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("redisbackend: window dedup: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redstream-go/redstream"
-	"github.com/redstream-go/redstream/memory"
 	"github.com/redstream-go/redstream/redisbackend"
 )
 
@@ -50,11 +49,11 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 
 	// 1. The Java starter's token bucket (capacity 5, 2/s) shared by two processes.
 	spec := redstream.TokenBucket(5, 2)
-	la, err := redisbackend.NewLimiter(a, spec, redisbackend.Options{})
+	la, err := redisbackend.NewLimiter(a, spec, redisbackend.Options{Timeout: demoTimeout})
 	if err != nil {
 		return err
 	}
-	lb, _ := redisbackend.NewLimiter(b, spec, redisbackend.Options{})
+	lb, _ := redisbackend.NewLimiter(b, spec, redisbackend.Options{Timeout: demoTimeout})
 	fmt.Fprintf(out, "%v on key %s, two clients alternating at one instant:\n  ", spec, la.Keys("user:1")[0])
 	for i := 0; i < 8; i++ {
 		l := la
@@ -71,7 +70,7 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "\n  one second later: allowed=%v remaining=%d (2 tokens back, 1 spent)\n", d.Allowed, d.Remaining)
 
 	// 2. The Java starter's sliding window log: 3 per second.
-	sw, err := redisbackend.NewLimiter(a, redstream.SlidingWindow(time.Second, 3), redisbackend.Options{})
+	sw, err := redisbackend.NewLimiter(a, redstream.SlidingWindow(time.Second, 3), redisbackend.Options{Timeout: demoTimeout})
 	if err != nil {
 		return err
 	}
@@ -91,7 +90,7 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 	// 3. Two limits on one key, all-or-nothing, one script.
 	multi, err := redisbackend.NewMultiLimiter(a, []redstream.Spec{
 		redstream.SlidingWindow(time.Second, 2), redstream.FixedWindow(time.Minute, 3),
-	}, redisbackend.Options{})
+	}, redisbackend.Options{Timeout: demoTimeout})
 	if err != nil {
 		return err
 	}
@@ -103,7 +102,7 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 	fmt.Fprintln(out)
 
 	// 4. A batch: many keys in one pipelined round trip.
-	fw, _ := redisbackend.NewLimiter(a, redstream.FixedWindow(time.Minute, 1), redisbackend.Options{KeyPrefix: "demo:batch"})
+	fw, _ := redisbackend.NewLimiter(a, redstream.FixedWindow(time.Minute, 1), redisbackend.Options{KeyPrefix: "demo:batch", Timeout: demoTimeout})
 	keys := make([]string, 1000)
 	for i := range keys {
 		keys[i] = "k" + strconv.Itoa(i%500) // every key twice
@@ -122,17 +121,17 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 
 	// 5. Deduplication across processes.
 	win := redstream.DedupSpec{Strategy: redstream.DedupWindowed, Window: time.Hour}
-	da, err := redisbackend.NewDeduplicator(a, "dedup:orders", win, redisbackend.DedupOptions{})
+	da, err := redisbackend.NewDeduplicator(a, "dedup:orders", win, redisbackend.DedupOptions{Timeout: demoTimeout})
 	if err != nil {
 		return err
 	}
-	db, _ := redisbackend.NewDeduplicator(b, "dedup:orders", win, redisbackend.DedupOptions{})
+	db, _ := redisbackend.NewDeduplicator(b, "dedup:orders", win, redisbackend.DedupOptions{Timeout: demoTimeout})
 	w1, w2 := da.(*redisbackend.WindowDeduplicator), db.(*redisbackend.WindowDeduplicator)
 	d1, _ := w1.CheckAndMarkAt(ctx, "order-1", t0)
 	d2, _ := w2.CheckAndMarkAt(ctx, "order-1", t0.Add(30*time.Minute))
 	d3, _ := w1.CheckAndMarkAt(ctx, "order-1", t0.Add(90*time.Minute))
 	fmt.Fprintf(out, "windowed dedup (1h): order-1 at +0 duplicate=%v, +30m from the other client duplicate=%v, +90m duplicate=%v\n", d1, d2, d3)
-	bloom, err := redisbackend.NewBloomDeduplicator(a, "seen-ids", redstream.DedupSpec{}, redisbackend.DedupOptions{})
+	bloom, err := redisbackend.NewBloomDeduplicator(a, "seen-ids", redstream.DedupSpec{}, redisbackend.DedupOptions{Timeout: demoTimeout})
 	if err != nil {
 		return err
 	}
@@ -155,13 +154,15 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer down.Close()
-	fallback, err := memory.NewLimiter(spec, memory.Options{})
+	closed, err := redisbackend.NewLimiter(down, spec, redisbackend.Options{Timeout: demoTimeout})
 	if err != nil {
 		return err
 	}
-	closed, _ := redisbackend.NewLimiter(down, spec, redisbackend.Options{})
-	open, _ := redisbackend.NewLimiter(down, spec, redisbackend.Options{FailurePolicy: redstream.FailOpen})
-	fb, _ := redisbackend.NewLimiter(down, spec, redisbackend.Options{FailurePolicy: redstream.FailFallback, Fallback: fallback})
+	open, _ := redstream.WithFailurePolicy(closed, redstream.FailOpen, nil)
+	fb, err := redstream.WithFailurePolicy(closed, redstream.FailFallback, nil) // an in-process limiter of the same spec
+	if err != nil {
+		return err
+	}
 	mr2.Close() // this Redis goes away
 	dctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
@@ -175,6 +176,11 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 		strings.Contains(errClosed.Error(), "gcra.lua"), dOpen.Allowed, dFb.Allowed, dFb.Remaining)
 	return nil
 }
+
+// demoTimeout bounds each Redis call of the demo: miniredis runs the scripts in Go, slower
+// than Redis, and the demo must not fail on a loaded machine (Redis engines default to
+// 100 ms).
+const demoTimeout = 2 * time.Second
 
 func mark(allowed bool) string {
 	if allowed {
