@@ -1,17 +1,23 @@
 package httplimit_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/httplimit"
+	"github.com/redstream-go/redstream/internal/redistest"
 	"github.com/redstream-go/redstream/memory"
 	"github.com/redstream-go/redstream/metrics"
+	"github.com/redstream-go/redstream/redisbackend"
 )
 
 // sfItem is one member of an RFC 9651 list whose items are Strings with Integer parameters,
@@ -246,4 +252,133 @@ func TestParseSFList(t *testing.T) {
 	if err != nil || len(items) != 2 || items[1].name != `b"c` || items[0].params["w"] != 2 {
 		t.Errorf("parseSFList = %+v, %v", items, err)
 	}
+}
+
+// TestFailurePolicyCountedOnce: behind the middleware, a failing backend's decisions are
+// answered by the limiter's own failure policy and counted once per request in
+// redis_streaming_rl_fallback_total, however Named and WithFailurePolicy are stacked; the
+// middleware applies no policy of its own (fail-closed errors are 503, counted as errors).
+func TestFailurePolicyCountedOnce(t *testing.T) {
+	down := fmt.Errorf("redis down")
+	fallback := func(name string) uint64 {
+		return metrics.RateLimit.GetOrCreateCounter(metrics.Name(metrics.RateLimitFallbackTotal, "name", name, "reason", string(redstream.ReasonError))).Get()
+	}
+	errs := func(name string) uint64 {
+		return metrics.RateLimit.GetOrCreateCounter(metrics.Name(metrics.RateLimitErrorsTotal, "name", name)).Get()
+	}
+	for _, tc := range []struct {
+		name   string
+		build  func(name string) redstream.Limiter
+		status int
+	}{
+		{"Named outside fail-open", func(n string) redstream.Limiter {
+			p, _ := redstream.WithFailurePolicy(&fakeLimiter{err: down}, redstream.FailOpen, nil)
+			l, _ := metrics.Named(n, p)
+			return l
+		}, 200},
+		{"Named inside fail-open", func(n string) redstream.Limiter {
+			l, _ := metrics.Named(n, &fakeLimiter{err: down})
+			p, _ := redstream.WithFailurePolicy(l, redstream.FailOpen, nil)
+			return p
+		}, 200},
+		{"fail-closed", func(n string) redstream.Limiter {
+			l, _ := metrics.Named(n, &fakeLimiter{err: down})
+			return l
+		}, 503},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := "policy-count-" + strings.ReplaceAll(tc.name, " ", "-")
+			m, err := httplimit.New(httplimit.Options{Limiter: tc.build(name), Key: byUser})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := m.Wrap(okHandler)
+			fb0, e0 := fallback(name), errs(name)
+			for i := range 3 {
+				if rec := get(t, h, "u"); rec.Code != tc.status {
+					t.Fatalf("request %d: status %d, want %d", i, rec.Code, tc.status)
+				}
+			}
+			wantFB, wantErr := uint64(3), uint64(3)
+			if tc.status == 503 {
+				wantFB = 0
+			}
+			if got := fallback(name) - fb0; got != wantFB {
+				t.Errorf("fallback_total +%d, want +%d", got, wantFB)
+			}
+			if got := errs(name) - e0; got != wantErr {
+				t.Errorf("errors_total +%d, want +%d", got, wantErr)
+			}
+		})
+	}
+}
+
+// TestHungRedisServesFallback: a real Redis limiter behind the middleware, Redis hung
+// (SIGSTOP): with FailFallback (a nil fallback: an in-process limiter of the same spec)
+// every request is answered within about the engine's 100ms timeout, and at once once its
+// breaker is open, with the fallback's RateLimit fields; the fallbacks are counted.
+func TestHungRedisServesFallback(t *testing.T) {
+	srv := redistest.NewServer(t)
+	client := redistest.NewClient(t, srv.Addr)
+	rl, err := redisbackend.NewLimiter(client, redstream.FixedWindow(time.Hour, 1000), redisbackend.Options{KeyPrefix: "httplimit-hung"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := redstream.WithFailurePolicy(rl, redstream.FailFallback, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, _ := metrics.Named("hung-api", fb)
+	m, err := httplimit.New(httplimit.Options{Limiter: named, Key: byUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Wrap(okHandler)
+	if rec := get(t, h, "u"); rec.Code != 200 {
+		t.Fatalf("healthy: status %d", rec.Code)
+	}
+	pid := serverPIDOf(t, client)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	before := metrics.RateLimit.GetOrCreateCounter(metrics.Name(metrics.RateLimitFallbackTotal, "name", "hung-api", "reason", string(redstream.ReasonBreakerOpen))).Get()
+	var slowest, last time.Duration
+	for i := range 20 {
+		begin := time.Now()
+		rec := get(t, h, "u")
+		took := time.Since(begin)
+		slowest, last = max(slowest, took), took
+		if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("RateLimit"), `"hung-api";r=`) {
+			t.Fatalf("request %d with Redis hung: %d %v", i, rec.Code, rec.Header())
+		}
+	}
+	t.Logf("20 requests with Redis hung: slowest %v, last %v", slowest.Round(time.Microsecond), last.Round(time.Microsecond))
+	if slowest > time.Second || last > 50*time.Millisecond {
+		t.Errorf("slowest %v, last %v: want about the 100ms timeout, then immediate", slowest, last)
+	}
+	after := metrics.RateLimit.GetOrCreateCounter(metrics.Name(metrics.RateLimitFallbackTotal, "name", "hung-api", "reason", string(redstream.ReasonBreakerOpen))).Get()
+	if after-before < 10 {
+		t.Errorf("breaker_open fallbacks +%d, want most of the 20", after-before)
+	}
+}
+
+// serverPIDOf returns the process id of the redis-server behind client.
+func serverPIDOf(t *testing.T, client rueidis.Client) int {
+	t.Helper()
+	info, err := client.Do(context.Background(), client.B().Info().Section("server").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			pid, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pid
+		}
+	}
+	t.Fatal("no process_id in INFO server")
+	return 0
 }
