@@ -114,7 +114,9 @@ func (c *Cache) gate() (health.Ticket, error) {
 // failing, one Info when it works again) and to Breaker.OnStateChange.
 func (c *Cache) newBreaker() (*health.Breaker, error) {
 	b := c.cfg.Breaker
+	gauge := MetricBreakerState + `{name="` + escapeLabel(c.cfg.Name) + `"}`
 	if b.Disabled {
+		c.m.set.NewGauge(gauge, func() float64 { return 0 })
 		return nil, nil
 	}
 	degraded := "GetOrLoad and GetMany return the error (on-redis-error: error)"
@@ -136,7 +138,7 @@ func (c *Cache) newBreaker() (*health.Breaker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache: Breaker: %w", err)
 	}
-	c.m.set.NewGauge(MetricBreakerState+`{name="`+escapeLabel(c.cfg.Name)+`"}`, func() float64 { return float64(br.State()) })
+	c.m.set.NewGauge(gauge, func() float64 { return float64(br.State()) })
 	return br, nil
 }
 
