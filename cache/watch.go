@@ -54,12 +54,12 @@ func (c *Cache) watch(ctx context.Context, dk string) (*watcher, string, kind, e
 	select {
 	case d = <-got:
 	case <-rctx.Done():
-		go func() {
+		go func() { // the slot stays taken until then: a hung server gets no more dials
 			d := <-got
 			d.dc.Close()
 			d.done()
+			<-c.watchSlots
 		}()
-		<-c.watchSlots
 		return nil, "", kindMiss, c.outcome(ctx, tk, rctx.Err())
 	}
 	w := &watcher{c: c, dc: d.dc, done: d.done, dk: dk, wake: make(chan struct{}, 1)}
