@@ -160,7 +160,7 @@ func (c *Cache) Set(ctx context.Context, key string, v any, ttl time.Duration) e
 		return err
 	}
 	dk, value := c.keys.data(key), string(raw)
-	tk, gerr := c.gate()
+	tk, gerr := c.gate(ctx)
 	if gerr != nil {
 		return fmt.Errorf("cache: set %q: %w", key, gerr)
 	}
@@ -200,7 +200,7 @@ func (c *Cache) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	dk := c.keys.data(key)
-	tk, gerr := c.gate()
+	tk, gerr := c.gate(ctx)
 	if gerr != nil {
 		return fmt.Errorf("cache: delete %q: %w", key, gerr)
 	}
@@ -237,7 +237,7 @@ func (c *Cache) Expire(ctx context.Context, key string, ttl time.Duration) (bool
 	if err != nil {
 		return false, err
 	}
-	tk, gerr := c.gate()
+	tk, gerr := c.gate(ctx)
 	if gerr != nil {
 		return false, fmt.Errorf("cache: expire %q: %w", key, gerr)
 	}
@@ -356,7 +356,7 @@ func (c *Cache) lookup(ctx context.Context, key, dk string) (string, kind, bool,
 // read reads the Redis key dk: through the client-side cache when enabled (local reports
 // an answer from memory), and renewing a real value under sliding expiration.
 func (c *Cache) read(ctx context.Context, dk string) (s string, k kind, local bool, err error) {
-	tk, gerr := c.gate()
+	tk, gerr := c.gate(ctx)
 	if gerr != nil {
 		return "", kindMiss, false, gerr
 	}
@@ -398,7 +398,7 @@ func (c *Cache) read(ctx context.Context, dk string) (s string, k kind, local bo
 }
 
 // readRedis reads dk from Redis, renewing a real value when sliding.
-func (c *Cache) readRedis(ctx context.Context, tk health.Ticket, dk string, sliding bool) (s string, k kind, local bool, err error) {
+func (c *Cache) readRedis(ctx context.Context, tk ticket, dk string, sliding bool) (s string, k kind, local bool, err error) {
 	var resp rueidis.RedisResult
 	rctx, op := c.callCtx(ctx)
 	if sliding {
@@ -447,7 +447,7 @@ func (c *Cache) background(op string, err error) {
 // reached Redis through the client-side cache. It is best effort: the read already
 // succeeded, so a failed renewal is only logged (background).
 func (c *Cache) renew(ctx context.Context, dk string) {
-	tk, err := c.gate()
+	tk, err := c.gate(ctx)
 	if err != nil {
 		c.background("renew", err)
 		return
@@ -456,5 +456,5 @@ func (c *Cache) renew(ctx context.Context, dk string) {
 	defer cancel()
 	err = expireScript.Exec(wctx, c.client, []string{dk},
 		[]string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), lockPrefix, nullMarker}).Error()
-	c.background("renew", c.outcome(wctx, tk, err))
+	c.background("renew", c.outcome(context.Background(), tk, err))
 }

@@ -144,7 +144,9 @@ type BreakdownConfig struct {
 // breaker when it succeeds, or opens it for another cool-down when it fails. An outage
 // error is a call that did not answer within Timeout, could not be sent or read, or got
 // the error reply of a server that cannot serve (LOADING, BUSY, READONLY, CLUSTERDOWN, ...;
-// not OOM, since reads still work). A caller cancelling its own context is not one.
+// not OOM, since reads still work). A caller cancelling its own context is not one; a hung
+// call outliving the caller's own deadline is, when that deadline left it at least 10ms
+// (callers whose deadlines are shorter than Timeout open the breaker too).
 type BreakerConfig struct {
 	// Disabled turns the breaker off: every call reaches Redis and, against a hung
 	// server, waits for its Timeout. YAML: disabled. Default false.

@@ -22,29 +22,50 @@ type redisFailure struct{ err error }
 func (e *redisFailure) Error() string   { return e.err.Error() }
 func (e *redisFailure) Unwrap() []error { return []error{ErrUnavailable, e.err} }
 
-// outcome classifies the error of a Redis call that the breaker let through with ticket
-// tk, made for a caller whose context is ctx: nil and a nil reply are successes (nil is
-// returned for both); an error after ctx ended is the caller's (returned as it is, not
-// counted); any other error is a Redis failure, counted, reported to the breaker when it
-// is an outage, and returned marked as such.
-func (c *Cache) outcome(ctx context.Context, tk health.Ticket, err error) error {
+// ticket is one Redis call the breaker let through: its ticket, and how long the caller's
+// own deadline left it (0 without one).
+type ticket struct {
+	tk     health.Ticket
+	budget time.Duration
+}
+
+// minCallerBudget is the least time a caller's own deadline must have left a Redis call
+// for its expiry to count as a failure of Redis (as in redisbackend): ten times a healthy
+// call. A caller whose deadline was nearly spent says nothing about Redis; one with 50ms
+// that a hung server let pass does, or callers with deadlines shorter than Timeout would
+// never open the breaker.
+const minCallerBudget = 10 * time.Millisecond
+
+// outcome classifies the error of a Redis call the breaker let through (t), made for a
+// caller whose context is ctx (context.Background() for writes no caller waits for): nil
+// and a nil reply are successes (nil is returned for both); an error after ctx ended is
+// the caller's and returned as it is, not counted, except that an outage outliving the
+// caller's own deadline of at least minCallerBudget counts for the breaker; any other
+// error is a Redis failure, counted, reported to the breaker when it is an outage, and
+// returned marked as such.
+func (c *Cache) outcome(ctx context.Context, t ticket, err error) error {
 	if err == nil || rueidis.IsRedisNil(err) {
-		c.done(ctx, tk, nil)
+		c.done(ctx, t.tk, nil)
 		return nil
-	}
-	if ctx.Err() != nil {
-		c.done(ctx, tk, err) // forgotten by the breaker: the caller gave up
-		return err
 	}
 	var rf *redisFailure
 	if errors.As(err, &rf) {
 		return err // already classified
 	}
+	if cerr := callerErr(ctx); cerr != nil {
+		if t.budget >= minCallerBudget && errors.Is(cerr, context.DeadlineExceeded) && outage(err) {
+			c.m.redisErrors.Inc()
+			c.done(context.Background(), t.tk, err)
+		} else {
+			c.done(ctx, t.tk, err) // forgotten by the breaker: the caller gave up
+		}
+		return err
+	}
 	c.m.redisErrors.Inc()
 	if outage(err) {
-		c.done(ctx, tk, err)
+		c.done(ctx, t.tk, err)
 	} else {
-		c.done(ctx, tk, nil) // the server answered: it is up
+		c.done(ctx, t.tk, nil) // the server answered: it is up
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("%w (no answer within %v)", err, c.cfg.Timeout)
@@ -93,20 +114,38 @@ func fallbackReason(err error) string {
 // fallsBack reports whether err, returned for a caller whose context is ctx, is answered
 // from the loader: the policy is LoadOnError, ctx is alive and err is a Redis failure.
 func (c *Cache) fallsBack(ctx context.Context, err error) bool {
-	return c.cfg.OnRedisError == LoadOnError && ctx.Err() == nil && errors.Is(err, ErrUnavailable)
+	return c.cfg.OnRedisError == LoadOnError && callerErr(ctx) == nil && errors.Is(err, ErrUnavailable)
 }
 
-// gate asks the breaker whether a call may go to Redis: it returns the ticket to give
-// outcome, or an ErrUnavailable error wrapping redstream.ErrCircuitOpen.
-func (c *Cache) gate() (health.Ticket, error) {
+// callerErr returns ctx's error, or DeadlineExceeded once its deadline has passed even if
+// its timer has not fired yet: rueidis bounds a call by the connection's deadline, set to
+// the context's, and the I/O timeout can come back a moment before ctx reports it.
+func callerErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// gate asks the breaker whether a call for a caller whose context is ctx may go to Redis:
+// it returns the ticket to give outcome, or an ErrUnavailable error wrapping
+// redstream.ErrCircuitOpen.
+func (c *Cache) gate(ctx context.Context) (ticket, error) {
+	var t ticket
+	if dl, ok := ctx.Deadline(); ok {
+		t.budget = time.Until(dl)
+	}
 	if c.health == nil {
-		return health.Ticket{}, nil
+		return t, nil
 	}
-	tk, err := c.health.Allow()
-	if err != nil {
-		return tk, &redisFailure{err: fmt.Errorf("cache: %w", err)}
+	var err error
+	if t.tk, err = c.health.Allow(); err != nil {
+		return t, &redisFailure{err: fmt.Errorf("cache: %w", err)}
 	}
-	return tk, nil
+	return t, nil
 }
 
 // newBreaker returns the cache's circuit breaker (nil with Breaker.Disabled). Its state is

@@ -147,7 +147,7 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 	lockMs := strconv.FormatInt(c.cfg.Breakdown.LockTTL.Milliseconds(), 10)
 	// acquire reads the key or, when it is empty, takes the lock.
 	acquire := func() (result, acquired, error) {
-		tk, gerr := c.gate()
+		tk, gerr := c.gate(ctx)
 		if gerr != nil {
 			return result{}, 0, fmt.Errorf("cache: lock %q: %w", key, gerr)
 		}
@@ -222,7 +222,7 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 				timer.Stop() // Go 1.23+: no stale tick can follow
 			}
 			if w != nil {
-				tk, gerr := c.gate()
+				tk, gerr := c.gate(ctx)
 				if err = gerr; err == nil {
 					rctx, op := c.callCtx(ctx)
 					s, k, err = w.read(rctx)
@@ -263,7 +263,7 @@ func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl tim
 	done := false
 	defer func() {
 		if !done {
-			tk, gerr := c.gate()
+			tk, gerr := c.gate(ctx)
 			if gerr != nil {
 				c.background("unlock", gerr) // the lock expires after LockTTL
 				return
@@ -271,7 +271,7 @@ func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl tim
 			wctx, cancel := c.detached(ctx)
 			defer cancel()
 			n, err := unlockScript.Exec(wctx, c.client, []string{dk}, []string{placeholder}).AsInt64()
-			err = c.outcome(wctx, tk, err)
+			err = c.outcome(context.Background(), tk, err)
 			c.background("unlock", err)
 			if err != nil || n == 1 {
 				c.wrote(dk, "", true)
@@ -291,7 +291,7 @@ func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl tim
 	// 0 means the key no longer holds our placeholder (expired, deleted or set): the
 	// result goes to the callers but is not cached. A failed write only costs a reload.
 	done = true
-	tk, gerr := c.gate()
+	tk, gerr := c.gate(ctx)
 	if gerr != nil {
 		c.background("write-back", gerr) // the lock expires after LockTTL
 		return r, nil
@@ -299,7 +299,7 @@ func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl tim
 	wctx, cancel := c.detached(ctx)
 	defer cancel()
 	n, err := fillScript.Exec(wctx, c.client, []string{dk}, []string{placeholder, value, strconv.FormatInt(ms, 10)}).AsInt64()
-	err = c.outcome(wctx, tk, err)
+	err = c.outcome(context.Background(), tk, err)
 	c.background("write-back", err)
 	if err != nil || n == 1 {
 		c.wrote(dk, value, false)
@@ -318,14 +318,14 @@ func (c *Cache) store(ctx context.Context, dk string, r result, ttl time.Duratio
 	}
 	// Like the locked write-back, it does not depend on the caller still waiting, and has
 	// the deadline Timeout of its own. While the breaker is open nothing is written.
-	tk, gerr := c.gate()
+	tk, gerr := c.gate(ctx)
 	if gerr != nil {
 		c.background("write-back", gerr)
 		return
 	}
 	wctx, cancel := c.detached(ctx)
 	defer cancel()
-	c.background("write-back", c.outcome(wctx, tk, c.client.Do(wctx, c.client.B().Set().Key(dk).Value(value).PxMilliseconds(ms).Build()).Error()))
+	c.background("write-back", c.outcome(context.Background(), tk, c.client.Do(wctx, c.client.B().Set().Key(dk).Value(value).PxMilliseconds(ms).Build()).Error()))
 	c.wrote(dk, value, false)
 }
 

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-
-	"github.com/redstream-go/redstream/internal/health"
 )
 
 // BatchLoader loads the values of keys: distinct cache keys (as given to GetMany, without
@@ -180,7 +178,7 @@ type entry struct {
 
 // readMany reads the Redis keys dks in one round trip (see GetMany) and classifies them.
 func (c *Cache) readMany(ctx context.Context, dks []string) ([]entry, error) {
-	tk, gerr := c.gate()
+	tk, gerr := c.gate(ctx)
 	if gerr != nil {
 		return nil, gerr
 	}
@@ -244,7 +242,7 @@ func (c *Cache) readMany(ctx context.Context, dks []string) ([]entry, error) {
 					Args: []string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), lockPrefix, nullMarker}}
 			}
 			wctx, cancel := c.detachedN(ctx, len(execs))
-			c.background("renew", c.outcome(wctx, tk, firstErr(c.evalMulti(wctx, expireSrc, execs))))
+			c.background("renew", c.outcome(context.Background(), tk, firstErr(c.evalMulti(wctx, expireSrc, execs))))
 			cancel()
 		}
 		return ents, nil
@@ -273,7 +271,7 @@ func (c *Cache) readMany(ctx context.Context, dks []string) ([]entry, error) {
 // mget reads dks with MGET, one per hash slot (rueidis.MGet groups the keys by slot on a
 // cluster client and sends the MGETs in one DoMulti). rctx bounds the call, ctx is the
 // caller's.
-func (c *Cache) mget(rctx, ctx context.Context, tk health.Ticket, dks []string) ([]entry, error) {
+func (c *Cache) mget(rctx, ctx context.Context, tk ticket, dks []string) ([]entry, error) {
 	m, err := rueidis.MGet(c.client, rctx, dks)
 	if err = c.outcome(ctx, tk, err); err != nil {
 		return nil, err
@@ -407,7 +405,7 @@ func (c *Cache) shareMany(ctx context.Context, g *group, dks []string, fn func(c
 // pipeline, load the keys whose lock it took in one loader call and write them back in one
 // pipeline; wait for the keys another process is loading, key by key as GetOrLoad does.
 func (c *Cache) lockedMany(ctx context.Context, keys, dks []string, ttl time.Duration, batch batchFunc) ([]result, error) {
-	tk, gerr := c.gate()
+	tk, gerr := c.gate(ctx)
 	if gerr != nil {
 		return nil, fmt.Errorf("cache: lock %d keys: %w", len(keys), gerr)
 	}
@@ -526,7 +524,7 @@ func (c *Cache) lockedMany(ctx context.Context, keys, dks []string, ttl time.Dur
 			values[j] = value
 			execs[j] = rueidis.LuaExec{Keys: []string{dks[i]}, Args: []string{token, value, strconv.FormatInt(ms, 10)}}
 		}
-		tk, gerr := c.gate()
+		tk, gerr := c.gate(ctx)
 		if gerr != nil {
 			c.background("write-back", gerr) // the locks expire after LockTTL
 			return nil
@@ -534,7 +532,7 @@ func (c *Cache) lockedMany(ctx context.Context, keys, dks []string, ttl time.Dur
 		wctx, cancel := c.detachedN(ctx, len(execs))
 		defer cancel()
 		fills := c.evalMulti(wctx, fillSrc, execs)
-		c.background("write-back", c.outcome(wctx, tk, firstErr(fills)))
+		c.background("write-back", c.outcome(context.Background(), tk, firstErr(fills)))
 		for j, i := range taken {
 			if n, err := fills[j].AsInt64(); err != nil || n == 1 {
 				c.wrote(dks[i], values[j], false)
@@ -571,7 +569,7 @@ func (c *Cache) unlockMany(ctx context.Context, dks []string, token string) {
 	if len(dks) == 0 {
 		return
 	}
-	tk, gerr := c.gate()
+	tk, gerr := c.gate(ctx)
 	if gerr != nil {
 		c.background("unlock", gerr)
 		return
@@ -583,7 +581,7 @@ func (c *Cache) unlockMany(ctx context.Context, dks []string, token string) {
 	wctx, cancel := c.detachedN(ctx, len(execs))
 	defer cancel()
 	resps := c.evalMulti(wctx, unlockSrc, execs)
-	c.background("unlock", c.outcome(wctx, tk, firstErr(resps)))
+	c.background("unlock", c.outcome(context.Background(), tk, firstErr(resps)))
 	for i, dk := range dks {
 		if n, err := resps[i].AsInt64(); err != nil || n == 1 {
 			c.wrote(dk, "", true)
@@ -594,7 +592,7 @@ func (c *Cache) unlockMany(ctx context.Context, dks []string, token string) {
 // storeMany writes the results of a load without the lock (breakdown protection off) in
 // one pipeline; a failure only costs a reload (background).
 func (c *Cache) storeMany(ctx context.Context, dks []string, rs []result, ttl time.Duration) {
-	tk, gerr := c.gate()
+	tk, gerr := c.gate(ctx)
 	if gerr != nil {
 		c.background("write-back", gerr)
 		return
@@ -613,7 +611,7 @@ func (c *Cache) storeMany(ctx context.Context, dks []string, rs []result, ttl ti
 	}
 	wctx, cancel := c.detachedN(ctx, len(cmds))
 	defer cancel()
-	c.background("write-back", c.outcome(wctx, tk, firstErr(c.client.DoMulti(wctx, cmds...))))
+	c.background("write-back", c.outcome(context.Background(), tk, firstErr(c.client.DoMulti(wctx, cmds...))))
 	for i, dk := range dks {
 		c.wrote(dk, values[i], false)
 	}

@@ -30,8 +30,9 @@ const (
 	// MetricDegradedLoads counts loads done without the lock after waiting WaitTimeout.
 	MetricDegradedLoads = "redis_cache_degraded_loads_total"
 	// MetricRedisErrors counts Redis calls that failed (an error reply, a broken
-	// connection, Timeout passed); calls the breaker refused and calls whose caller's
-	// context ended are not counted.
+	// connection, Timeout passed), and outages that outlived a caller's own deadline of at
+	// least 10ms; calls the breaker refused and calls their caller cancelled are not
+	// counted.
 	MetricRedisErrors = "redis_cache_redis_errors_total"
 	// MetricFallbacks counts keys answered from the loader because Redis failed
 	// (OnRedisError LoadOnError), with a reason label: ReasonError, ReasonTimeout or

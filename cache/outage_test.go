@@ -375,3 +375,42 @@ func TestHangDuringLoad(t *testing.T) {
 		t.Errorf("Get with a 10ms caller deadline = %v, want the caller's DeadlineExceeded (or the open breaker)", err)
 	}
 }
+
+// TestShortCallerDeadlinesOpenBreaker: callers whose own deadline (50ms) is shorter than
+// Timeout get their DeadlineExceeded from a hung server, and those expiries still count
+// for the breaker: after Failures of them the breaker opens and, under "load", the next
+// callers are answered from the loader at once.
+func TestShortCallerDeadlinesOpenBreaker(t *testing.T) {
+	srv := redistest.NewServer(t)
+	client := redistest.NewClient(t, srv.Addr)
+	pid := serverPID(t, client)
+	cfg := testConfig(t)
+	cfg.Timeout = DefaultTimeout
+	cfg.OnRedisError = LoadOnError
+	c := newCache(t, client, cfg)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	load := func(context.Context) (int, error) { return 1, nil }
+	for i := range health.DefaultFailures {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		begin := time.Now()
+		_, err := GetOrLoad(ctx, c, "k", DefaultTTL, load)
+		cancel()
+		t.Logf("call %d: %v after %v; stats %+v", i, err, time.Since(begin), c.Stats())
+		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnavailable) {
+			t.Fatalf("call %d: %v, want the caller's own DeadlineExceeded", i, err)
+		}
+	}
+	if st := c.Stats(); st.Breaker != redstream.BreakerOpen {
+		t.Fatalf("after %d expired callers: breaker %v, want open", health.DefaultFailures, st.Breaker)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	v, err := GetOrLoad(ctx, c, "k", DefaultTTL, load)
+	if err != nil || v != 1 || time.Since(begin) > 20*time.Millisecond {
+		t.Errorf("with the breaker open: %d, %v after %v; want the loader's value at once", v, err, time.Since(begin))
+	}
+}
