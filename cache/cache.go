@@ -104,6 +104,9 @@ func New(client rueidis.Client, cfg Config) (*Cache, error) {
 	if c.cfg.OnRedisError == "" {
 		c.cfg.OnRedisError = ReturnError
 	}
+	if c.cfg.Timeout == 0 {
+		c.cfg.Timeout = DefaultTimeout
+	}
 	var err error
 	if c.health, err = c.newBreaker(); err != nil {
 		return nil, err

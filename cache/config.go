@@ -97,7 +97,8 @@ type Config struct {
 	// step of the batch) carrying n keys gets Timeout × ceil(n/1000).
 	// It does not bound the loader, and the waits of Breakdown are bounded by WaitTimeout.
 	// Past it the call counts as a Redis failure (see OnRedisError). YAML: timeout-ms.
-	// Default 100ms; at least 1ms.
+	// Default 100ms; 0 means the default (so a Config written before this field existed
+	// keeps working), otherwise at least 1ms.
 	Timeout time.Duration `yaml:"timeout-ms" unit:"ms"`
 	// OnRedisError is what GetOrLoad and GetMany do when Redis fails: ReturnError ("error",
 	// the default; "" means it too) or LoadOnError ("load"). Get, Set, Delete, Exists and
@@ -243,8 +244,8 @@ func (c *Config) Validate() error {
 	if c.Breakdown.WaitInterval < time.Millisecond {
 		return bad("Breakdown.WaitInterval", "breakdown.wait-interval-ms", "must be at least 1ms, got %v", c.Breakdown.WaitInterval)
 	}
-	if c.Timeout < time.Millisecond {
-		return bad("Timeout", "timeout-ms", "must be at least 1ms, got %v", c.Timeout)
+	if c.Timeout != 0 && c.Timeout < time.Millisecond {
+		return bad("Timeout", "timeout-ms", "must be at least 1ms (0: the default, 100ms), got %v", c.Timeout)
 	}
 	if b := c.Breaker; !b.Disabled {
 		switch {
