@@ -14,6 +14,8 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/redis/rueidis"
+
+	"github.com/redstream-go/redstream/internal/health"
 )
 
 // DefaultTTL, passed as a ttl argument, means the cache's Config.DefaultTTL. It is a
@@ -40,6 +42,12 @@ var (
 	ErrInvalidArgument = errors.New("cache: invalid argument")
 	// ErrClosed is returned by every operation after Close.
 	ErrClosed = errors.New("cache: closed")
+	// ErrUnavailable matches (errors.Is) every error caused by Redis failing: an error
+	// reply, a broken connection, Config.Timeout passing, or the circuit breaker open. The
+	// error also wraps its cause (context.DeadlineExceeded for a timeout). It never marks
+	// the caller's own context ending. Under Config.OnRedisError LoadOnError, GetOrLoad
+	// and GetMany answer such failures from the loader instead of returning them.
+	ErrUnavailable = errors.New("cache: Redis unavailable")
 )
 
 // Cache is a cache-aside template on Redis: typed reads and writes with TTL jitter, and
@@ -64,6 +72,10 @@ type Cache struct {
 	// bgFailing is set while writes the callers do not wait for (write-back of a load,
 	// lock release, sliding renewal) fail; it logs once per change of state.
 	bgFailing atomic.Bool
+	// health is the circuit breaker in front of Redis; nil with Breaker.Disabled.
+	health *health.Breaker
+	// outage shares fallback loads (LoadOnError with Redis failing) within the process.
+	outage group
 }
 
 // New returns a Cache on client with cfg (see DefaultConfig). The client stays the
@@ -89,6 +101,16 @@ func New(client rueidis.Client, cfg Config) (*Cache, error) {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
+	if c.cfg.OnRedisError == "" {
+		c.cfg.OnRedisError = ReturnError
+	}
+	if c.cfg.Timeout == 0 {
+		c.cfg.Timeout = DefaultTimeout
+	}
+	var err error
+	if c.health, err = c.newBreaker(); err != nil {
+		return nil, err
+	}
 	if cfg.ClientSideCache.Enabled {
 		c.own = newOwnWrites(cfg.ClientSideCache.TTL)
 		c.watchSlots = make(chan struct{}, maxWatchers)
@@ -113,8 +135,14 @@ func (c *Cache) Config() Config { return c.cfg }
 // Metrics returns the cache's metric set (the Metric* counters, labelled with Config.Name).
 func (c *Cache) Metrics() *metrics.Set { return c.m.set }
 
-// Stats returns a snapshot of the cache's counters.
-func (c *Cache) Stats() Stats { return c.m.stats() }
+// Stats returns a snapshot of the cache's counters and breaker state.
+func (c *Cache) Stats() Stats {
+	st := c.m.stats()
+	if c.health != nil {
+		st.Breaker = c.health.State()
+	}
+	return st
+}
 
 // Key returns the Redis key holding key's entry: KeyPrefix [+ Env + ":"] + key.
 func (c *Cache) Key(key string) string { return c.keys.data(key) }
@@ -135,9 +163,15 @@ func (c *Cache) Set(ctx context.Context, key string, v any, ttl time.Duration) e
 		return err
 	}
 	dk, value := c.keys.data(key), string(raw)
-	err = c.client.Do(ctx, c.client.B().Set().Key(dk).Value(value).PxMilliseconds(ms).Build()).Error()
+	tk, gerr := c.gate(ctx)
+	if gerr != nil {
+		return fmt.Errorf("cache: set %q: %w", key, gerr)
+	}
+	rctx, op := c.callCtx(ctx)
+	err = c.client.Do(rctx, c.client.B().Set().Key(dk).Value(value).PxMilliseconds(ms).Build()).Error()
+	op.release()
 	c.wrote(dk, value, false)
-	if err != nil {
+	if err = c.outcome(ctx, tk, err); err != nil {
 		return fmt.Errorf("cache: set %q: %w", key, err)
 	}
 	return nil
@@ -169,9 +203,15 @@ func (c *Cache) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	dk := c.keys.data(key)
-	err := c.client.Do(ctx, c.client.B().Del().Key(dk).Build()).Error()
+	tk, gerr := c.gate(ctx)
+	if gerr != nil {
+		return fmt.Errorf("cache: delete %q: %w", key, gerr)
+	}
+	rctx, op := c.callCtx(ctx)
+	err := c.client.Do(rctx, c.client.B().Del().Key(dk).Build()).Error()
+	op.release()
 	c.wrote(dk, "", true)
-	if err != nil {
+	if err = c.outcome(ctx, tk, err); err != nil {
 		return fmt.Errorf("cache: delete %q: %w", key, err)
 	}
 	return nil
@@ -200,9 +240,15 @@ func (c *Cache) Expire(ctx context.Context, key string, ttl time.Duration) (bool
 	if err != nil {
 		return false, err
 	}
-	n, err := expireScript.Exec(ctx, c.client, []string{c.keys.data(key)},
+	tk, gerr := c.gate(ctx)
+	if gerr != nil {
+		return false, fmt.Errorf("cache: expire %q: %w", key, gerr)
+	}
+	rctx, op := c.callCtx(ctx)
+	n, err := expireScript.Exec(rctx, c.client, []string{c.keys.data(key)},
 		[]string{strconv.FormatInt(ms, 10), lockPrefix, ""}).AsInt64()
-	if err != nil {
+	op.release()
+	if err = c.outcome(ctx, tk, err); err != nil {
 		return false, fmt.Errorf("cache: expire %q: %w", key, err)
 	}
 	return n == 1, nil
@@ -313,13 +359,22 @@ func (c *Cache) lookup(ctx context.Context, key, dk string) (string, kind, bool,
 // read reads the Redis key dk: through the client-side cache when enabled (local reports
 // an answer from memory), and renewing a real value under sliding expiration.
 func (c *Cache) read(ctx context.Context, dk string) (s string, k kind, local bool, err error) {
+	tk, gerr := c.gate(ctx)
+	if gerr != nil {
+		return "", kindMiss, false, gerr
+	}
 	if c.own != nil {
 		mark, pending := c.own.start()
-		resp := c.client.DoCache(ctx, c.client.B().Get().Key(dk).Cache(), c.cfg.ClientSideCache.TTL)
+		rctx, op := c.callCtx(ctx)
+		resp := c.client.DoCache(rctx, c.client.B().Get().Key(dk).Cache(), c.cfg.ClientSideCache.TTL)
+		op.release()
 		s, err = resp.ToString()
 		miss := rueidis.IsRedisNil(err)
 		if err != nil && !miss {
-			return "", kindMiss, false, err
+			return "", kindMiss, false, c.outcome(ctx, tk, err)
+		}
+		if !resp.IsCacheHit() {
+			c.outcome(ctx, tk, nil)
 		}
 		local = resp.IsCacheHit()
 		if pending {
@@ -327,7 +382,7 @@ func (c *Cache) read(ctx context.Context, dk string) (s string, k kind, local bo
 				c.own.fromRedis(dk, mark)
 			} else if c.own.stale(dk, s, miss) {
 				// The copy predates a write of ours whose invalidation has not arrived.
-				s, k, _, err = c.readRedis(ctx, dk, false)
+				s, k, _, err = c.readRedis(ctx, tk, dk, false)
 				return s, k, false, err
 			}
 		}
@@ -342,24 +397,26 @@ func (c *Cache) read(ctx context.Context, dk string) (s string, k kind, local bo
 		}
 		return s, k, local, nil
 	}
-	return c.readRedis(ctx, dk, c.cfg.SlidingExpiration)
+	return c.readRedis(ctx, tk, dk, c.cfg.SlidingExpiration)
 }
 
 // readRedis reads dk from Redis, renewing a real value when sliding.
-func (c *Cache) readRedis(ctx context.Context, dk string, sliding bool) (s string, k kind, local bool, err error) {
+func (c *Cache) readRedis(ctx context.Context, tk ticket, dk string, sliding bool) (s string, k kind, local bool, err error) {
 	var resp rueidis.RedisResult
+	rctx, op := c.callCtx(ctx)
 	if sliding {
-		resp = getRenewScript.Exec(ctx, c.client, []string{dk},
+		resp = getRenewScript.Exec(rctx, c.client, []string{dk},
 			[]string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), markerPrefix})
 	} else {
-		resp = c.client.Do(ctx, c.client.B().Get().Key(dk).Build())
+		resp = c.client.Do(rctx, c.client.B().Get().Key(dk).Build())
 	}
+	op.release()
 	s, err = resp.ToString()
-	if err != nil {
-		if rueidis.IsRedisNil(err) {
-			return "", kindMiss, false, nil
-		}
+	if err = c.outcome(ctx, tk, err); err != nil {
 		return "", kindMiss, false, err
+	}
+	if resp.Error() != nil { // a nil reply
+		return "", kindMiss, false, nil
 	}
 	return s, classify(s), false, nil
 }
@@ -393,6 +450,14 @@ func (c *Cache) background(op string, err error) {
 // reached Redis through the client-side cache. It is best effort: the read already
 // succeeded, so a failed renewal is only logged (background).
 func (c *Cache) renew(ctx context.Context, dk string) {
-	c.background("renew", expireScript.Exec(ctx, c.client, []string{dk},
-		[]string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), lockPrefix, nullMarker}).Error())
+	tk, err := c.gate(ctx)
+	if err != nil {
+		c.background("renew", err)
+		return
+	}
+	wctx, cancel := c.detached(ctx)
+	defer cancel()
+	err = expireScript.Exec(wctx, c.client, []string{dk},
+		[]string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), lockPrefix, nullMarker}).Error()
+	c.background("renew", c.outcome(context.Background(), tk, err))
 }

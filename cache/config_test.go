@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/redistest"
 )
 
 func TestDefaultConfigIsValid(t *testing.T) {
@@ -29,6 +30,12 @@ func TestValidate(t *testing.T) {
 		{"negative wait", func(c *Config) { c.Breakdown.WaitTimeout = -1 }, "cache: Breakdown.WaitTimeout (redis-cache.breakdown.wait-timeout-ms) must not be negative, got -1ns"},
 		{"zero interval", func(c *Config) { c.Breakdown.WaitInterval = 0 }, "cache: Breakdown.WaitInterval (redis-cache.breakdown.wait-interval-ms) must be at least 1ms, got 0s"},
 		{"zero lock ttl", func(c *Config) { c.Breakdown.LockTTL = 0 }, "cache: Breakdown.LockTTL (redis-cache.breakdown.lock-ttl-ms) must be positive, got 0s"},
+		{"sub-ms timeout", func(c *Config) { c.Timeout = time.Microsecond }, "cache: Timeout (redis-cache.timeout-ms) must be at least 1ms (0: the default, 100ms), got 1µs"},
+		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, "cache: Timeout (redis-cache.timeout-ms) must be at least 1ms (0: the default, 100ms), got -1s"},
+		{"unknown policy", func(c *Config) { c.OnRedisError = "ignore" }, `cache: OnRedisError (redis-cache.on-redis-error) must be "error" or "load", got "ignore"`},
+		{"breaker error rate", func(c *Config) { c.Breaker.ErrorRate = 1.5 }, "cache: Breaker.ErrorRate (redis-cache.breaker.error-rate) must be at most 1 (negative disables it), got 1.5"},
+		{"breaker cool-down", func(c *Config) { c.Breaker.CoolDown = -time.Second }, "cache: Breaker.CoolDown (redis-cache.breaker.cool-down-ms) must be at least 1ms (0: the default), got -1s"},
+		{"breaker probes", func(c *Config) { c.Breaker.Probes = -1 }, "cache: Breaker.Probes (redis-cache.breaker.probes) must not be negative, got -1"},
 		{"client-side ttl", func(c *Config) { c.ClientSideCache = ClientSideCacheConfig{Enabled: true} }, "cache: ClientSideCache.TTL (redis-cache.client-side-cache.ttl-ms) must be at least 1ms, got 0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,5 +50,23 @@ func TestValidate(t *testing.T) {
 				t.Errorf("err = %#v: want a *ConfigError with a redis-cache path matching ErrInvalidConfig", err)
 			}
 		})
+	}
+}
+
+// A Config with the fields added for outages left zero (as written before they existed)
+// gets their defaults.
+func TestZeroOutageFieldsMeanDefaults(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Timeout, cfg.OnRedisError, cfg.Breaker = 0, "", BreakerConfig{}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	c, err := New(redistest.Client(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := c.Config(); got.Timeout != DefaultTimeout || got.OnRedisError != ReturnError {
+		t.Errorf("Config() = Timeout %v, OnRedisError %q; want %v, %q", got.Timeout, got.OnRedisError, DefaultTimeout, ReturnError)
 	}
 }

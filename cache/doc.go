@@ -18,13 +18,28 @@
 //     without the lock (a degraded load, counted). A loader error is returned to every
 //     caller sharing the load and never cached.
 //
+// [GetMany] reads many keys in one round trip (MGET, split per hash slot on a cluster, or
+// client-side cached GETs) and loads all the misses with one [BatchLoader] call, under the
+// same stampede protection.
+//
+// When Redis fails: every Redis call has a deadline of its own (Config.Timeout, 100ms by
+// default) even when the caller's context has none, and a circuit breaker (Config.Breaker,
+// the one the Redis limiters use) turns an outage into a few timeouts, after which calls
+// fail at once until a probe finds Redis back. Failures are [ErrUnavailable] errors;
+// Config.OnRedisError [LoadOnError] makes GetOrLoad and GetMany answer them from the loader
+// instead, caching nothing. Each is counted (redis_cache_redis_errors_total,
+// redis_cache_fallback_total{reason}, redis_cache_breaker_state), reported to
+// Config.Breaker.OnStateChange and logged once per change of state.
+//
 // Sliding expiration (opt-in) renews the TTL of a value on reads; null markers are never
 // renewed. Client-side caching (opt-in, Config.ClientSideCache) keeps read values in process
 // memory with rueidis's server-assisted invalidation: a hot hit costs no round trip, a write
 // from any client invalidates the copy, and the writer itself always reads its own writes.
 //
 // Every key is a single Redis string (KeyPrefix [+ Env + ":"] + key) and every command or
-// script touches that one key, so the cache works unchanged on Redis Cluster. Counters
-// (hits, misses, null hits, local hits, loads, load errors, lock waits, degraded loads) are
+// script touches that one key (GetMany pipelines one-key commands, and one MGET per hash
+// slot), so the cache works unchanged on Redis Cluster. Counters
+// (hits, misses, null hits, local hits, loads, load errors, lock waits, degraded loads,
+// Redis errors, fallbacks) and the breaker's state are
 // VictoriaMetrics metrics in a set per cache ([Cache.Metrics], [Cache.Stats]).
 package cache

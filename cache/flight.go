@@ -28,9 +28,8 @@ type call struct {
 // do runs fn for key, or waits for the run already in progress and returns its result.
 func (g *group) do(ctx context.Context, key string, fn func(context.Context) (result, error)) (result, error) {
 	for {
-		g.mu.Lock()
-		if cl, ok := g.m[key]; ok {
-			g.mu.Unlock()
+		cl, owner := g.join(key)
+		if !owner {
 			select {
 			case <-cl.done:
 				if cl.ctxEnded && ctx.Err() == nil {
@@ -41,24 +40,43 @@ func (g *group) do(ctx context.Context, key string, fn func(context.Context) (re
 				return result{}, ctx.Err()
 			}
 		}
-		cl := &call{done: make(chan struct{}), err: errLoadAborted}
-		if g.m == nil {
-			g.m = make(map[string]*call)
-		}
-		g.m[key] = cl
-		g.mu.Unlock()
 		g.run(ctx, key, cl, fn)
 		return cl.r, cl.err
 	}
 }
 
-func (g *group) run(ctx context.Context, key string, cl *call, fn func(context.Context) (result, error)) {
-	defer func() {
-		g.mu.Lock()
-		delete(g.m, key)
-		g.mu.Unlock()
-		close(cl.done)
-	}()
-	r, err := fn(ctx)
+// join returns the call in progress for key (owner false), or registers a new call that
+// the caller owns and must finish (owner true).
+func (g *group) join(key string) (cl *call, owner bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if cl, ok := g.m[key]; ok {
+		return cl, false
+	}
+	cl = &call{done: make(chan struct{}), err: errLoadAborted}
+	if g.m == nil {
+		g.m = make(map[string]*call)
+	}
+	g.m[key] = cl
+	return cl, true
+}
+
+// finish removes the call the caller owns for key and releases its waiters, who then see
+// the result already stored in cl (errLoadAborted if none was).
+func (g *group) finish(key string, cl *call) {
+	g.mu.Lock()
+	delete(g.m, key)
+	g.mu.Unlock()
+	close(cl.done)
+}
+
+// set stores the outcome of a call, run with ctx.
+func (cl *call) set(ctx context.Context, r result, err error) {
 	cl.r, cl.err, cl.ctxEnded = r, err, err != nil && ctx.Err() != nil
+}
+
+func (g *group) run(ctx context.Context, key string, cl *call, fn func(context.Context) (result, error)) {
+	defer g.finish(key, cl)
+	r, err := fn(ctx)
+	cl.set(ctx, r, err)
 }

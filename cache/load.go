@@ -36,6 +36,14 @@ import (
 // that caller's context ends, the others start a load of their own. A load whose key is
 // deleted or set while it runs returns its result but does not cache it.
 //
+// When Redis fails (an ErrUnavailable error: an error reply or a broken connection,
+// Config.Timeout passing on a call, or the circuit breaker open), Config.OnRedisError
+// decides: ReturnError returns the error without calling loader; LoadOnError calls loader
+// and returns its result without caching anything, counted in MetricFallbacks. Concurrent
+// fallbacks for one key in a process share one load; there is no lock across processes
+// then. A lock owner whose write-back fails still returns the loaded value. The caller's
+// own context ending is never a Redis failure: its error is returned.
+//
 // A ttl that is neither DefaultTTL nor at least 1ms, a nil loader or an empty key is
 // ErrInvalidArgument; a loaded value the codec cannot encode is ErrEncode (nothing cached).
 func GetOrLoad[T any](ctx context.Context, c *Cache, key string, ttl time.Duration, loader func(ctx context.Context) (T, error)) (T, error) {
@@ -50,16 +58,6 @@ func GetOrLoad[T any](ctx context.Context, c *Cache, key string, ttl time.Durati
 		return zero, err
 	}
 	dk := c.keys.data(key)
-	s, k, local, err := c.lookup(ctx, key, dk)
-	if err != nil {
-		return zero, err
-	}
-	switch k {
-	case kindValue:
-		return decodeHit[T](c, key, dk, s, local)
-	case kindNull:
-		return zero, ErrNotFound
-	}
 	load := func(ctx context.Context) ([]byte, error) {
 		v, err := loader(ctx)
 		if err != nil {
@@ -67,9 +65,24 @@ func GetOrLoad[T any](ctx context.Context, c *Cache, key string, ttl time.Durati
 		}
 		return c.encode(key, v)
 	}
-	r, err := c.loadMiss(ctx, key, dk, ttl, load)
-	if err != nil {
-		return zero, err
+	var r result
+	s, k, local, err := c.lookup(ctx, key, dk)
+	switch {
+	case err != nil:
+		if !c.fallsBack(ctx, err) {
+			return zero, err
+		}
+		if r, err = c.fallbackLoad(ctx, dk, err, load); err != nil {
+			return zero, err
+		}
+	case k == kindValue:
+		return decodeHit[T](c, key, dk, s, local)
+	case k == kindNull:
+		return zero, ErrNotFound
+	default:
+		if r, err = c.loadMiss(ctx, key, dk, ttl, load); err != nil {
+			return zero, err
+		}
 	}
 	if r.null {
 		return zero, ErrNotFound
@@ -106,8 +119,26 @@ func (c *Cache) loadMiss(ctx context.Context, key, dk string, ttl time.Duration,
 		return r, nil
 	}
 	return c.flight.do(ctx, dk, func(ctx context.Context) (result, error) {
-		return c.loadLocked(ctx, key, dk, ttl, load)
+		r, err := c.loadLocked(ctx, key, dk, ttl, load)
+		if err != nil && c.fallsBack(ctx, err) {
+			return c.loadFallback(ctx, err, load)
+		}
+		return r, err
 	})
+}
+
+// fallbackLoad answers a read that Redis failed (err, under LoadOnError) from the loader,
+// caching nothing; concurrent fallbacks for dk in this process share one load.
+func (c *Cache) fallbackLoad(ctx context.Context, dk string, err error, load loadFunc) (result, error) {
+	return c.outage.do(ctx, dk, func(ctx context.Context) (result, error) {
+		return c.loadFallback(ctx, err, load)
+	})
+}
+
+// loadFallback counts a fallback for err and runs load; the result is not cached.
+func (c *Cache) loadFallback(ctx context.Context, err error, load loadFunc) (result, error) {
+	c.m.fallback(fallbackReason(err)).Inc()
+	return c.callLoader(ctx, load)
 }
 
 // loadLocked is one process's load of dk: take the lock, or wait for its owner.
@@ -116,11 +147,18 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 	lockMs := strconv.FormatInt(c.cfg.Breakdown.LockTTL.Milliseconds(), 10)
 	// acquire reads the key or, when it is empty, takes the lock.
 	acquire := func() (result, acquired, error) {
-		s, err := acquireScript.Exec(ctx, c.client, []string{dk}, []string{placeholder, lockMs}).ToString()
+		tk, gerr := c.gate(ctx)
+		if gerr != nil {
+			return result{}, 0, fmt.Errorf("cache: lock %q: %w", key, gerr)
+		}
+		rctx, op := c.callCtx(ctx)
+		s, err := acquireScript.Exec(rctx, c.client, []string{dk}, []string{placeholder, lockMs}).ToString()
+		op.release()
 		if rueidis.IsRedisNil(err) {
+			c.outcome(ctx, tk, nil)
 			return result{}, lockTaken, nil
 		}
-		if err != nil {
+		if err = c.outcome(ctx, tk, err); err != nil {
 			return result{}, 0, fmt.Errorf("cache: lock %q: %w", key, err)
 		}
 		switch classify(s) {
@@ -184,7 +222,13 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 				timer.Stop() // Go 1.23+: no stale tick can follow
 			}
 			if w != nil {
-				s, k, err = w.read(ctx)
+				tk, gerr := c.gate(ctx)
+				if err = gerr; err == nil {
+					rctx, op := c.callCtx(ctx)
+					s, k, err = w.read(rctx)
+					op.release()
+					err = c.outcome(ctx, tk, err)
+				}
 			} else {
 				s, k, _, err = c.read(ctx, dk)
 			}
@@ -214,13 +258,20 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 // placeholder with the result, or deletes it if the load failed (or panicked).
 func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl time.Duration, load loadFunc) (r result, err error) {
 	// Writing back must not depend on the caller still waiting: the lock would otherwise
-	// stay until it expires.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Breakdown.LockTTL)
-	defer cancel()
+	// stay until it expires. The write has a deadline of its own (Timeout), from the end of
+	// the load.
 	done := false
 	defer func() {
 		if !done {
+			tk, gerr := c.gate(ctx)
+			if gerr != nil {
+				c.background("unlock", gerr) // the lock expires after LockTTL
+				return
+			}
+			wctx, cancel := c.detached(ctx)
+			defer cancel()
 			n, err := unlockScript.Exec(wctx, c.client, []string{dk}, []string{placeholder}).AsInt64()
+			err = c.outcome(context.Background(), tk, err)
 			c.background("unlock", err)
 			if err != nil || n == 1 {
 				c.wrote(dk, "", true)
@@ -239,12 +290,20 @@ func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl tim
 	}
 	// 0 means the key no longer holds our placeholder (expired, deleted or set): the
 	// result goes to the callers but is not cached. A failed write only costs a reload.
+	done = true
+	tk, gerr := c.gate(ctx)
+	if gerr != nil {
+		c.background("write-back", gerr) // the lock expires after LockTTL
+		return r, nil
+	}
+	wctx, cancel := c.detached(ctx)
+	defer cancel()
 	n, err := fillScript.Exec(wctx, c.client, []string{dk}, []string{placeholder, value, strconv.FormatInt(ms, 10)}).AsInt64()
+	err = c.outcome(context.Background(), tk, err)
 	c.background("write-back", err)
 	if err != nil || n == 1 {
 		c.wrote(dk, value, false)
 	}
-	done = true
 	return r, nil
 }
 
@@ -257,11 +316,16 @@ func (c *Cache) store(ctx context.Context, dk string, r result, ttl time.Duratio
 	} else {
 		ms, _ = c.ttlMillis(ttl)
 	}
-	// Like the locked write-back, it does not depend on the caller still waiting, and is
-	// bounded by the lock TTL (a positive duration) even when the caller's context is not.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Breakdown.LockTTL)
+	// Like the locked write-back, it does not depend on the caller still waiting, and has
+	// the deadline Timeout of its own. While the breaker is open nothing is written.
+	tk, gerr := c.gate(ctx)
+	if gerr != nil {
+		c.background("write-back", gerr)
+		return
+	}
+	wctx, cancel := c.detached(ctx)
 	defer cancel()
-	c.background("write-back", c.client.Do(wctx, c.client.B().Set().Key(dk).Value(value).PxMilliseconds(ms).Build()).Error())
+	c.background("write-back", c.outcome(context.Background(), tk, c.client.Do(wctx, c.client.B().Set().Key(dk).Value(value).PxMilliseconds(ms).Build()).Error()))
 	c.wrote(dk, value, false)
 }
 

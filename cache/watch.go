@@ -31,9 +31,39 @@ func (c *Cache) watch(ctx context.Context, dk string) (*watcher, string, kind, e
 	default:
 		return nil, "", kindMiss, nil
 	}
-	dc, done := c.client.Dedicate()
-	w := &watcher{c: c, dc: dc, done: done, dk: dk, wake: make(chan struct{}, 1)}
-	dc.SetOnInvalidations(func([]rueidis.RedisMessage) {
+	tk, gerr := c.gate(ctx)
+	if gerr != nil {
+		<-c.watchSlots
+		return nil, "", kindMiss, gerr
+	}
+	rctx, op := c.callCtx(ctx)
+	defer op.release()
+	// rueidis's Dedicate dials (and shakes hands) with no context, waiting out its dial
+	// timeout on a hung server: it runs aside, bounded by the call's deadline; a connection
+	// that arrives too late is closed as soon as it does.
+	type dedicated struct {
+		dc   rueidis.DedicatedClient
+		done func()
+	}
+	got := make(chan dedicated, 1)
+	go func() {
+		dc, done := c.client.Dedicate()
+		got <- dedicated{dc, done}
+	}()
+	var d dedicated
+	select {
+	case d = <-got:
+	case <-rctx.Done():
+		go func() { // the slot stays taken until then: a hung server gets no more dials
+			d := <-got
+			d.dc.Close()
+			d.done()
+			<-c.watchSlots
+		}()
+		return nil, "", kindMiss, c.outcome(ctx, tk, rctx.Err())
+	}
+	w := &watcher{c: c, dc: d.dc, done: d.done, dk: dk, wake: make(chan struct{}, 1)}
+	d.dc.SetOnInvalidations(func([]rueidis.RedisMessage) {
 		select {
 		case w.wake <- struct{}{}:
 		default:
@@ -41,13 +71,17 @@ func (c *Cache) watch(ctx context.Context, dk string) (*watcher, string, kind, e
 	})
 	// One pipeline, so that on a cluster both go to the node holding the key (the GET picks
 	// it) and tracking is on before the read that arms it.
-	res := dc.DoMulti(ctx, dc.B().ClientTracking().On().Build(), dc.B().Get().Key(dk).Build())
+	res := d.dc.DoMulti(rctx, d.dc.B().ClientTracking().On().Build(), d.dc.B().Get().Key(dk).Build())
 	if err := res[0].Error(); err != nil {
 		w.close()
-		return nil, "", kindMiss, nil
+		if _, ok := rueidis.IsRedisErr(err); ok {
+			c.outcome(ctx, tk, nil)
+			return nil, "", kindMiss, nil // tracking refused: poll instead
+		}
+		return nil, "", kindMiss, c.outcome(ctx, tk, err)
 	}
 	s, k, err := parseGet(res[1])
-	if err != nil {
+	if err = c.outcome(ctx, tk, err); err != nil {
 		w.close()
 		return nil, "", kindMiss, err
 	}
@@ -71,8 +105,15 @@ func parseGet(resp rueidis.RedisResult) (string, kind, error) {
 	return s, classify(s), nil
 }
 
-// close returns the connection (rueidis turns tracking off on it) and the slot.
+// close closes the connection and then returns the slot, aside: the caller does not wait.
+// The connection is not given back to rueidis's pool: putting back a connection with
+// tracking on makes rueidis send CLIENT TRACKING OFF (and clean its subscriptions) with no
+// deadline, which blocks for as long as a hung server does; and closing takes rueidis about
+// a second on a hung server. A wait is the slow path already; a new dial is cheap.
 func (w *watcher) close() {
-	w.done()
-	<-w.c.watchSlots
+	go func() {
+		w.dc.Close()
+		w.done()
+		<-w.c.watchSlots
+	}()
 }

@@ -164,7 +164,7 @@ func TestSectionErrors(t *testing.T) {
 		},
 		{
 			"cache unknown key", "redis-cache:\n  ttl: 5\n",
-			"config: redis-cache.ttl (line 2): unknown key (known keys: breakdown, client-side-cache, default-ttl-seconds, env, env-isolation, jitter-ratio, key-prefix, name, null-ttl-seconds, sliding-expire-enabled)",
+			"config: redis-cache.ttl (line 2): unknown key (known keys: breakdown, breaker, client-side-cache, default-ttl-seconds, env, env-isolation, jitter-ratio, key-prefix, name, null-ttl-seconds, on-redis-error, sliding-expire-enabled, timeout-ms)",
 		},
 		{
 			"cache empty name", "redis-cache:\n  key-prefix: x\n  name: \"\"\n",

@@ -6,8 +6,20 @@
 //	RateLimit: "api";r=42;t=17
 //
 // on every response it decides, plus Retry-After (whole seconds, rounded up) on the 429 Too
-// Many Requests it sends when a request is denied. The package imports no engine: build the
-// limiter with package memory, redisbackend or config.
+// Many Requests it sends when a request is denied. Both fields are lists: stacked
+// middlewares (a per-IP limit outside a per-user one, say) each add their own item, outer
+// first, so a client sees every limit that applies to it:
+//
+//	RateLimit-Policy: "per-ip";q=1000;w=3600, "per-user";q=100;w=60
+//	RateLimit: "per-ip";r=998;t=3599, "per-user";r=42;t=17
+//
+// Give stacked middlewares' limiters distinct names (metrics.Named): the name is how a
+// client matches a RateLimit item to its policy.
+//
+// A request without a key (the KeyFunc fails or returns "") is 400 Bad Request. When the
+// limiter's backend fails, its failure policy (redstream.WithFailurePolicy) decides, inside
+// the limiter, where it is counted; an error that still reaches the middleware is 503. The
+// package imports no engine: build the limiter with package memory, redisbackend or config.
 package httplimit
 
 import (
@@ -24,7 +36,8 @@ import (
 )
 
 // KeyFunc returns the rate-limit key of a request, e.g. a client IP, a user or an API key.
-// An error (or an empty key) sends the request to Options.OnError.
+// An error (or an empty key) sends the request to Options.OnError with ErrKey (400 Bad
+// Request by default): the request lacks what the limit is keyed by.
 type KeyFunc func(r *http.Request) (string, error)
 
 // ByRemoteIP keys requests by the IP of r.RemoteAddr (the port is dropped). It does not read
@@ -67,8 +80,11 @@ type Policy struct {
 // Options configures a Middleware. Limiter and Key are required; every other field has a
 // default.
 type Options struct {
-	// Limiter decides each request. Its failure policy (redstream.WithFailurePolicy or the
-	// engine's Options.FailurePolicy) says what happens when its backend fails.
+	// Limiter decides each request. Its failure policy (redstream.WithFailurePolicy) says
+	// what happens when its backend fails, and counts it: a fail-open or fallback limiter
+	// answers with a Decision, and the middleware serves that Decision like any other (a
+	// fail-open admission, which has no Limit, writes no RateLimit fields). The middleware
+	// applies no policy of its own: an error that reaches it is answered 503.
 	Limiter redstream.Limiter
 	// Key returns each request's key.
 	Key KeyFunc
@@ -83,16 +99,18 @@ type Options struct {
 	// Retry-After are set. Nil writes "429 Too Many Requests" as text.
 	OnDenied func(w http.ResponseWriter, r *http.Request, d redstream.Decision)
 	// OnError writes the response when the key function fails or the limiter returns an
-	// error. Nil writes 500 Internal Server Error for key errors and bad input, and 503
-	// Service Unavailable for limiter errors.
+	// error. Nil writes 400 Bad Request for ErrKey (no key, or an empty one, and the
+	// limiter's redstream.ErrEmptyKey), 500 Internal Server Error for other bad input (a
+	// Cost function's invalid cost: redstream.IsBadInput), and 503 Service Unavailable for
+	// backend errors.
 	OnError func(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // Errors passed to Options.OnError.
 var (
-	// ErrKey wraps the key function's error (or reports an empty key).
+	// ErrKey wraps the key function's error (or reports an empty key); 400 by default.
 	ErrKey = errors.New("httplimit: no rate-limit key")
-	// ErrLimiter wraps the limiter's error.
+	// ErrLimiter wraps the limiter's error; 503 by default, 500 for bad input.
 	ErrLimiter = errors.New("httplimit: limiter failed")
 )
 
@@ -101,7 +119,6 @@ type Middleware struct {
 	o        Options
 	policies []Policy
 	header   string // RateLimit-Policy, precomputed; "" when discovered per response
-	failOpen bool
 }
 
 // New returns a middleware, or an error wrapping redstream.ErrInvalidConfig for a nil
@@ -119,11 +136,9 @@ func New(o Options) (*Middleware, error) {
 		}
 	}
 	m := &Middleware{o: o, policies: o.Policies}
-	info := discover(o.Limiter)
 	if len(m.policies) == 0 {
-		m.policies = info.policies
+		m.policies = discover(o.Limiter)
 	}
-	m.failOpen = info.policy == redstream.FailOpen
 	if len(m.policies) > 0 {
 		m.header = policyHeader(m.policies)
 	}
@@ -147,7 +162,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		err = errors.New("empty key")
 	}
 	if err != nil {
-		m.fail(w, r, fmt.Errorf("%w: %w", ErrKey, err), http.StatusInternalServerError)
+		m.fail(w, r, fmt.Errorf("%w: %w", ErrKey, err), http.StatusBadRequest)
 		return
 	}
 	cost := int64(1)
@@ -156,15 +171,14 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	d, err := m.o.Limiter.AllowN(r.Context(), key, time.Time{}, cost)
 	if err != nil {
-		if redstream.IsBadInput(err) {
-			m.fail(w, r, fmt.Errorf("%w: %w", ErrLimiter, err), http.StatusInternalServerError)
-			return
+		status := http.StatusServiceUnavailable
+		switch {
+		case errors.Is(err, redstream.ErrEmptyKey):
+			status = http.StatusBadRequest
+		case redstream.IsBadInput(err):
+			status = http.StatusInternalServerError
 		}
-		if m.failOpen {
-			next.ServeHTTP(w, r)
-			return
-		}
-		m.fail(w, r, fmt.Errorf("%w: %w", ErrLimiter, err), http.StatusServiceUnavailable)
+		m.fail(w, r, fmt.Errorf("%w: %w", ErrLimiter, err), status)
 		return
 	}
 	m.setHeaders(w.Header(), d)
@@ -196,15 +210,16 @@ const (
 	hdrRetryAfter = "Retry-After"
 )
 
-// setHeaders writes RateLimit-Policy and RateLimit for d. A decision without a Limit (a
-// fail-open admission) carries no information and writes nothing.
+// setHeaders adds this middleware's items to RateLimit-Policy and RateLimit for d, after
+// the items an outer middleware wrote. A decision without a Limit (a fail-open admission)
+// carries no information and adds nothing.
 func (m *Middleware) setHeaders(h http.Header, d redstream.Decision) {
 	if d.Limit <= 0 {
 		return
 	}
 	name := "default"
 	if m.header != "" {
-		h[hdrPolicy] = []string{m.header}
+		addItems(h, hdrPolicy, m.header)
 		name = m.policies[0].Name
 		for _, p := range m.policies {
 			if p.Quota == d.Limit {
@@ -213,15 +228,29 @@ func (m *Middleware) setHeaders(h http.Header, d redstream.Decision) {
 			}
 		}
 	} else {
-		h[hdrPolicy] = []string{policyHeader([]Policy{{Name: name, Quota: d.Limit}})}
+		addItems(h, hdrPolicy, policyHeader([]Policy{{Name: name, Quota: d.Limit}}))
 	}
 	buf := make([]byte, 0, 48)
 	buf = appendSFString(buf, name)
 	buf = append(buf, ";r="...)
-	buf = strconv.AppendInt(buf, max(d.Remaining, 0), 10)
+	buf = appendSFInt(buf, d.Remaining)
 	buf = append(buf, ";t="...)
-	buf = strconv.AppendInt(buf, ceilSeconds(d.ResetAfter, 0), 10)
-	h[hdrRateLimit] = []string{string(buf)}
+	buf = appendSFInt(buf, ceilSeconds(d.ResetAfter, 0))
+	addItems(h, hdrRateLimit, string(buf))
+}
+
+// addItems adds items (one or more list members) to the structured-field list in header
+// field k: a field value of its own when there is none yet, else appended to the last
+// field line after ", ". RFC 9651 (section 3.1) reads the lines of a list field joined with
+// commas, so this is the same list as a new line, and Header.Get still returns all of it
+// when every writer is a Middleware.
+func addItems(h http.Header, k, items string) {
+	v := h[k]
+	if len(v) == 0 || v[len(v)-1] == "" {
+		h[k] = []string{items}
+		return
+	}
+	v[len(v)-1] += ", " + items
 }
 
 // policyHeader formats policies as a RateLimit-Policy list.
@@ -233,13 +262,23 @@ func policyHeader(ps []Policy) string {
 		}
 		b = appendSFString(b, p.Name)
 		b = append(b, ";q="...)
-		b = strconv.AppendInt(b, p.Quota, 10)
+		b = appendSFInt(b, p.Quota)
 		if p.Window > 0 {
 			b = append(b, ";w="...)
-			b = strconv.AppendInt(b, ceilSeconds(p.Window, 1), 10)
+			b = appendSFInt(b, ceilSeconds(p.Window, 1))
 		}
 	}
 	return string(b)
+}
+
+// sfMaxInt is the largest RFC 9651 Integer (15 decimal digits).
+const sfMaxInt = 999_999_999_999_999
+
+// appendSFInt appends n as an RFC 9651 Integer, clamped to [0, sfMaxInt]: the fields carry
+// counts and seconds, never negative, and a value past 15 digits would make the whole field
+// unparseable (a quota that large is "unlimited" to any client).
+func appendSFInt(b []byte, n int64) []byte {
+	return strconv.AppendInt(b, min(max(n, 0), sfMaxInt), 10)
 }
 
 // appendSFString appends s as an RFC 9651 structured-field string: printable ASCII, with
@@ -272,31 +311,18 @@ func ceilSeconds(d time.Duration, min int64) int64 {
 	return s
 }
 
-// limiterInfo is what New learns from the limiter's wrapper chain.
-type limiterInfo struct {
-	policies []Policy
-	policy   redstream.FailurePolicy
-}
-
-// discover walks the Unwrap chain of l for a name (Name() string), a failure policy
-// (FailurePolicy()) and the limits: Limits() []redstream.Limit, Specs() []redstream.Spec
-// or Limits() []core.Limit.
-func discover(l redstream.Limiter) limiterInfo {
+// discover walks the Unwrap chain of l for a name (Name() string) and the limits:
+// Limits() []redstream.Limit, Specs() []redstream.Spec or Limits() []core.Limit.
+func discover(l redstream.Limiter) []Policy {
 	var (
-		info   limiterInfo
-		name   string
-		params []core.Limit
-		names  []string
-		havePo bool
+		policies []Policy
+		name     string
+		params   []core.Limit
+		names    []string
 	)
 	for depth := 0; l != nil && depth < 32; depth++ {
 		if n, ok := l.(interface{ Name() string }); ok && name == "" {
 			name = n.Name()
-		}
-		if f, ok := l.(interface {
-			FailurePolicy() redstream.FailurePolicy
-		}); ok && !havePo {
-			info.policy, havePo = f.FailurePolicy(), true
 		}
 		if params == nil {
 			switch v := l.(type) {
@@ -334,9 +360,9 @@ func discover(l redstream.Limiter) limiterInfo {
 		case len(params) > 1:
 			n = name + "-" + strconv.Itoa(i)
 		}
-		info.policies = append(info.policies, Policy{Name: n, Quota: p.Max(), Window: time.Duration(p.Period()) * time.Microsecond})
+		policies = append(policies, Policy{Name: n, Quota: p.Max(), Window: time.Duration(p.Period()) * time.Microsecond})
 	}
-	return info
+	return policies
 }
 
 // String returns the policy as one RateLimit-Policy item, e.g. "api";q=100;w=60.

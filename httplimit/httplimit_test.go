@@ -170,16 +170,20 @@ func TestErrors(t *testing.T) {
 		status  int
 		wantErr error
 	}{
-		{"key error", &fakeLimiter{}, func(*http.Request) (string, error) { return "", errors.New("no user") }, nil, 500, httplimit.ErrKey},
-		{"empty key", &fakeLimiter{}, byUser, nil, 500, httplimit.ErrKey},
+		{"key error", &fakeLimiter{}, func(*http.Request) (string, error) { return "", errors.New("no user") }, nil, 400, httplimit.ErrKey},
+		{"empty key", &fakeLimiter{}, byUser, nil, 400, httplimit.ErrKey},
+		{"missing header", &fakeLimiter{}, httplimit.ByHeader("X-User"), nil, 400, httplimit.ErrKey},
+		{"limiter's empty key", &fakeLimiter{err: redstream.ErrEmptyKey}, byUser, nil, 400, httplimit.ErrLimiter},
 		{"limiter error fails closed", &fakeLimiter{err: down}, httplimit.ByHeader("X-User"), nil, 503, httplimit.ErrLimiter},
 		{"bad input is not a backend failure", &reporting{fakeLimiter{err: redstream.ErrInvalidCost, policy: redstream.FailOpen}}, httplimit.ByHeader("X-User"), nil, 500, httplimit.ErrLimiter},
-		{"limiter reporting fail-open passes", &reporting{fakeLimiter{err: down, policy: redstream.FailOpen}}, httplimit.ByHeader("X-User"), nil, 200, nil},
+		// The policy is applied inside the limiter (WithFailurePolicy), once; an error
+		// that reaches the middleware is not admitted by a second policy of its own.
+		{"error reaching the middleware is 503 whatever the limiter reports", &reporting{fakeLimiter{err: down, policy: redstream.FailOpen}}, httplimit.ByHeader("X-User"), nil, 503, httplimit.ErrLimiter},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			user := "u"
-			if tt.name == "empty key" {
+			if tt.name == "empty key" || tt.name == "missing header" {
 				user = ""
 			}
 			m, err := httplimit.New(httplimit.Options{Limiter: tt.limiter, Key: tt.key, Cost: tt.cost})
@@ -202,6 +206,20 @@ func TestErrors(t *testing.T) {
 		open, _ := redstream.WithFailurePolicy(&fakeLimiter{err: down}, redstream.FailOpen, nil)
 		m, _ := httplimit.New(httplimit.Options{Limiter: open, Key: byUser})
 		check(t, 0, get(t, m.Wrap(okHandler), "u"), want{200, "", "", ""})
+	})
+	t.Run("fallback wrapper answers with the fallback's decision and headers", func(t *testing.T) {
+		clk := newClock(time.Unix(1_800_000_000, 0)) // aligned to an hour
+		mem, _ := memory.NewLimiter(redstream.FixedWindow(time.Hour, 1), clk.opts())
+		fb, err := redstream.WithFailurePolicy(&fakeLimiter{err: down}, redstream.FailFallback, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		named, _ := metrics.Named("fb-api", fb)
+		m, _ := httplimit.New(httplimit.Options{Limiter: named, Key: byUser,
+			Policies: []httplimit.Policy{{Name: "fb-api", Quota: 1, Window: time.Hour}}})
+		h := m.Wrap(okHandler)
+		check(t, 0, get(t, h, "u"), want{200, `"fb-api";q=1;w=3600`, `"fb-api";r=0;t=3600`, ""})
+		check(t, 1, get(t, h, "u"), want{429, `"fb-api";q=1;w=3600`, `"fb-api";r=0;t=3600`, "3600"})
 	})
 	t.Run("cost", func(t *testing.T) {
 		mem, _ := memory.NewLimiter(redstream.FixedWindow(time.Hour, 10), memory.Options{})

@@ -72,4 +72,10 @@ var known = map[string]family{
 	"redis_cache_load_errors_total":    {TypeCounter, "Loader calls that failed (an error other than not found, or a panic)."},
 	"redis_cache_lock_waits_total":     {TypeCounter, "Loads that found another process's load in progress and waited for it."},
 	"redis_cache_degraded_loads_total": {TypeCounter, "Loads done without the lock after waiting the wait timeout."},
+
+	// Package cache when Redis fails (deadline, circuit breaker, on-redis-error), label name
+	// (and reason: error, timeout, breaker_open).
+	"redis_cache_redis_errors_total": {TypeCounter, "Redis calls of a cache that failed (error reply, broken connection, timeout)."},
+	"redis_cache_fallback_total":     {TypeCounter, "Keys a cache answered from the loader because Redis failed, by reason."},
+	"redis_cache_breaker_state":      {TypeGauge, "State of a cache's circuit breaker in front of Redis: 0 closed, 1 open, 2 half-open."},
 }
