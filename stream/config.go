@@ -3,6 +3,8 @@ package stream
 import (
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,6 +71,14 @@ type Config struct {
 	EnvIsolation bool `yaml:"env-isolation"`
 	// Env is the environment suffix used under EnvIsolation.
 	Env string `yaml:"env"`
+	// Partitions maps a topic (before env isolation) to its number of partitions, 0 to
+	// MaxPartitions. A topic absent or mapped to 0 or 1 is one stream, its StreamName; a
+	// topic of P > 1 partitions is P streams with hash tags of their own (PartitionStreams),
+	// spread over a cluster's slots. The producer writes a message to the partition of its
+	// key (PartitionOf) and a consumer reads every partition of its topics. Producers and
+	// consumers of a topic must agree on its count; changing it moves keys to other
+	// partitions (drain the topic first). YAML: `partitions: {orders: 4}`.
+	Partitions map[string]int `yaml:"partitions"`
 	// ConsumerName is this consumer's name in its groups. Empty (the default) generates a
 	// name unique to the Consumer value; a fixed name shared by several processes makes them
 	// one consumer and breaks load balancing, so set it only for a single instance.
@@ -315,6 +325,19 @@ func (c Config) validate(prefix string) error {
 	}
 	if c.EnvIsolation && strings.IndexByte(c.Env, '}') >= 0 {
 		return bad("env", strconv.Quote(c.Env), "no '}'")
+	}
+	for _, topic := range slices.Sorted(maps.Keys(c.Partitions)) {
+		key := "partitions." + topic
+		n := c.Partitions[topic]
+		if n < 0 || n > MaxPartitions {
+			return bad(key, n, fmt.Sprintf("0 to %d (0 or 1: one stream)", MaxPartitions))
+		}
+		if err := checkName("topic", topic); err != nil {
+			return bad(key, strconv.Quote(topic), "a valid topic name")
+		}
+		if _, tagged := hashTag(topic); tagged && n > 1 {
+			return bad(key, strconv.Quote(topic), "a topic without a {hash tag} (a tag would pin every partition to one slot)")
+		}
 	}
 	return nil
 }

@@ -88,6 +88,9 @@ type Stats struct {
 // first refresh).
 type HandlerStats struct {
 	Topic, Group string
+	// Partition is the partition of a partitioned topic these stats are of (a handler of a
+	// topic of P partitions has P HandlerStats), -1 for an unpartitioned topic.
+	Partition int
 	// Reading is true while the reader runs (started, not paused, not closing) and its last
 	// read succeeded.
 	Reading bool
@@ -137,7 +140,7 @@ func (c *Consumer) Stats() Stats {
 		h.mu.Unlock()
 		running := int(h.running.Load())
 		hst := HandlerStats{
-			Topic: h.topic, Group: h.group,
+			Topic: h.topic, Group: h.group, Partition: h.partition,
 			Reading:          s.Running && !s.Paused && !h.readState.isFailing() && h.lastRead.Load() != 0,
 			InFlight:         running,
 			Queued:           max(held-running, 0),
