@@ -116,6 +116,18 @@ type Handler[T any] struct {
 	// effect idempotent (sinks) where that matters. Messages with an empty Key are not
 	// deduplicated.
 	Dedup redstream.Deduplicator
+	// OwnPartitions, for a partitioned topic (Config.Partitions), makes each partition read
+	// by one consumer of the group at a time instead of by all of them: consumers take
+	// leases on partitions (Config.PartitionLease), each up to its fair share ceil(P /
+	// live consumers), and hand partitions over as consumers join and leave. With
+	// OrderedByKey the per-key order then holds across the group's consumers, also when one
+	// is killed: a partition's new owner first takes over and handles the previous owner's
+	// pending entries, in stream order, before it reads new ones, and an owner that cannot
+	// renew its lease stops handling (and acknowledging) the partition before the lease
+	// expires. A Handle call that ignores its cancelled context may still be running then.
+	// Ignored for an unpartitioned topic. Default false: every consumer reads every
+	// partition.
+	OwnPartitions bool
 	// StartID is where a newly created group starts: "0" (the default: every entry in the
 	// stream) or "$" (only entries added from now on). A group lost with a Redis restart is
 	// always recreated at "0", so that nothing written since is skipped.
@@ -140,6 +152,7 @@ type Consumer struct {
 
 	mu       sync.Mutex
 	handlers []*handlerRT
+	owners   []*ownerSet   // handlers that own partitions (Handler.OwnPartitions)
 	mw       []Middleware  // Use
 	state    int           // stateNew, stateRunning, stateClosed
 	resume   chan struct{} // nil when not paused; closed by Resume
@@ -306,8 +319,8 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 	call := chain(func(ctx context.Context, d *Delivery) error { return handle(ctx, d.Message.(*Message[T])) }, cmw, h.Middleware)
 	// One runtime per stream: a partitioned topic's partitions are read, handled, retried,
 	// dead-lettered and trimmed each on its own, by the machinery of a single stream.
-	rts := make([]*handlerRT, len(streams))
-	for i, stream := range streams {
+	mk := func(i int) *handlerRT {
+		stream := streams[i]
 		part, plog := -1, log
 		if len(streams) > 1 {
 			part, plog = i, log.With("partition", i)
@@ -347,7 +360,14 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 		rt.expired = func(ctx context.Context, e entry, deliveries, minIdle int64) {
 			expireTyped(ctx, rt, &h, e, deliveries, minIdle)
 		}
-		rts[i] = rt
+		return rt
+	}
+	if h.OwnPartitions && len(streams) > 1 && !h.deadLetters {
+		return c.addOwned(newOwnerSet(c, h.Topic, topic, h.Group, streams, startID, mk, log))
+	}
+	rts := make([]*handlerRT, len(streams))
+	for i := range streams {
+		rts[i] = mk(i)
 	}
 
 	c.mu.Lock()
@@ -409,6 +429,11 @@ func (c *Consumer) canAdd(rt *handlerRT) error {
 			return errInvalid("a handler for topic %q and group %q is already registered", rt.topic, rt.group)
 		}
 	}
+	for _, o := range c.owners {
+		if o.topic == rt.topic && o.group == rt.group {
+			return errInvalid("a handler for topic %q and group %q is already registered", rt.topic, rt.group)
+		}
+	}
 	return nil
 }
 
@@ -434,6 +459,17 @@ func (c *Consumer) Unregister(ctx context.Context, topic, group string) error {
 	if c.state == stateClosed {
 		c.mu.Unlock()
 		return ErrClosed
+	}
+	for i, o := range c.owners {
+		if o.topic == topic && o.group == group {
+			c.owners = append(c.owners[:i:i], c.owners[i+1:]...)
+			running := c.state == stateRunning
+			c.mu.Unlock()
+			if !running {
+				return nil
+			}
+			return o.stop(ctx)
+		}
 	}
 	var hs []*handlerRT // the handler's runtimes: one per partition
 	kept := c.handlers[:0:0]
@@ -552,6 +588,11 @@ func (c *Consumer) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, o := range c.owners {
+		if err := o.ensureGroups(ctx); err != nil {
+			return err
+		}
+	}
 	c.state = stateRunning
 	// The running state holds one count of each group, released by Close, so that a
 	// consumer whose handlers are all unregistered keeps running until Close.
@@ -560,8 +601,11 @@ func (c *Consumer) Start(ctx context.Context) error {
 	for _, h := range c.handlers {
 		h.start()
 	}
-	if len(c.handlers) > 0 {
+	if len(c.handlers) > 0 || len(c.owners) > 0 {
 		c.startLoops()
+	}
+	for _, o := range c.owners {
+		o.start()
 	}
 	c.log.Info("stream: consumer started", "handlers", len(c.handlers))
 	return nil

@@ -19,7 +19,9 @@ import (
 type handlerRT struct {
 	c            *Consumer
 	topic, group string
-	partition    int // the partition of a partitioned topic read; -1 for an unpartitioned one
+	partition    int         // the partition of a partitioned topic read; -1 for an unpartitioned one
+	takeover     bool        // a partition just claimed (OwnPartitions): catch up first (owner.go)
+	fenced       atomic.Bool // its partition lease is lost: acknowledge nothing more
 	stream, dlq  string
 	concurrency  int
 	capacity     int // most entries held at once: Concurrency + ReadCount

@@ -95,6 +95,20 @@ func DelayedKeys(stream string) (schedule, messages string) {
 	return p + delayedSuffix, p + delayedMsgsSuffix
 }
 
+// PartitionLeaseKey returns the key of the lease by which one consumer of group owns the
+// partition stream (Handler.OwnPartitions): "{orders:p0:52}:owner:<group>", in the
+// partition's slot. It holds the owner's consumer name and expires unless renewed.
+func PartitionLeaseKey(stream, group string) string {
+	return slotPrefix(stream) + ":owner:" + group
+}
+
+// PartitionMembersKey returns the key of the sorted set of the live consumers of group that
+// share the partitions of the topic whose StreamName is stream (Handler.OwnPartitions):
+// "{orders}:members:<group>". Each member is scored by the time it expires, in ms.
+func PartitionMembersKey(stream, group string) string {
+	return slotPrefix(stream) + ":members:" + group
+}
+
 // idemKey returns the key recording idempotency key id of the sink writing to list.
 func idemKey(list, id string) string {
 	return slotPrefix(list) + idemInfix + id

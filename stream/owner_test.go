@@ -1,0 +1,157 @@
+package stream_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/stream"
+)
+
+// TestOwnPartitionsKilledConsumer runs 3 consumers of one group owning the 4 partitions of a
+// topic by lease (OwnPartitions, OrderedByKey) on the real 3-master cluster while a
+// producer sends, kills one of them that owns partitions (its Redis client is closed under
+// it: no Close, no lease release, no acknowledgement), and checks that every message is
+// handled and the per-key order holds across the consumers: when a message is handled for
+// the first time, every earlier message of its key has been handled.
+func TestOwnPartitionsKilledConsumer(t *testing.T) {
+	addrs := redistest.ClusterAddrs(t)
+	ctx := context.Background()
+	topic := newTopic(t)
+	cfg := fastConfig()
+	cfg.Partitions = map[string]int{topic: 4}
+	cfg.PartitionLease = 600 * time.Millisecond
+	cfg.Autoclaim.MinIdle = 30 * time.Second // no crash recovery by idle time: only the handover
+	cfg.ShutdownTimeout = 2 * time.Second
+
+	const keys, perKey = 40, 60
+	var (
+		mu       sync.Mutex
+		maxSeen  = map[string]int{}
+		handled  = map[string]int{} // key/seq -> times
+		badOrder []string
+		busy     = map[string]string{} // key -> consumer handling it now
+		overlap  atomic.Int64
+	)
+	handle := func(name string) func(ctx context.Context, m *stream.Message[order]) error {
+		return func(ctx context.Context, m *stream.Message[order]) error {
+			mu.Lock()
+			if o, ok := busy[m.Key]; ok && o != name {
+				overlap.Add(1)
+			}
+			busy[m.Key] = name
+			id := m.Key + "/" + strconv.Itoa(m.Body.ID)
+			if handled[id] == 0 && m.Body.ID > maxSeen[m.Key]+1 {
+				badOrder = append(badOrder, fmt.Sprintf("%s first handled by %s after %d", id, name, maxSeen[m.Key]))
+			}
+			handled[id]++
+			maxSeen[m.Key] = max(maxSeen[m.Key], m.Body.ID)
+			mu.Unlock()
+			select {
+			case <-time.After(time.Millisecond):
+			case <-ctx.Done():
+			}
+			mu.Lock()
+			delete(busy, m.Key)
+			mu.Unlock()
+			return ctx.Err()
+		}
+	}
+	consumers := make([]*stream.Consumer, 3)
+	clients := make([]interface{ Close() }, 3)
+	for i := range consumers {
+		cl := redistest.NewClient(t, addrs...)
+		clients[i] = cl
+		c, err := stream.NewConsumer(cl, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := "c" + strconv.Itoa(i)
+		if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", OrderedByKey: true, Concurrency: 4,
+			OwnPartitions: true, Handle: handle(name)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		consumers[i] = c
+	}
+	defer func() {
+		for _, c := range consumers {
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_ = c.Close(cctx)
+			cancel()
+		}
+	}()
+	owned := func(c *stream.Consumer) int { return len(c.Stats().Handlers) }
+	eventually(t, 10*time.Second, "the partitions shared out", func() bool {
+		total := 0
+		for _, c := range consumers {
+			if owned(c) > 2 {
+				return false
+			}
+			total += owned(c)
+		}
+		return total == 4
+	})
+	t.Logf("partitions owned: %d %d %d", owned(consumers[0]), owned(consumers[1]), owned(consumers[2]))
+
+	p := newProducer(t, redistest.ClusterClient(t), cfg)
+	sendRound := func(seq int) {
+		batch := make([]stream.Sendable, 0, keys)
+		for k := range keys {
+			batch = append(batch, &stream.Message[order]{Key: "k" + strconv.Itoa(k), Body: order{seq, "ok"}})
+		}
+		if _, err := p.SendBatch(ctx, topic, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	victim := -1
+	for seq := 1; seq <= perKey; seq++ {
+		sendRound(seq)
+		if seq == perKey/3 {
+			for i, c := range consumers {
+				if owned(c) > 0 {
+					victim = i
+					break
+				}
+			}
+			t.Logf("killing c%d, owner of %d partitions", victim, owned(consumers[victim]))
+			clients[victim].Close() // abrupt: no Close of the consumer
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	total := keys * perKey
+	eventually(t, 30*time.Second, "every message handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(handled) == total
+	})
+	mu.Lock()
+	dups := 0
+	for _, n := range handled {
+		dups += n - 1
+	}
+	t.Logf("%d messages handled, %d handled twice (redelivered after the kill), %d key overlaps", len(handled), dups, overlap.Load())
+	if len(badOrder) > 0 {
+		t.Errorf("%d per-key order violations, e.g. %v", len(badOrder), badOrder[:min(5, len(badOrder))])
+	}
+	mu.Unlock()
+	if overlap.Load() > 0 {
+		t.Errorf("%d times a key was handled by two consumers at once", overlap.Load())
+	}
+	survivors := 0
+	for i, c := range consumers {
+		if i != victim {
+			survivors += owned(c)
+		}
+	}
+	if survivors != 4 {
+		t.Errorf("survivors own %d partitions, want 4", survivors)
+	}
+}
