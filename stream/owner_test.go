@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/redstream-go/redstream/internal/redistest"
 	"github.com/redstream-go/redstream/stream"
 )
@@ -16,7 +18,8 @@ import (
 // TestOwnPartitionsKilledConsumer runs 3 consumers of one group owning the 4 partitions of a
 // topic by lease (OwnPartitions, OrderedByKey) on the real 3-master cluster while a
 // producer sends, kills one of them that owns partitions (its Redis client is closed under
-// it: no Close, no lease release, no acknowledgement), and checks that every message is
+// it: no Close, no lease release, no acknowledgement; its handler does nothing more from
+// then on, as a killed process), and checks that every message is
 // handled and the per-key order holds across the consumers: when a message is handled for
 // the first time, every earlier message of its key has been handled.
 func TestOwnPartitionsKilledConsumer(t *testing.T) {
@@ -37,9 +40,15 @@ func TestOwnPartitionsKilledConsumer(t *testing.T) {
 		badOrder []string
 		busy     = map[string]string{} // key -> consumer handling it now
 		overlap  atomic.Int64
+		dead     atomic.Value // name of the killed consumer
 	)
+	dead.Store("")
 	handle := func(name string) func(ctx context.Context, m *stream.Message[order]) error {
 		return func(ctx context.Context, m *stream.Message[order]) error {
+			if dead.Load() == name { // a killed process handles nothing more
+				<-ctx.Done()
+				return ctx.Err()
+			}
 			mu.Lock()
 			if o, ok := busy[m.Key]; ok && o != name {
 				overlap.Add(1)
@@ -122,12 +131,14 @@ func TestOwnPartitionsKilledConsumer(t *testing.T) {
 				}
 			}
 			t.Logf("killing c%d, owner of %d partitions", victim, owned(consumers[victim]))
+			dead.Store("c" + strconv.Itoa(victim))
 			clients[victim].Close() // abrupt: no Close of the consumer
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	total := keys * perKey
-	eventually(t, 30*time.Second, "every message handled", func() bool {
+	// Within min-idle (30 s): only the handover of the victim's pending entries can do it.
+	eventually(t, 20*time.Second, "every message handled", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(handled) == total
@@ -154,4 +165,91 @@ func TestOwnPartitionsKilledConsumer(t *testing.T) {
 	if survivors != 4 {
 		t.Errorf("survivors own %d partitions, want 4", survivors)
 	}
+}
+
+// TestOwnPartitionsRebalance checks the hand-overs as consumers join and leave on a real
+// redis-server: one consumer owns all 4 partitions, a second one joining gets 2, and after
+// the first closes the second owns all 4; every message is handled, in per-key order.
+func TestOwnPartitionsRebalance(t *testing.T) {
+	client := redistest.Client(t)
+	ctx := context.Background()
+	topic := newTopic(t)
+	cfg := fastConfig()
+	cfg.Partitions = map[string]int{topic: 4}
+	cfg.PartitionLease = 300 * time.Millisecond
+	var (
+		mu      sync.Mutex
+		maxSeen = map[string]int{}
+		seen    = map[string]bool{}
+		bad     int
+	)
+	newOwner := func() *stream.Consumer {
+		c := newConsumer(t, client, cfg)
+		if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", OrderedByKey: true, Concurrency: 2, OwnPartitions: true,
+			Handle: func(ctx context.Context, m *stream.Message[order]) error {
+				mu.Lock()
+				defer mu.Unlock()
+				id := m.Key + "/" + strconv.Itoa(m.Body.ID)
+				if !seen[id] && m.Body.ID > maxSeen[m.Key]+1 {
+					bad++
+				}
+				seen[id] = true
+				maxSeen[m.Key] = max(maxSeen[m.Key], m.Body.ID)
+				return nil
+			}}); err != nil {
+			t.Fatal(err)
+		}
+		startConsumer(t, c)
+		return c
+	}
+	owned := func(c *stream.Consumer) int { return len(c.Stats().Handlers) }
+	p := newProducer(t, client, cfg)
+	seq := 0
+	sendSome := func() {
+		for range 20 {
+			seq++
+			batch := make([]stream.Sendable, 0, 10)
+			for k := range 10 {
+				batch = append(batch, &stream.Message[order]{Key: "k" + strconv.Itoa(k), Body: order{seq, "ok"}})
+			}
+			if _, err := p.SendBatch(ctx, topic, batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a := newOwner()
+	eventually(t, 5*time.Second, "the first consumer owning all 4", func() bool { return owned(a) == 4 })
+	sendSome()
+	b := newOwner()
+	sendSome()
+	eventually(t, 10*time.Second, "2 partitions each", func() bool { return owned(a) == 2 && owned(b) == 2 })
+	sendSome()
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sendSome()
+	eventually(t, 10*time.Second, "the second consumer owning all 4", func() bool { return owned(b) == 4 })
+	eventually(t, 10*time.Second, "every message handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == seq*10
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if bad != 0 {
+		t.Errorf("%d per-key order violations", bad)
+	}
+	if members := zcard(t, client, stream.PartitionMembersKey(topic, "g")); members != 1 {
+		t.Errorf("%d members after the first one closed, want 1", members)
+	}
+}
+
+// zcard returns the size of the sorted set key.
+func zcard(t *testing.T, client rueidis.Client, key string) int64 {
+	t.Helper()
+	n, err := client.Do(context.Background(), client.B().Zcard().Key(key).Build()).AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
