@@ -79,8 +79,9 @@ type Config struct {
 	// spread over a cluster's slots. The producer writes a message to the partition of its
 	// key (PartitionOf) and a consumer reads every partition of its topics. Producers and
 	// consumers of a topic must agree on its count; changing it moves keys to other
-	// partitions (drain the topic first). YAML: `partitions: {orders: 4}`.
-	Partitions map[string]int `yaml:"partitions"`
+	// partitions (drain the topic first). Set in Go only: the YAML section has no key for
+	// it (its binder takes no maps).
+	Partitions map[string]int `yaml:"-"`
 	// PartitionLease is the time to live of a partition lease and of a member's heartbeat
 	// when handlers own partitions (Handler.OwnPartitions): a consumer that stops renewing
 	// (killed, cut off) loses its partitions to the others after this long, and stops
