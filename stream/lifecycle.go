@@ -166,11 +166,11 @@ func (c *Consumer) Stats() Stats {
 
 // Healthy is a readiness check (a Kubernetes readiness probe, say): it returns nil when c is
 // running, Redis answers a PING within ctx (2 s when ctx has no deadline), and no handler's
-// reads are failing. Otherwise it returns an error saying why: ErrNotRunning before Start,
+// reads are failing, nor its partition leases (Handler.OwnPartitions). Otherwise it returns an error saying why: ErrNotRunning before Start,
 // ErrClosed once Close has begun, or the failures joined. A paused Consumer is healthy.
 func (c *Consumer) Healthy(ctx context.Context) error {
 	c.mu.Lock()
-	state, paused, hs := c.state, c.resume != nil, c.handlers
+	state, paused, hs, owners := c.state, c.resume != nil, c.handlers, c.owners
 	c.mu.Unlock()
 	switch state {
 	case stateNew:
@@ -192,6 +192,11 @@ func (c *Consumer) Healthy(ctx context.Context) error {
 			if h.readState.isFailing() {
 				errs = append(errs, fmt.Errorf("stream: reads of %s/%s are failing", h.topic, h.group))
 			}
+		}
+	}
+	for _, o := range owners {
+		if o.beatState.isFailing() || o.renewState.isFailing() {
+			errs = append(errs, fmt.Errorf("stream: partition leases of %s/%s are failing", o.label, o.group))
 		}
 	}
 	return errors.Join(errs...)

@@ -162,6 +162,10 @@ func (o *ownerSet) tick() {
 	c := o.c
 	ctx, cancel := c.ioContext(o.ctx)
 	defer cancel()
+	// A round never outlasts a third of the lease: a hung call returns in time for the
+	// owner to fence its partitions (at half the lease) before the lease can expire.
+	ctx, cancel2 := context.WithTimeout(ctx, o.ttl/3)
+	defer cancel2()
 	ttl := strconv.FormatInt(o.ttl.Milliseconds(), 10)
 	n, err := membersBeatScript.Exec(ctx, c.client, []string{o.members}, []string{c.name, ttl, "0"}).AsInt64()
 	if o.ctx.Err() != nil {

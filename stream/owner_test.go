@@ -242,6 +242,24 @@ func TestOwnPartitionsRebalance(t *testing.T) {
 	if members := zcard(t, client, stream.PartitionMembersKey(topic, "g")); members != 1 {
 		t.Errorf("%d members after the first one closed, want 1", members)
 	}
+	mu.Unlock()
+	// Unregister drains the partitions, releases the leases and leaves the members.
+	if err := b.Unregister(ctx, topic, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if n := owned(b); n != 0 {
+		t.Errorf("%d partitions read after Unregister", n)
+	}
+	streams, _ := stream.PartitionStreams(cfg, topic)
+	for _, s := range streams {
+		if n, _ := client.Do(ctx, client.B().Exists().Key(stream.PartitionLeaseKey(s, "g")).Build()).AsInt64(); n != 0 {
+			t.Errorf("lease of %s left after Unregister", s)
+		}
+	}
+	if members := zcard(t, client, stream.PartitionMembersKey(topic, "g")); members != 0 {
+		t.Errorf("%d members after Unregister, want 0", members)
+	}
+	mu.Lock()
 }
 
 // zcard returns the size of the sorted set key.
