@@ -165,9 +165,10 @@ func (c *Consumer) Stats() Stats {
 }
 
 // Healthy is a readiness check (a Kubernetes readiness probe, say): it returns nil when c is
-// running, Redis answers a PING within ctx (2 s when ctx has no deadline), and no handler's
-// reads are failing, nor its partition leases (Handler.OwnPartitions). Otherwise it returns an error saying why: ErrNotRunning before Start,
-// ErrClosed once Close has begun, or the failures joined. A paused Consumer is healthy.
+// running, Redis answers a PING within ctx (2 s when ctx has no deadline), no handler's
+// reads are failing and no handler's partition leases (Handler.OwnPartitions) are failing.
+// Otherwise it returns an error saying why: ErrNotRunning before Start, ErrClosed once
+// Close has begun, or the failures joined. A paused Consumer is healthy.
 func (c *Consumer) Healthy(ctx context.Context) error {
 	c.mu.Lock()
 	state, paused, hs, owners := c.state, c.resume != nil, c.handlers, c.owners
