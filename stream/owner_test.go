@@ -6,8 +6,11 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	vm "github.com/VictoriaMetrics/metrics"
 
 	"github.com/redis/rueidis"
 
@@ -270,4 +273,62 @@ func zcard(t *testing.T, client rueidis.Client, key string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestOwnPartitionsHungServer: with Redis hung (SIGSTOP) an owner gives its partitions up
+// before their leases could expire (its rounds end at a third of the lease), counts the
+// failures, logs them once and does not spin; after SIGCONT it takes the partitions back and
+// handles what was sent meanwhile.
+func TestOwnPartitionsHungServer(t *testing.T) {
+	srv := redistest.NewServer(t)
+	client := redistest.NewClient(t, srv.Addr)
+	set := vm.NewSet()
+	logs := &logCapture{}
+	topic := newTopic(t)
+	cfg := fastConfig()
+	cfg.Metrics, cfg.Logger = set, logs.logger()
+	cfg.Partitions = map[string]int{topic: 4}
+	cfg.PartitionLease = 600 * time.Millisecond
+	var handled atomic.Int64
+	c := newConsumer(t, client, cfg)
+	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", OwnPartitions: true,
+		Handle: func(context.Context, *stream.Message[order]) error { handled.Add(1); return nil }}); err != nil {
+		t.Fatal(err)
+	}
+	startConsumer(t, c)
+	owned := func() int { return len(c.Stats().Handlers) }
+	eventually(t, 5*time.Second, "all 4 partitions owned", func() bool { return owned() == 4 })
+	pid := serverPID(t, client)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	stopped := time.Now()
+	eventually(t, 5*time.Second, "the partitions given up", func() bool { return owned() == 0 })
+	gaveUp := time.Since(stopped)
+	if gaveUp > 2*time.Second { // the lease is 600 ms: fenced at 300 ms after the last renewal, plus a round
+		t.Errorf("partitions given up %v after the server hung, want well within a few leases", gaveUp)
+	}
+	if err := c.Healthy(context.Background()); err == nil {
+		t.Error("Healthy = nil with the server hung")
+	}
+	time.Sleep(3 * time.Second)
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	errs := promValue(t, set, `redis_streaming_mq_background_errors_total{topic="`+topic+`",group="g",op="lease"}`)
+	warns := logs.count("stream: partition heartbeats fail")
+	t.Logf("given up after %v; lease failures counted in the ~3.5 s outage: %v; heartbeat warnings: %d", gaveUp, errs, warns)
+	if errs < 1 || errs > 100 {
+		t.Errorf("%v lease failures counted, want some, and no spinning (a round every 120 ms)", errs)
+	}
+	if warns != 1 {
+		t.Errorf("%d heartbeat warnings logged, want 1 (once per change of state)", warns)
+	}
+	eventually(t, 10*time.Second, "the partitions taken back", func() bool { return owned() == 4 })
+	p := newProducer(t, client, cfg)
+	for i := range 8 {
+		if _, err := p.Send(context.Background(), topic, &stream.Message[order]{Key: "k" + strconv.Itoa(i), Body: order{i, "ok"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "the messages handled after the outage", func() bool { return handled.Load() == 8 })
 }
