@@ -332,3 +332,28 @@ func TestOwnPartitionsHungServer(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "the messages handled after the outage", func() bool { return handled.Load() == 8 })
 }
+
+// TestOwnPartitionsRegisterRunning registers an OwnPartitions handler on a running consumer
+// and refuses a second handler of the same topic and group, owned or not.
+func TestOwnPartitionsRegisterRunning(t *testing.T) {
+	client := redistest.Client(t)
+	topic := newTopic(t)
+	cfg := fastConfig()
+	cfg.Partitions = map[string]int{topic: 4}
+	cfg.PartitionLease = 300 * time.Millisecond
+	c := newConsumer(t, client, cfg)
+	startConsumer(t, c)
+	h := stream.Handler[order]{Topic: topic, Group: "g", OwnPartitions: true,
+		Handle: func(context.Context, *stream.Message[order]) error { return nil }}
+	if err := stream.Register(c, h); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "all 4 partitions owned", func() bool { return len(c.Stats().Handlers) == 4 })
+	if err := stream.Register(c, h); err == nil {
+		t.Error("a second OwnPartitions handler of the same topic and group was accepted")
+	}
+	h.OwnPartitions = false
+	if err := stream.Register(c, h); err == nil {
+		t.Error("a reading-all handler of the same topic and group was accepted")
+	}
+}
