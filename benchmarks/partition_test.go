@@ -154,4 +154,3 @@ func medianOf(v []float64) float64 {
 	}
 	return s[len(s)/2]
 }
-
