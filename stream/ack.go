@@ -38,6 +38,9 @@ func (h *handlerRT) acker() {
 // flushAcks acknowledges ids in one XACK, trying a few times. Entries whose acknowledgement
 // fails stay pending and are delivered again later (at-least-once).
 func (h *handlerRT) flushAcks(ids []string) {
+	if h.fenced.Load() {
+		return // a partition lost (owner.go): its new owner handles these again
+	}
 	var err error
 	for try := 1; try <= 3; try++ {
 		ctx, cancel := h.c.ioContext(context.Background())

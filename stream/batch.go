@@ -22,8 +22,10 @@ type SendResult struct {
 	Err error
 }
 
-// SendBatch writes msgs to topic in one round trip (one pipelined DoMulti of XADDs; a
-// topic is one stream, so on a cluster one hash slot and one node) and returns one result
+// SendBatch writes msgs to topic in one round trip (one pipelined DoMulti of XADDs; an
+// unpartitioned topic is one stream, so on a cluster one hash slot and one node; the
+// messages of a partitioned topic go to their partitions, and rueidis sends one pipeline
+// per node, in parallel) and returns one result
 // per message, in order. A message that cannot be encoded (or that middleware refuses)
 // does not stop the others. The error is nil when every message was written; otherwise it
 // says how many failed and gives the first failure, which is also in its result. A bad
@@ -71,7 +73,7 @@ func (p *Producer) SendBatch(ctx context.Context, topic string, msgs []Sendable,
 		}
 	}
 	if failed > 0 {
-		return res, fmt.Errorf("stream: SendBatch to %q: %d of %d messages failed; message %d: %w", t.stream, failed, len(msgs), first, res[first].Err)
+		return res, fmt.Errorf("stream: SendBatch to %q: %d of %d messages failed; message %d: %w", topic, failed, len(msgs), first, res[first].Err)
 	}
 	return res, nil
 }

@@ -3,6 +3,8 @@ package stream
 import (
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,29 +16,31 @@ import (
 // Defaults of Config, the seed's values where the seed has one. A zero field of Config means
 // its default.
 const (
-	DefaultReadCount        = 10                    // entries per XREADGROUP
-	DefaultBlockTimeout     = 2 * time.Second       // XREADGROUP BLOCK
-	DefaultMaxDeliveries    = 3                     // deliveries per entry, the first one included
-	DefaultMinIdle          = 60 * time.Second      // idle time before another consumer takes a pending entry over
-	DefaultClaimInterval    = 5 * time.Second       // longest period of the pending-entry scan
-	DefaultTrimMaxLen       = 100000                // entries kept by trimming
-	DefaultTrimInterval     = 60 * time.Second      // period of trimming
-	DefaultDeadLetterMaxLen = 100000                // entries kept in a dead-letter stream
-	DefaultConcurrency      = 1                     // handler goroutines per handler
-	DefaultShutdownTimeout  = 5 * time.Second       // how long Close and Run drain in-flight handlers
-	DefaultConsumerTimeout  = 10 * time.Minute      // idle time after which an empty consumer is removed from its group
-	ConfigSection           = "redis-stream"        // the YAML section
-	MaxReadCount            = 10000                 // largest ReadCount Validate accepts
-	MaxConcurrency          = 10000                 // largest Handler.Concurrency Register accepts
-	MaxMaxDeliveries        = 1000000               // largest MaxDeliveries accepted
-	MaxDuration             = 30 * 24 * time.Hour   // largest duration setting accepted (block timeout: MaxBlockTimeout)
-	MaxBlockTimeout         = time.Hour             // largest BlockTimeout accepted
-	MinMinIdle              = 10 * time.Millisecond // smallest non-zero Autoclaim.MinIdle accepted
-	MinInterval             = 10 * time.Millisecond // smallest non-zero scan or trim interval accepted
-	MinConsumerTimeout      = time.Second           // smallest positive ConsumerTimeout accepted
-	minDurationSetting      = time.Millisecond      // smallest non-zero duration of any other setting
-	minLeasePeriod          = 5 * time.Millisecond  // floor of the lease refresh period
-	maxLeasePeriod          = 10 * time.Second      // ceiling of the lease refresh period
+	DefaultReadCount        = 10                     // entries per XREADGROUP
+	DefaultBlockTimeout     = 2 * time.Second        // XREADGROUP BLOCK
+	DefaultMaxDeliveries    = 3                      // deliveries per entry, the first one included
+	DefaultMinIdle          = 60 * time.Second       // idle time before another consumer takes a pending entry over
+	DefaultClaimInterval    = 5 * time.Second        // longest period of the pending-entry scan
+	DefaultTrimMaxLen       = 100000                 // entries kept by trimming
+	DefaultTrimInterval     = 60 * time.Second       // period of trimming
+	DefaultDeadLetterMaxLen = 100000                 // entries kept in a dead-letter stream
+	DefaultConcurrency      = 1                      // handler goroutines per handler
+	DefaultShutdownTimeout  = 5 * time.Second        // how long Close and Run drain in-flight handlers
+	DefaultConsumerTimeout  = 10 * time.Minute       // idle time after which an empty consumer is removed from its group
+	ConfigSection           = "redis-stream"         // the YAML section
+	MaxReadCount            = 10000                  // largest ReadCount Validate accepts
+	MaxConcurrency          = 10000                  // largest Handler.Concurrency Register accepts
+	MaxMaxDeliveries        = 1000000                // largest MaxDeliveries accepted
+	MaxDuration             = 30 * 24 * time.Hour    // largest duration setting accepted (block timeout: MaxBlockTimeout)
+	MaxBlockTimeout         = time.Hour              // largest BlockTimeout accepted
+	MinMinIdle              = 10 * time.Millisecond  // smallest non-zero Autoclaim.MinIdle accepted
+	MinInterval             = 10 * time.Millisecond  // smallest non-zero scan or trim interval accepted
+	MinConsumerTimeout      = time.Second            // smallest positive ConsumerTimeout accepted
+	DefaultPartitionLease   = 10 * time.Second       // time to live of partition leases (Handler.OwnPartitions)
+	MinPartitionLease       = 100 * time.Millisecond // smallest non-zero PartitionLease accepted
+	minDurationSetting      = time.Millisecond       // smallest non-zero duration of any other setting
+	minLeasePeriod          = 5 * time.Millisecond   // floor of the lease refresh period
+	maxLeasePeriod          = 10 * time.Second       // ceiling of the lease refresh period
 )
 
 // TrimMode selects how the consumer trims its topics' streams.
@@ -69,6 +73,21 @@ type Config struct {
 	EnvIsolation bool `yaml:"env-isolation"`
 	// Env is the environment suffix used under EnvIsolation.
 	Env string `yaml:"env"`
+	// Partitions maps a topic (before env isolation) to its number of partitions, 0 to
+	// MaxPartitions. A topic absent or mapped to 0 or 1 is one stream, its StreamName; a
+	// topic of P > 1 partitions is P streams with hash tags of their own (PartitionStreams),
+	// spread over a cluster's slots. The producer writes a message to the partition of its
+	// key (PartitionOf) and a consumer reads every partition of its topics. Producers and
+	// consumers of a topic must agree on its count; changing it moves keys to other
+	// partitions (drain the topic first). Set in Go only: the YAML section has no key for
+	// it (its binder takes no maps).
+	Partitions map[string]int `yaml:"-"`
+	// PartitionLease is the time to live of a partition lease and of a member's heartbeat
+	// when handlers own partitions (Handler.OwnPartitions): a consumer that stops renewing
+	// (killed, cut off) loses its partitions to the others after this long, and stops
+	// handling them itself after half of it. Renewed every fifth of it. Default 10 s
+	// (DefaultPartitionLease); MinPartitionLease to MaxBlockTimeout.
+	PartitionLease time.Duration `yaml:"partition-lease-ms" unit:"ms"`
 	// ConsumerName is this consumer's name in its groups. Empty (the default) generates a
 	// name unique to the Consumer value; a fixed name shared by several processes makes them
 	// one consumer and breaks load balancing, so set it only for a single instance.
@@ -224,6 +243,9 @@ func (c Config) WithDefaults() Config {
 	if c.Delay.PollInterval == 0 {
 		c.Delay.PollInterval = DefaultDelayPollInterval
 	}
+	if c.PartitionLease == 0 {
+		c.PartitionLease = DefaultPartitionLease
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -292,6 +314,7 @@ func (c Config) validate(prefix string) error {
 		{"autoclaim.interval-ms", c.Autoclaim.Interval, MinInterval, MaxDuration},
 		{"trim.interval-ms", c.Trim.Interval, MinInterval, MaxDuration},
 		{"delay.poll-interval-ms", c.Delay.PollInterval, MinInterval, MaxBlockTimeout},
+		{"partition-lease-ms", c.PartitionLease, MinPartitionLease, MaxBlockTimeout},
 		{"dead-letter.max-age-ms", c.DeadLetter.MaxAge, minDurationSetting, 100 * 365 * 24 * time.Hour},
 		{"trim.max-age-ms", c.Trim.MaxAge, minDurationSetting, 100 * 365 * 24 * time.Hour},
 	} {
@@ -315,6 +338,19 @@ func (c Config) validate(prefix string) error {
 	}
 	if c.EnvIsolation && strings.IndexByte(c.Env, '}') >= 0 {
 		return bad("env", strconv.Quote(c.Env), "no '}'")
+	}
+	for _, topic := range slices.Sorted(maps.Keys(c.Partitions)) {
+		key := "partitions." + topic
+		n := c.Partitions[topic]
+		if n < 0 || n > MaxPartitions {
+			return bad(key, n, fmt.Sprintf("0 to %d (0 or 1: one stream)", MaxPartitions))
+		}
+		if err := checkName("topic", topic); err != nil {
+			return bad(key, strconv.Quote(topic), "a valid topic name")
+		}
+		if _, tagged := hashTag(topic); tagged && n > 1 {
+			return bad(key, strconv.Quote(topic), "a topic without a {hash tag} (a tag would pin every partition to one slot)")
+		}
 	}
 	return nil
 }

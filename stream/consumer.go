@@ -116,6 +116,18 @@ type Handler[T any] struct {
 	// effect idempotent (sinks) where that matters. Messages with an empty Key are not
 	// deduplicated.
 	Dedup redstream.Deduplicator
+	// OwnPartitions, for a partitioned topic (Config.Partitions), makes each partition read
+	// by one consumer of the group at a time instead of by all of them: consumers take
+	// leases on partitions (Config.PartitionLease), each up to its fair share ceil(P /
+	// live consumers), and hand partitions over as consumers join and leave. With
+	// OrderedByKey the per-key order then holds across the group's consumers, also when one
+	// is killed: a partition's new owner first takes over and handles the previous owner's
+	// pending entries, in stream order, before it reads new ones, and an owner that cannot
+	// renew its lease stops handling (and acknowledging) the partition before the lease
+	// expires. A Handle call that ignores its cancelled context may still be running then.
+	// Ignored for an unpartitioned topic. Default false: every consumer reads every
+	// partition.
+	OwnPartitions bool
 	// StartID is where a newly created group starts: "0" (the default: every entry in the
 	// stream) or "$" (only entries added from now on). A group lost with a Redis restart is
 	// always recreated at "0", so that nothing written since is skipped.
@@ -140,6 +152,7 @@ type Consumer struct {
 
 	mu       sync.Mutex
 	handlers []*handlerRT
+	owners   []*ownerSet   // handlers that own partitions (Handler.OwnPartitions)
 	mw       []Middleware  // Use
 	state    int           // stateNew, stateRunning, stateClosed
 	resume   chan struct{} // nil when not paused; closed by Resume
@@ -258,13 +271,16 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 	if h.StartID != "" && h.StartID != "0" && h.StartID != "$" {
 		return errInvalid("handler %s/%s: StartID %q: want \"0\" or \"$\"", h.Topic, h.Group, h.StartID)
 	}
-	stream, err := StreamName(c.cfg, h.Topic)
+	streams, err := PartitionStreams(c.cfg, h.Topic)
 	if err != nil {
 		return err
 	}
 	topic := h.Topic
 	if h.deadLetters {
-		stream, topic = DeadLetterStreamName(stream), h.Topic+deadLetterSuffix
+		for i := range streams {
+			streams[i] = DeadLetterStreamName(streams[i])
+		}
+		topic = h.Topic + deadLetterSuffix
 	}
 	log := c.log.With("topic", topic, "group", h.Group)
 	policy := h.RetryPolicy
@@ -292,76 +308,114 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 		timeout = c.cfg.HandlerTimeout
 	}
 	conc := max(h.Concurrency, DefaultConcurrency)
-	rt := &handlerRT{
-		c:           c,
-		topic:       topic,
-		group:       h.Group,
-		deadLetters: h.deadLetters,
-		stream:      stream,
-		dlq:         DeadLetterStreamName(stream),
-		concurrency: conc,
-		capacity:    conc + c.cfg.ReadCount,
-		policy:      policy,
-		maxd:        maxd,
-		noRetry:     h.NoRetry,
-		timeout:     timeout,
-		startID:     h.StartID,
-		ordered:     h.OrderedByKey,
-		deleteOnAck: h.DeleteOnAck,
-		lines:       map[string]*keyLine{},
-		lineOf:      map[string]string{},
-		log:         log,
-		m:           newHandlerMetrics(c.cfg.Metrics, topic, h.Group),
-		held:        map[string]struct{}{},
-		retries:     newRetryQueue(),
-		wake:        make(chan struct{}, 1),
-		wakeScan:    make(chan struct{}, 1),
-		scanNow:     make(chan struct{}, 1),
-	}
-	if rt.startID == "" {
-		rt.startID = "0"
+	startID := h.StartID
+	if startID == "" {
+		startID = "0"
 	}
 	c.mu.Lock()
 	cmw := c.mw
 	c.mu.Unlock()
 	handle := h.Handle
 	call := chain(func(ctx context.Context, d *Delivery) error { return handle(ctx, d.Message.(*Message[T])) }, cmw, h.Middleware)
-	if h.Dedup != nil {
-		call = rt.dedup(h.Dedup, call)
+	// One runtime per stream: a partitioned topic's partitions are read, handled, retried,
+	// dead-lettered and trimmed each on its own, by the machinery of a single stream.
+	mk := func(i int) *handlerRT {
+		stream := streams[i]
+		part, plog := -1, log
+		if len(streams) > 1 {
+			part, plog = i, log.With("partition", i)
+		}
+		rt := &handlerRT{
+			c:           c,
+			topic:       topic,
+			group:       h.Group,
+			partition:   part,
+			deadLetters: h.deadLetters,
+			stream:      stream,
+			dlq:         DeadLetterStreamName(stream),
+			concurrency: conc,
+			capacity:    conc + c.cfg.ReadCount,
+			policy:      policy,
+			maxd:        maxd,
+			noRetry:     h.NoRetry,
+			timeout:     timeout,
+			startID:     startID,
+			ordered:     h.OrderedByKey,
+			deleteOnAck: h.DeleteOnAck,
+			lines:       map[string]*keyLine{},
+			lineOf:      map[string]string{},
+			log:         plog,
+			m:           newHandlerMetrics(c.cfg.Metrics, topic, part, h.Group),
+			held:        map[string]struct{}{},
+			retries:     newRetryQueue(),
+			wake:        make(chan struct{}, 1),
+			wakeScan:    make(chan struct{}, 1),
+			scanNow:     make(chan struct{}, 1),
+		}
+		rcall := call
+		if h.Dedup != nil {
+			rcall = rt.dedup(h.Dedup, call)
+		}
+		rt.process = func(ctx context.Context, j job) { processTyped(ctx, rt, &h, rcall, j) }
+		rt.expired = func(ctx context.Context, e entry, deliveries, minIdle int64) {
+			expireTyped(ctx, rt, &h, e, deliveries, minIdle)
+		}
+		return rt
 	}
-	rt.process = func(ctx context.Context, j job) { processTyped(ctx, rt, &h, call, j) }
-	rt.expired = func(ctx context.Context, e entry, deliveries, minIdle int64) {
-		expireTyped(ctx, rt, &h, e, deliveries, minIdle)
+	if h.OwnPartitions && len(streams) > 1 && !h.deadLetters {
+		return c.addOwned(newOwnerSet(c, h.Topic, topic, h.Group, streams, startID, mk, log))
+	}
+	rts := make([]*handlerRT, len(streams))
+	for i := range streams {
+		rts[i] = mk(i)
 	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.canAdd(rt); err != nil {
+	if err := c.canAddAll(rts); err != nil {
 		return err
 	}
 	if c.state == stateRunning {
-		// Started already: create the group, then start the handler, unless Close or
+		// Started already: create the groups, then start the handler, unless Close or
 		// another Register of the same pair came first meanwhile.
 		c.mu.Unlock()
 		ctx, cancel := c.ioContext(context.Background())
-		err := rt.ensureGroup(ctx, rt.startID)
+		for _, rt := range rts {
+			if err = rt.ensureGroup(ctx, rt.startID); err != nil {
+				break
+			}
+		}
 		cancel()
 		c.mu.Lock()
 		if err != nil {
 			return err
 		}
+		if err := c.canAddAll(rts); err != nil {
+			return err
+		}
+		c.startLoops()
+		for _, rt := range rts {
+			rt.initContexts()
+			rt.start()
+			c.handlers = append(c.handlers, rt)
+		}
+		log.Info("stream: handler started", "partitions", len(rts))
+		return nil
+	}
+	for _, rt := range rts {
+		rt.initContexts()
+		c.handlers = append(c.handlers, rt)
+	}
+	return nil
+}
+
+// canAddAll reports why one of rts cannot be added to c now; c.mu is held.
+func (c *Consumer) canAddAll(rts []*handlerRT) error {
+	for _, rt := range rts {
 		if err := c.canAdd(rt); err != nil {
 			return err
 		}
-		rt.initContexts()
-		c.startLoops()
-		rt.start()
-		c.handlers = append(c.handlers, rt)
-		rt.log.Info("stream: handler started")
-		return nil
 	}
-	rt.initContexts()
-	c.handlers = append(c.handlers, rt)
 	return nil
 }
 
@@ -372,6 +426,11 @@ func (c *Consumer) canAdd(rt *handlerRT) error {
 	}
 	for _, o := range c.handlers {
 		if o.stream == rt.stream && o.group == rt.group {
+			return errInvalid("a handler for topic %q and group %q is already registered", rt.topic, rt.group)
+		}
+	}
+	for _, o := range c.owners {
+		if o.topic == rt.topic && o.group == rt.group {
 			return errInvalid("a handler for topic %q and group %q is already registered", rt.topic, rt.group)
 		}
 	}
@@ -401,23 +460,46 @@ func (c *Consumer) Unregister(ctx context.Context, topic, group string) error {
 		c.mu.Unlock()
 		return ErrClosed
 	}
-	var h *handlerRT
-	for i, o := range c.handlers {
-		if (o.stream == stream || o.deadLetters && o.topic == topic) && o.group == group {
-			h = o
-			c.handlers = append(c.handlers[:i:i], c.handlers[i+1:]...)
-			break
+	for i, o := range c.owners {
+		if o.topic == topic && o.group == group {
+			c.owners = append(c.owners[:i:i], c.owners[i+1:]...)
+			running := c.state == stateRunning
+			c.mu.Unlock()
+			if !running {
+				return nil
+			}
+			return o.stop(ctx)
 		}
 	}
+	var hs []*handlerRT // the handler's runtimes: one per partition
+	kept := c.handlers[:0:0]
+	for _, o := range c.handlers {
+		if (o.stream == stream || (o.deadLetters || o.partition >= 0) && o.topic == topic) && o.group == group {
+			hs = append(hs, o)
+			continue
+		}
+		kept = append(kept, o)
+	}
+	c.handlers = kept
 	running := c.state == stateRunning
 	c.mu.Unlock()
-	if h == nil {
+	if len(hs) == 0 {
 		return fmt.Errorf("%w: topic %q, group %q", ErrNotRegistered, topic, group)
 	}
 	if !running {
 		return nil
 	}
-	return c.stopHandler(ctx, h)
+	errs := make([]error, len(hs))
+	var wg sync.WaitGroup
+	for i, h := range hs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.stopHandler(ctx, h)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // stopHandler stops one started handler (Unregister).
@@ -506,6 +588,11 @@ func (c *Consumer) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	for _, o := range c.owners {
+		if err := o.ensureGroups(ctx); err != nil {
+			return err
+		}
+	}
 	c.state = stateRunning
 	// The running state holds one count of each group, released by Close, so that a
 	// consumer whose handlers are all unregistered keeps running until Close.
@@ -514,8 +601,11 @@ func (c *Consumer) Start(ctx context.Context) error {
 	for _, h := range c.handlers {
 		h.start()
 	}
-	if len(c.handlers) > 0 {
+	if len(c.handlers) > 0 || len(c.owners) > 0 {
 		c.startLoops()
+	}
+	for _, o := range c.owners {
+		o.start()
 	}
 	c.log.Info("stream: consumer started", "handlers", len(c.handlers))
 	return nil
@@ -701,27 +791,31 @@ func (c *Consumer) trimLoop() {
 			return
 		case <-tick.C:
 		}
-		streams := map[string]string{}
+		type target struct {
+			topic string
+			part  int
+		}
+		streams := map[string]target{}
 		c.mu.Lock()
 		for _, h := range c.handlers {
 			if !h.deadLetters { // dead-letter streams have their own bounds
-				streams[h.stream] = h.topic
+				streams[h.stream] = target{h.topic, h.partition}
 			}
 		}
 		c.mu.Unlock()
-		for _, topic := range streams {
+		for stream, t := range streams {
 			ctx, cancel := context.WithTimeout(c.runCtx, trimTimeout)
-			_, err := c.trimmer.Trim(ctx, topic)
+			_, err := c.trimmer.trimStream(ctx, t.topic, t.part, stream)
 			cancel()
 			if c.runCtx.Err() != nil {
 				return
 			}
 			if err != nil {
-				c.cfg.Metrics.GetOrCreateCounter(backgroundErrorName(topic, "", "trim")).Inc()
-				c.trimState.fail(c.log, "stream: trimming fails", err, "topic", topic)
+				c.cfg.Metrics.GetOrCreateCounter(backgroundErrorName(t.topic, t.part, "", "trim")).Inc()
+				c.trimState.fail(c.log, "stream: trimming fails", err, "topic", t.topic)
 				c.report(err)
 			} else {
-				c.trimState.ok(c.log, "stream: trimming works again", "topic", topic)
+				c.trimState.ok(c.log, "stream: trimming works again", "topic", t.topic)
 			}
 		}
 	}

@@ -44,10 +44,44 @@ func (d DeadLetter) Body() ([]byte, error) {
 // safe for concurrent use and does not own its client. Each Redis call it makes is bounded
 // by 10 s, or by the caller's context when that ends sooner. Dead letters of any size (any
 // number of fields, any body size Redis accepts) are replayed like small ones.
+//
+// The dead letters of a partitioned topic (Config.Partitions) live in one dead-letter stream
+// per partition. Len, Purge and ReplayAll act on every partition; List, Get, Replay, Move
+// and Delete name entries by id, which are unique within one stream only, so they need the
+// partition: call them on Partition(i), or they return an error wrapping
+// redstream.ErrInvalidConfig.
 type DeadLetters struct {
 	client  rueidis.Client
 	cfg     Config
 	timeout time.Duration // bound of each Redis call
+	part    int           // Partition; -1: not chosen
+}
+
+// Partition returns a view of d whose calls address partition i of a partitioned topic
+// (Config.Partitions); i must be 0 for an unpartitioned topic. A partition out of range is
+// reported by the calls, as an error wrapping redstream.ErrInvalidConfig. The view shares
+// d's client and settings.
+func (d *DeadLetters) Partition(i int) *DeadLetters {
+	v := *d
+	v.part = i
+	return &v
+}
+
+// partitions returns the views of d on each partition of topic: d itself for an
+// unpartitioned topic or a chosen partition.
+func (d *DeadLetters) partitions(topic string) ([]*DeadLetters, error) {
+	n := partitionCount(d.cfg, topic)
+	if d.part >= 0 || n == 1 {
+		return []*DeadLetters{d}, nil
+	}
+	if err := checkPartitions(topic, d.cfg.Partitions[topic]); err != nil {
+		return nil, err
+	}
+	out := make([]*DeadLetters, n)
+	for i := range out {
+		out[i] = d.Partition(i)
+	}
+	return out, nil
 }
 
 // NewDeadLetters returns the dead-letter administration for cfg (whose EnvIsolation and Env
@@ -59,7 +93,7 @@ func NewDeadLetters(client rueidis.Client, cfg Config) (*DeadLetters, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &DeadLetters{client: client, cfg: cfg.WithDefaults(), timeout: adminTimeout}, nil
+	return &DeadLetters{client: client, cfg: cfg.WithDefaults(), timeout: adminTimeout, part: -1}, nil
 }
 
 // Metric names of the dead-letter operations, besides MetricReplaySuccess and
@@ -109,10 +143,22 @@ func (d *DeadLetters) observeReplay(topic string, start time.Time, ok bool) {
 	d.cfg.Metrics.GetOrCreatePrometheusHistogram(metrics.Name(MetricReplayLatency, "topic", topic)).UpdateDuration(start)
 }
 
+// keys returns the stream and dead-letter stream of topic's partition d.part (its one
+// stream when unpartitioned).
 func (d *DeadLetters) keys(topic string) (stream, dlq string, err error) {
-	stream, err = StreamName(d.cfg, topic)
+	streams, err := PartitionStreams(d.cfg, topic)
 	if err != nil {
 		return "", "", err
+	}
+	switch {
+	case d.part >= len(streams) || d.part < -1:
+		return "", "", errInvalid("topic %q has %d partitions: no partition %d", topic, len(streams), d.part)
+	case d.part >= 0:
+		stream = streams[d.part]
+	case len(streams) > 1:
+		return "", "", errInvalid("topic %q has %d partitions: choose one with DeadLetters.Partition", topic, len(streams))
+	default:
+		stream = streams[0]
 	}
 	return stream, DeadLetterStreamName(stream), nil
 }
@@ -287,6 +333,29 @@ func (d *DeadLetters) Replay(ctx context.Context, topic, id string, opts ...Repl
 // concurrent Replay or Delete takes first is skipped. It stops at the first error (or when
 // ctx ends), returning the number replayed so far.
 func (d *DeadLetters) ReplayAll(ctx context.Context, topic string, limit int, opts ...ReplayOption) (int, error) {
+	parts, err := d.partitions(topic)
+	if err != nil {
+		return 0, err
+	}
+	if len(parts) > 1 {
+		total := 0
+		for _, p := range parts {
+			if limit > 0 && total >= limit {
+				break
+			}
+			n, err := p.replayAll(ctx, topic, limit-total, opts...)
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
+		return total, nil
+	}
+	return d.replayAll(ctx, topic, limit, opts...)
+}
+
+// replayAll is ReplayAll on one stream.
+func (d *DeadLetters) replayAll(ctx context.Context, topic string, limit int, opts ...ReplayOption) (int, error) {
 	stream, dlq, err := d.keys(topic)
 	if err != nil {
 		return 0, err
@@ -532,7 +601,7 @@ func (d *DeadLetters) Move(ctx context.Context, topic, group, id, reason string)
 		return "", err
 	}
 	if res.Trimmed > 0 {
-		d.counter(MetricDeadLetterTrimmed, topic).Add(int(res.Trimmed))
+		d.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricDeadLetterTrimmed, topicLabels(topic, d.part)...)).Add(int(res.Trimmed))
 	}
 	if res.Status != 1 {
 		return "", fmt.Errorf("stream: dead-letter %s of %q: not pending in group %q: %w", id, topic, group, redstream.ErrNotFound)
@@ -561,6 +630,28 @@ func (d *DeadLetters) Delete(ctx context.Context, topic string, ids ...string) (
 // Purge removes every dead letter of topic and returns how many there were. They are counted
 // in redis_streaming_dlq_cleared_total.
 func (d *DeadLetters) Purge(ctx context.Context, topic string) (int64, error) {
+	return d.sum(topic, func(p *DeadLetters) (int64, error) { return p.purge(ctx, topic) })
+}
+
+// sum adds f's results over the partitions of topic (see partitions), stopping at the first
+// error.
+func (d *DeadLetters) sum(topic string, f func(p *DeadLetters) (int64, error)) (int64, error) {
+	parts, err := d.partitions(topic)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, p := range parts {
+		n, err := f(p)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+func (d *DeadLetters) purge(ctx context.Context, topic string) (int64, error) {
 	_, dlq, err := d.keys(topic)
 	if err != nil {
 		return 0, err
@@ -578,6 +669,10 @@ func (d *DeadLetters) Purge(ctx context.Context, topic string) (int64, error) {
 
 // Len returns the number of dead letters of topic.
 func (d *DeadLetters) Len(ctx context.Context, topic string) (int64, error) {
+	return d.sum(topic, func(p *DeadLetters) (int64, error) { return p.len(ctx, topic) })
+}
+
+func (d *DeadLetters) len(ctx context.Context, topic string) (int64, error) {
 	_, dlq, err := d.keys(topic)
 	if err != nil {
 		return 0, err

@@ -156,7 +156,7 @@ func compactLua(src string) string {
 // buildDelayed encodes out into its delay_add.lua call (EVAL with the script text, without
 // comments: the command can go into a DoMulti, where EVALSHA's fallback cannot).
 func (p *Producer) buildDelayed(out *Outgoing, fields []string) rueidis.Completed {
-	sched, msgs := DelayedKeys(out.t.stream)
+	sched, msgs := DelayedKeys(out.stream)
 	mode, ms := out.opts.delayArgs()
 	out.scheduleID = scheduleID()
 	return p.client.B().Eval().Script(delayAddCompact).Numkeys(2).Key(sched, msgs).
@@ -165,7 +165,7 @@ func (p *Producer) buildDelayed(out *Outgoing, fields []string) rueidis.Complete
 
 // writeDelayed schedules out (delay_add.lua through EVALSHA) and returns its schedule id.
 func (p *Producer) writeDelayed(ctx context.Context, out *Outgoing, fields []string) (string, error) {
-	sched, msgs := DelayedKeys(out.t.stream)
+	sched, msgs := DelayedKeys(out.stream)
 	mode, ms := out.opts.delayArgs()
 	out.scheduleID = scheduleID()
 	r := delayAddScript.Exec(ctx, p.client, []string{sched, msgs}, []string{out.scheduleID, mode, ms, encodeFields(fields)})
@@ -175,7 +175,7 @@ func (p *Producer) writeDelayed(ctx context.Context, out *Outgoing, fields []str
 // delayedResult reads a delay_add.lua reply.
 func (p *Producer) delayedResult(out *Outgoing, r rueidis.RedisResult) (string, error) {
 	if err := r.Error(); err != nil {
-		return "", fmt.Errorf("stream: schedule a message for %q: %w", out.t.stream, err)
+		return "", fmt.Errorf("stream: schedule a message for %q: %w", out.stream, err)
 	}
 	out.t.scheduled.Inc()
 	return out.scheduleID, nil
@@ -184,7 +184,8 @@ func (p *Producer) delayedResult(out *Outgoing, r rueidis.RedisResult) (string, 
 // CancelScheduled cancels a message sent to topic with WithDelay or WithDeliverAt, given
 // the id Send returned for it. It reports true when the message was still scheduled and is
 // now cancelled, false when it was not (already moved into the stream, cancelled before, or
-// an unknown id). A ctx without deadline gets one of DefaultCallTimeout.
+// an unknown id). For a partitioned topic it tries every partition (one pipelined call per
+// node). A ctx without deadline gets one of DefaultCallTimeout.
 func (p *Producer) CancelScheduled(ctx context.Context, topic, id string) (bool, error) {
 	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
 	defer cancel()
@@ -192,16 +193,24 @@ func (p *Producer) CancelScheduled(ctx context.Context, topic, id string) (bool,
 	if err != nil {
 		return false, err
 	}
-	sched, msgs := DelayedKeys(t.stream)
-	n, err := delayCancelScript.Exec(ctx, p.client, []string{sched, msgs}, []string{id}).AsInt64()
-	if err != nil {
-		return false, fmt.Errorf("stream: cancel scheduled message %s of %q: %w", id, t.stream, err)
+	execs := make([]rueidis.LuaExec, len(t.streams))
+	for i, s := range t.streams {
+		sched, msgs := DelayedKeys(s)
+		execs[i] = rueidis.LuaExec{Keys: []string{sched, msgs}, Args: []string{id}}
 	}
-	return n == 1, nil
+	cancelled := false
+	for i, r := range delayCancelScript.ExecMulti(ctx, p.client, execs...) {
+		n, err := r.AsInt64()
+		if err != nil {
+			return false, fmt.Errorf("stream: cancel scheduled message %s of %q: %w", id, t.streams[i], err)
+		}
+		cancelled = cancelled || n == 1
+	}
+	return cancelled, nil
 }
 
-// Scheduled returns the number of messages of topic waiting for their due time. A ctx
-// without deadline gets one of DefaultCallTimeout.
+// Scheduled returns the number of messages of topic waiting for their due time (over all
+// its partitions). A ctx without deadline gets one of DefaultCallTimeout.
 func (p *Producer) Scheduled(ctx context.Context, topic string) (int64, error) {
 	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
 	defer cancel()
@@ -209,12 +218,20 @@ func (p *Producer) Scheduled(ctx context.Context, topic string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	sched, _ := DelayedKeys(t.stream)
-	n, err := p.client.Do(ctx, p.client.B().Zcard().Key(sched).Build()).AsInt64()
-	if err != nil {
-		return 0, fmt.Errorf("stream: count scheduled messages of %q: %w", t.stream, err)
+	cmds := make(rueidis.Commands, len(t.streams))
+	for i, s := range t.streams {
+		sched, _ := DelayedKeys(s)
+		cmds[i] = p.client.B().Zcard().Key(sched).Build()
 	}
-	return n, nil
+	var total int64
+	for i, r := range p.client.DoMulti(ctx, cmds...) {
+		n, err := r.AsInt64()
+		if err != nil {
+			return 0, fmt.Errorf("stream: count scheduled messages of %q: %w", t.streams[i], err)
+		}
+		total += n
+	}
+	return total, nil
 }
 
 // MoveDue moves topic's due scheduled messages into its stream now, as a consumer's mover
@@ -231,16 +248,19 @@ func (p *Producer) MoveDue(ctx context.Context, topic string) (int64, error) {
 		return 0, err
 	}
 	var total int64
-	for {
-		r, err := moveDue(ctx, p.client, t.stream)
-		if err != nil {
-			return total, err
-		}
-		total += r.moved
-		if r.wait != 0 || r.moved == 0 {
-			return total, nil
+	for _, s := range t.streams {
+		for {
+			r, err := moveDue(ctx, p.client, s)
+			if err != nil {
+				return total, err
+			}
+			total += r.moved
+			if r.wait != 0 || r.moved == 0 {
+				break
+			}
 		}
 	}
+	return total, nil
 }
 
 // moveResult is one delay_move.lua reply.
@@ -277,11 +297,12 @@ type delayMetrics struct {
 	waiting        gauge
 }
 
-func newDelayMetrics(set *metrics.Set, topic string) delayMetrics {
+func newDelayMetrics(set *metrics.Set, topic string, part int) delayMetrics {
+	tl := topicLabels(topic, part)
 	return delayMetrics{
-		moved:   set.GetOrCreateCounter(metrics.Name(MetricDelayedMoved, "topic", topic)),
-		invalid: set.GetOrCreateCounter(metrics.Name(MetricDelayedInvalid, "topic", topic)),
-		waiting: set.GetOrCreateGauge(metrics.Name(MetricDelayed, "topic", topic), nil),
+		moved:   set.GetOrCreateCounter(metrics.Name(MetricDelayedMoved, tl...)),
+		invalid: set.GetOrCreateCounter(metrics.Name(MetricDelayedInvalid, tl...)),
+		waiting: set.GetOrCreateGauge(metrics.Name(MetricDelayed, tl...), nil),
 	}
 }
 
@@ -292,7 +313,7 @@ func newDelayMetrics(set *metrics.Set, topic string) delayMetrics {
 func (h *handlerRT) mover() {
 	c := h.c
 	poll := c.cfg.Delay.PollInterval
-	dm := newDelayMetrics(c.cfg.Metrics, h.topic)
+	dm := newDelayMetrics(c.cfg.Metrics, h.topic, h.partition)
 	failures := 0
 	for {
 		ctx, cancel := c.ioContext(h.runCtx)

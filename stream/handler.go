@@ -19,6 +19,9 @@ import (
 type handlerRT struct {
 	c            *Consumer
 	topic, group string
+	partition    int         // the partition of a partitioned topic read; -1 for an unpartitioned one
+	takeover     bool        // a partition just claimed (OwnPartitions): catch up first (owner.go)
+	fenced       atomic.Bool // its partition lease is lost: acknowledge nothing more
 	stream, dlq  string
 	concurrency  int
 	capacity     int // most entries held at once: Concurrency + ReadCount
@@ -417,7 +420,7 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call
 		settled = rt.enqueueAck(id) // a replay meant for another group
 		return
 	}
-	m := &Message[T]{ID: id, Topic: rt.topic, Group: rt.group, Consumer: c.name, DeliveryCount: j.deliveries}
+	m := &Message[T]{ID: id, Topic: rt.topic, Partition: max(rt.partition, 0), Group: rt.group, Consumer: c.name, DeliveryCount: j.deliveries}
 	raw, err := decodeInto(m, j.e)
 	var bodyErr error
 	if err != nil && h.lenient {
@@ -448,7 +451,7 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call
 	running := rt.running.Add(1)
 	rt.m.inflight.Set(float64(running))
 	start := time.Now()
-	err = safeCall(hctx, call, &Delivery{ID: id, Topic: rt.topic, Group: rt.group, Consumer: c.name,
+	err = safeCall(hctx, call, &Delivery{ID: id, Topic: rt.topic, Partition: max(rt.partition, 0), Group: rt.group, Consumer: c.name,
 		Key: m.Key, Tag: m.Tag, Source: m.Source, SendTime: m.SendTime, DeliveryCount: j.deliveries,
 		Headers: m.Headers, Message: m})
 	rt.m.duration.Update(time.Since(start).Seconds())
@@ -516,7 +519,7 @@ func expireTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], e ent
 			c.report(fmt.Errorf("stream: OnFailure of %s/%s panicked on %s: %v", rt.topic, rt.group, e.id, r))
 		}
 	}()
-	m := &Message[T]{ID: e.id, Topic: rt.topic, Group: rt.group, Consumer: c.name, DeliveryCount: deliveries}
+	m := &Message[T]{ID: e.id, Topic: rt.topic, Partition: max(rt.partition, 0), Group: rt.group, Consumer: c.name, DeliveryCount: deliveries}
 	raw, err := decodeInto(m, e)
 	if err != nil {
 		if raw == nil {

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -94,9 +95,150 @@ func DelayedKeys(stream string) (schedule, messages string) {
 	return p + delayedSuffix, p + delayedMsgsSuffix
 }
 
+// PartitionLeaseKey returns the key of the lease by which one consumer of group owns the
+// partition stream (Handler.OwnPartitions): "{orders:p0:52}:owner:<group>", in the
+// partition's slot. It holds the owner's consumer name and expires unless renewed.
+func PartitionLeaseKey(stream, group string) string {
+	return slotPrefix(stream) + ":owner:" + group
+}
+
+// PartitionMembersKey returns the key of the sorted set of the live consumers of group that
+// share the partitions of the topic whose StreamName is stream (Handler.OwnPartitions):
+// "{orders}:members:<group>". Each member is scored by the time it expires, in ms.
+func PartitionMembersKey(stream, group string) string {
+	return slotPrefix(stream) + ":members:" + group
+}
+
 // idemKey returns the key recording idempotency key id of the sink writing to list.
 func idemKey(list, id string) string {
 	return slotPrefix(list) + idemInfix + id
 }
 
 func pid() int { return os.Getpid() }
+
+// Partitioned topics. A topic of P > 1 partitions (Config.Partitions) is P streams, one per
+// partition, each under a hash tag of its own, so that a cluster spreads them over its
+// masters. Partition i of the stream s (the topic's StreamName, which must have no hash tag)
+// is the key
+//
+//	"{" + s + ":p" + i + ":" + n + "}"    e.g. "{orders:p0:3}"
+//
+// where n is the smallest non-negative integer that puts the key's slot (CRC16/XMODEM of the
+// tag, modulo 16384, as Redis Cluster hashes) within h = 16384/(8P) slots of the centre
+// c = (2i+1)·16384/(2P) of the i-th of P equal slot ranges (integer division throughout).
+// The partitions' slots are thus spread evenly over the slot space, whatever the topic's
+// name: on a cluster whose M masters hold equal contiguous slot ranges (what
+// `redis-cli --cluster create` does) every master holds at least one partition when P >= M
+// (for P = 4 on 3 masters: partitions 0 and 3 on the first and last, 1 and 2 on the middle
+// one). Each partition's dead-letter stream and delayed-delivery keys follow from its name
+// as for any stream ("{orders:p0:3}:dlq"). The names are part of the wire contract:
+// producers in other languages compute them with this rule (PartitionStreams is the
+// reference), and the test vectors in testdata/partitions.json pin them.
+
+// MaxPartitions is the largest number of partitions of one topic.
+const MaxPartitions = 1024
+
+// clusterSlots is the number of Redis Cluster hash slots.
+const clusterSlots = 16384
+
+// crcTable is CRC16/XMODEM (polynomial 0x1021), Redis Cluster's key hash.
+var crcTable = func() (t [256]uint16) {
+	for i := range t {
+		crc := uint16(i) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+		t[i] = crc
+	}
+	return t
+}()
+
+// KeySlot returns the Redis Cluster hash slot of key: CRC16/XMODEM of its hash tag (see
+// hashTag) or of the whole key, modulo 16384.
+func KeySlot(key string) int {
+	if tag, ok := hashTag(key); ok {
+		key = tag
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc = crc<<8 ^ crcTable[byte(crc>>8)^key[i]]
+	}
+	return int(crc & (clusterSlots - 1))
+}
+
+// partitionName returns the key of partition i of n of stream (the rule above).
+func partitionName(stream string, i, n int) string {
+	c := (2*i + 1) * clusterSlots / (2 * n)
+	h := clusterSlots / (8 * n)
+	base := "{" + stream + ":p" + strconv.Itoa(i) + ":"
+	for k := range maxPartitionSearch {
+		name := base + strconv.Itoa(k) + "}"
+		if d := KeySlot(name) - c; d >= -h && d <= h {
+			return name
+		}
+	}
+	return base + "0}" // not reached: every window of 5 slots has a name among the first thousands
+}
+
+// maxPartitionSearch bounds the search of partitionName.
+const maxPartitionSearch = 1 << 22
+
+// partitionCount returns the number of streams of topic under cfg: Config.Partitions[topic],
+// 1 when it is 0 or 1 (or absent).
+func partitionCount(cfg Config, topic string) int {
+	return max(cfg.Partitions[topic], 1)
+}
+
+// PartitionStreams returns the Redis stream keys of topic under cfg, partition i at index i:
+// the single StreamName for an unpartitioned topic (Config.Partitions[topic] 0 or 1), else
+// the names of the rule above. It returns an error wrapping redstream.ErrInvalidConfig for a
+// bad topic name, a partition count out of range, or a partitioned topic whose name has a
+// hash tag (the tag would pin every partition to one slot).
+func PartitionStreams(cfg Config, topic string) ([]string, error) {
+	s, err := StreamName(cfg, topic)
+	if err != nil {
+		return nil, err
+	}
+	n := cfg.Partitions[topic]
+	if err := checkPartitions(topic, n); err != nil {
+		return nil, err
+	}
+	if n <= 1 {
+		return []string{s}, nil
+	}
+	if _, ok := hashTag(s); ok {
+		return nil, errInvalid("topic %q: a partitioned topic cannot have a {hash tag} (it would pin every partition to one slot)", topic)
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = partitionName(s, i, n)
+	}
+	return out, nil
+}
+
+// checkPartitions validates a partition count.
+func checkPartitions(topic string, n int) error {
+	if n < 0 || n > MaxPartitions {
+		return errInvalid("topic %q: %d partitions: want 0 to %d (0 or 1: one stream)", topic, n, MaxPartitions)
+	}
+	return nil
+}
+
+// PartitionOf returns the partition, 0 to n-1, of a message with key in a topic of n
+// partitions: FNV-1a (32 bits) of the key's bytes, modulo n; 0 when n <= 1. It is the
+// producer's rule for messages with a key (see Producer.Send for messages without one).
+func PartitionOf(key string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
+}

@@ -88,6 +88,9 @@ type Stats struct {
 // first refresh).
 type HandlerStats struct {
 	Topic, Group string
+	// Partition is the partition of a partitioned topic these stats are of (a handler of a
+	// topic of P partitions has P HandlerStats), -1 for an unpartitioned topic.
+	Partition int
 	// Reading is true while the reader runs (started, not paused, not closing) and its last
 	// read succeeded.
 	Reading bool
@@ -137,7 +140,7 @@ func (c *Consumer) Stats() Stats {
 		h.mu.Unlock()
 		running := int(h.running.Load())
 		hst := HandlerStats{
-			Topic: h.topic, Group: h.group,
+			Topic: h.topic, Group: h.group, Partition: h.partition,
 			Reading:          s.Running && !s.Paused && !h.readState.isFailing() && h.lastRead.Load() != 0,
 			InFlight:         running,
 			Queued:           max(held-running, 0),
@@ -162,12 +165,13 @@ func (c *Consumer) Stats() Stats {
 }
 
 // Healthy is a readiness check (a Kubernetes readiness probe, say): it returns nil when c is
-// running, Redis answers a PING within ctx (2 s when ctx has no deadline), and no handler's
-// reads are failing. Otherwise it returns an error saying why: ErrNotRunning before Start,
-// ErrClosed once Close has begun, or the failures joined. A paused Consumer is healthy.
+// running, Redis answers a PING within ctx (2 s when ctx has no deadline), no handler's
+// reads are failing and no handler's partition leases (Handler.OwnPartitions) are failing.
+// Otherwise it returns an error saying why: ErrNotRunning before Start, ErrClosed once
+// Close has begun, or the failures joined. A paused Consumer is healthy.
 func (c *Consumer) Healthy(ctx context.Context) error {
 	c.mu.Lock()
-	state, paused, hs := c.state, c.resume != nil, c.handlers
+	state, paused, hs, owners := c.state, c.resume != nil, c.handlers, c.owners
 	c.mu.Unlock()
 	switch state {
 	case stateNew:
@@ -189,6 +193,11 @@ func (c *Consumer) Healthy(ctx context.Context) error {
 			if h.readState.isFailing() {
 				errs = append(errs, fmt.Errorf("stream: reads of %s/%s are failing", h.topic, h.group))
 			}
+		}
+	}
+	for _, o := range owners {
+		if o.beatState.isFailing() || o.renewState.isFailing() {
+			errs = append(errs, fmt.Errorf("stream: partition leases of %s/%s are failing", o.label, o.group))
 		}
 	}
 	return errors.Join(errs...)

@@ -91,6 +91,9 @@ type Message[T any] struct {
 	ID string
 	// Topic is the topic the message was read from (without the env suffix). Set on delivery.
 	Topic string
+	// Partition is the partition of the topic the message was read from (Config.Partitions),
+	// 0 for an unpartitioned topic. Set on delivery.
+	Partition int
 	// Group is the consumer group that received the message. Set on delivery.
 	Group string
 	// Consumer is the consumer name that received it. Set on delivery.

@@ -1,12 +1,16 @@
 package stream
 
 import (
+	"strconv"
+
 	"github.com/redstream-go/redstream/metrics"
 )
 
 // Metric names, in Prometheus base units (seconds, counts). Counters and gauges of a consumer
 // carry topic="..." and group="..." labels; producer, trimming and dead-letter metrics carry
-// topic="..." only; redis_streaming_mq_background_errors_total also carries op="...". They
+// topic="..." only; redis_streaming_mq_background_errors_total also carries op="...". The
+// consumer-side metrics of a partitioned topic (Config.Partitions) carry partition="<i>"
+// too, after topic (topic stays the topic's name); producer metrics are per topic. They
 // are registered in Config.Metrics (metrics.Stream by default). README's metric table maps
 // each one.
 const (
@@ -56,6 +60,7 @@ const (
 type handlerMetrics struct {
 	set                                                     *metrics.Set
 	topic, group                                            string
+	part                                                    int
 	consumed, acked, filtered, errors, retried, redelivered *metrics.Counter
 	duplicates, deletedOnAck                                *metrics.Counter
 	deadLettered, poison, trimmedPending, dlqTrimmed        *metrics.Counter
@@ -68,15 +73,27 @@ type handlerHistogram interface{ Update(v float64) }
 
 type gauge interface{ Set(v float64) }
 
-func newHandlerMetrics(set *metrics.Set, topic, group string) *handlerMetrics {
+// topicLabels returns the labels naming topic, or partition part of it when part >= 0.
+func topicLabels(topic string, part int, more ...string) []string {
+	l := make([]string, 0, 4+len(more))
+	l = append(l, "topic", topic)
+	if part >= 0 {
+		l = append(l, "partition", strconv.Itoa(part))
+	}
+	return append(l, more...)
+}
+
+func newHandlerMetrics(set *metrics.Set, topic string, part int, group string) *handlerMetrics {
+	tg := topicLabels(topic, part, "group", group)
+	tl := topicLabels(topic, part)
 	c := func(name string) *metrics.Counter {
-		return set.GetOrCreateCounter(metrics.Name(name, "topic", topic, "group", group))
+		return set.GetOrCreateCounter(metrics.Name(name, tg...))
 	}
 	g := func(name string) gauge {
-		return set.GetOrCreateGauge(metrics.Name(name, "topic", topic, "group", group), nil)
+		return set.GetOrCreateGauge(metrics.Name(name, tg...), nil)
 	}
 	return &handlerMetrics{
-		set: set, topic: topic, group: group,
+		set: set, topic: topic, part: part, group: group,
 		consumed:         c(MetricConsumed),
 		acked:            c(MetricAcked),
 		filtered:         c(MetricFiltered),
@@ -91,24 +108,24 @@ func newHandlerMetrics(set *metrics.Set, topic, group string) *handlerMetrics {
 		trimmedPending:   c(MetricTrimmedWhilePend),
 		leaseLost:        c(MetricLeaseLost),
 		consumersRemoved: c(MetricConsumersRemoved),
-		dlqTrimmed:       set.GetOrCreateCounter(metrics.Name(MetricDeadLetterTrimmed, "topic", topic)),
-		duration:         set.GetOrCreatePrometheusHistogram(metrics.Name(MetricHandleLatency, "topic", topic, "group", group)),
+		dlqTrimmed:       set.GetOrCreateCounter(metrics.Name(MetricDeadLetterTrimmed, tl...)),
+		duration:         set.GetOrCreatePrometheusHistogram(metrics.Name(MetricHandleLatency, tg...)),
 		pending:          g(MetricPending),
 		lag:              g(MetricLag),
 		inflight:         g(MetricInFlight),
 		queued:           g(MetricQueued),
-		dlqSize:          set.GetOrCreateGauge(metrics.Name(MetricDeadLetterSize, "topic", topic), nil),
+		dlqSize:          set.GetOrCreateGauge(metrics.Name(MetricDeadLetterSize, tl...), nil),
 	}
 }
 
 // backgroundError counts one failed background call of op.
 func (m *handlerMetrics) backgroundError(op string) {
-	m.set.GetOrCreateCounter(backgroundErrorName(m.topic, m.group, op)).Inc()
+	m.set.GetOrCreateCounter(backgroundErrorName(m.topic, m.part, m.group, op)).Inc()
 }
 
-func backgroundErrorName(topic, group, op string) string {
+func backgroundErrorName(topic string, part int, group, op string) string {
 	if group == "" {
-		return metrics.Name(MetricBackgroundErrors, "topic", topic, "op", op)
+		return metrics.Name(MetricBackgroundErrors, topicLabels(topic, part, "op", op)...)
 	}
-	return metrics.Name(MetricBackgroundErrors, "topic", topic, "group", group, "op", op)
+	return metrics.Name(MetricBackgroundErrors, topicLabels(topic, part, "group", group, "op", op)...)
 }

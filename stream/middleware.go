@@ -19,6 +19,8 @@ import (
 type Delivery struct {
 	// ID, Topic, Group and Consumer are the message's delivery fields.
 	ID, Topic, Group, Consumer string
+	// Partition is the topic's partition the message was read from (0 when unpartitioned).
+	Partition int
 	// Key, Tag and Source are the message's envelope.
 	Key, Tag, Source string
 	// SendTime is the producer's send time (millisecond precision).

@@ -15,7 +15,7 @@ func newOrderedRT(capacity int) *handlerRT {
 		held: map[string]struct{}{}, lines: map[string]*keyLine{}, lineOf: map[string]string{},
 		retries: newRetryQueue(), work: make(chan job, capacity),
 		wake: make(chan struct{}, 1), wakeScan: make(chan struct{}, 1), scanNow: make(chan struct{}, 1),
-		log: slog.New(slog.NewTextHandler(io.Discard, nil)), m: newHandlerMetrics(vm.NewSet(), "t", "g"),
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), m: newHandlerMetrics(vm.NewSet(), "t", -1, "g"),
 	}
 }
 

@@ -48,6 +48,8 @@ type Outgoing struct {
 	t          *producerTopic
 	next       SendFunc // set by SendBatch: where the innermost SendFunc hands the message
 	scheduleID string   // the id of a delayed message, once built
+	autoKey    string   // the key the producer made up for a message sent without one
+	stream     string   // the stream (partition) written to, once encoded
 }
 
 // Delayed reports whether the message is sent with WithDelay or WithDeliverAt: it is
@@ -78,7 +80,9 @@ func (p *Producer) Use(mw ...SendMiddleware) {
 }
 
 type producerTopic struct {
-	stream    string
+	stream    string   // the topic's StreamName
+	streams   []string // its partitions' streams (PartitionStreams); streams[0] == stream when unpartitioned
+	rr        atomic.Uint64
 	produced  *metrics.Counter
 	scheduled *metrics.Counter
 }
@@ -117,7 +121,11 @@ func WithGzip() SendOption { return func(o *sendOptions) { o.gzip = true } }
 func WithMaxLen(n int64) SendOption { return func(o *sendOptions) { o.maxLen = n } }
 
 // Send writes msg to topic and returns the new entry's id. An empty msg.Key becomes a new
-// unique, time-ordered 64-bit key in decimal; a zero msg.SendTime becomes now. With
+// unique, time-ordered 64-bit key in decimal; a zero msg.SendTime becomes now. In a
+// partitioned topic (Config.Partitions) the message goes to the partition of its Key as the
+// middleware left it (PartitionOf), a message sent without a Key (and whose middleware set
+// none) to the next partition in turn, round robin per Producer; a delayed message is
+// scheduled in its partition's delayed-delivery keys. With
 // WithDelay or WithDeliverAt the message is scheduled instead, and Send returns its
 // schedule id (24 hex digits, not a stream entry id: the entry gets its id when the message
 // is moved into the stream), which CancelScheduled takes. It returns an error wrapping
@@ -160,13 +168,15 @@ func (p *Producer) outgoing(topic string, t *producerTopic, msg Sendable, o send
 		return nil, errInvalid("Send: nil message")
 	}
 	env := msg.envelope()
+	auto := ""
 	if env.key == "" {
 		env.key = strconv.FormatInt(nextKey(), 10)
+		auto = env.key
 	}
 	if env.sendTime.IsZero() {
 		env.sendTime = time.Now()
 	}
-	out := &Outgoing{Topic: topic, Key: env.key, Tag: env.tag, Headers: env.headers, Body: env.body, env: env, opts: o, t: t}
+	out := &Outgoing{Topic: topic, Key: env.key, Tag: env.tag, Headers: env.headers, Body: env.body, env: env, opts: o, t: t, autoKey: auto}
 	if copyHeaders {
 		out.Headers = make(map[string]string, len(env.headers)+2)
 		maps.Copy(out.Headers, env.headers)
@@ -206,7 +216,9 @@ func (p *Producer) fields(out *Outgoing) ([]string, error) {
 	}
 	if out.Key == "" {
 		out.Key = strconv.FormatInt(nextKey(), 10)
+		out.autoKey = out.Key
 	}
+	out.stream = out.t.route(out.Key, out.autoKey)
 	env := out.env
 	return encodeEntry(out.Key, out.Tag, env.source, env.sendTime, env.body, env.typ, out.opts.gzip, out.Headers)
 }
@@ -218,19 +230,19 @@ func (p *Producer) build(out *Outgoing) (rueidis.Completed, error) {
 	if err != nil {
 		return rueidis.Completed{}, err
 	}
-	o, t := out.opts, out.t
+	o := out.opts
 	if o.delayed {
 		return p.buildDelayed(out, fields), nil
 	}
 	cl := p.client
 	if o.maxLen > 0 {
-		fv := cl.B().Xadd().Key(t.stream).Maxlen().Almost().Threshold(strconv.FormatInt(o.maxLen, 10)).Id("*").FieldValue()
+		fv := cl.B().Xadd().Key(out.stream).Maxlen().Almost().Threshold(strconv.FormatInt(o.maxLen, 10)).Id("*").FieldValue()
 		for i := 0; i < len(fields); i += 2 {
 			fv = fv.FieldValue(fields[i], fields[i+1])
 		}
 		return fv.Build(), nil
 	}
-	fv := cl.B().Xadd().Key(t.stream).Id("*").FieldValue()
+	fv := cl.B().Xadd().Key(out.stream).Id("*").FieldValue()
 	for i := 0; i < len(fields); i += 2 {
 		fv = fv.FieldValue(fields[i], fields[i+1])
 	}
@@ -245,7 +257,7 @@ func (p *Producer) result(out *Outgoing, r rueidis.RedisResult) (string, error) 
 	t := out.t
 	id, err := r.ToString()
 	if err != nil {
-		return "", fmt.Errorf("stream: send to %q: %w", t.stream, err)
+		return "", fmt.Errorf("stream: send to %q: %w", out.stream, err)
 	}
 	t.produced.Inc()
 	return id, nil
@@ -255,13 +267,29 @@ func (p *Producer) topic(topic string) (*producerTopic, error) {
 	if t, ok := p.topics.Load(topic); ok {
 		return t.(*producerTopic), nil
 	}
-	s, err := StreamName(p.cfg, topic)
+	streams, err := PartitionStreams(p.cfg, topic)
 	if err != nil {
 		return nil, err
 	}
-	t := &producerTopic{stream: s,
+	s, _ := StreamName(p.cfg, topic)
+	t := &producerTopic{stream: s, streams: streams,
 		produced:  p.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricProduced, "topic", topic)),
 		scheduled: p.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricScheduled, "topic", topic))}
 	v, _ := p.topics.LoadOrStore(topic, t)
 	return v.(*producerTopic), nil
+}
+
+// route returns the stream of the partition a message with key goes to: the topic's one
+// stream when unpartitioned; else the partition of key (PartitionOf), or, for a key the
+// producer made up (autoKey), the next partition in turn (round robin per topic and
+// Producer).
+func (t *producerTopic) route(key, autoKey string) string {
+	n := len(t.streams)
+	if n == 1 {
+		return t.streams[0]
+	}
+	if key == autoKey {
+		return t.streams[(t.rr.Add(1)-1)%uint64(n)]
+	}
+	return t.streams[PartitionOf(key, n)]
 }

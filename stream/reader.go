@@ -17,6 +17,9 @@ import (
 func (h *handlerRT) reader() {
 	defer h.producers.Done()
 	c := h.c
+	if h.takeover && !h.catchUp() {
+		return
+	}
 	failures := 0
 	for {
 		if !h.waitResumed() {

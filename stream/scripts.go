@@ -77,3 +77,17 @@ var (
 	ackDeleteLua    string
 	ackDeleteScript = rueidis.NewLuaScript(ackDeleteLua)
 )
+
+// Scripts of partition ownership (owner.go).
+var (
+	//go:embed scripts/owner_renew.lua
+	ownerRenewLua string
+	//go:embed scripts/owner_release.lua
+	ownerReleaseLua string
+	//go:embed scripts/members_beat.lua
+	membersBeatLua string
+
+	ownerRenewScript   = rueidis.NewLuaScript(ownerRenewLua)
+	ownerReleaseScript = rueidis.NewLuaScript(ownerReleaseLua)
+	membersBeatScript  = rueidis.NewLuaScript(membersBeatLua)
+)

@@ -35,7 +35,8 @@ func NewTrimmer(client rueidis.Client, cfg Config) (*Trimmer, error) {
 	return &Trimmer{client: client, cfg: cfg.WithDefaults()}, nil
 }
 
-// Trim trims topic's stream once and returns the number of entries removed:
+// Trim trims topic's stream (every partition's, one after the other, for a partitioned
+// topic) once and returns the number of entries removed:
 //   - TrimSafe: towards Trim.MaxLen, and of the entries older than Trim.MaxAge when set,
 //     never removing an entry some group has not received and acknowledged (XTRIM MAXLEN =
 //     n ACKED and XTRIM MINID = id ACKED on Redis 8.2+, else trim_safe.lua's MINID);
@@ -49,14 +50,30 @@ func NewTrimmer(client rueidis.Client, cfg Config) (*Trimmer, error) {
 func (t *Trimmer) Trim(ctx context.Context, topic string) (int64, error) {
 	ctx, cancel := withDefaultDeadline(ctx, trimTimeout)
 	defer cancel()
-	stream, err := StreamName(t.cfg, topic)
+	streams, err := PartitionStreams(t.cfg, topic)
 	if err != nil {
 		return 0, err
 	}
-	t.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricTrimAttempts, "topic", topic)).Inc()
+	if len(streams) == 1 {
+		return t.trimStream(ctx, topic, -1, streams[0])
+	}
+	var total int64
+	for i, s := range streams {
+		n, err := t.trimStream(ctx, topic, i, s)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// trimStream trims one stream of topic (partition part, -1 for an unpartitioned topic).
+func (t *Trimmer) trimStream(ctx context.Context, topic string, part int, stream string) (int64, error) {
+	t.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricTrimAttempts, topicLabels(topic, part)...)).Inc()
 	n, err := t.trim(ctx, stream)
 	if n > 0 {
-		t.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricTrimDeleted, "topic", topic)).Add(int(n))
+		t.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricTrimDeleted, topicLabels(topic, part)...)).Add(int(n))
 	}
 	return n, err
 }

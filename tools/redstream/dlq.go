@@ -37,6 +37,9 @@ const dlqUsage = `usage: redstream dlq topics|list|replay|delete|purge [flags]
   delete   delete dead letters by id: --id ID (comma-separated)
   purge    delete every dead letter of the topic (asks for --yes)
 
+A partitioned topic has one dead-letter stream per partition: give --partitions N and
+--partition I (or its partition's stream key as --topic, e.g. '{orders:p0:52}').
+
 --json prints one JSON document (field names in README "Operating: CLI and dashboards").
 
 flags:
@@ -60,6 +63,8 @@ type dlqFlags struct {
 	asJSON    *bool
 	match     *string
 	scanLimit *int
+	parts     *int
+	part      *int
 }
 
 func newDLQFlags(name string, out io.Writer) (*flag.FlagSet, *dlqFlags) {
@@ -79,6 +84,8 @@ func newDLQFlags(name string, out io.Writer) (*flag.FlagSet, *dlqFlags) {
 	f.asJSON = fs.Bool("json", false, "print one JSON document instead of text")
 	f.match = fs.String("match", "*", "topics: SCAN MATCH pattern of the dead-letter stream keys")
 	f.scanLimit = fs.Int("scan-limit", defaultScanLimit, "topics: most keys SCAN examines per node")
+	f.parts = fs.Int("partitions", 0, "the topic's partition count (redis-stream.partitions), when partitioned")
+	f.part = fs.Int("partition", 0, "with --partitions: the partition whose dead letters to act on, 0 to N-1")
 	return fs, f
 }
 
@@ -130,6 +137,20 @@ func runDLQ(ctx context.Context, args []string, out io.Writer) error {
 		return errors.New("dlq replay: give --id ID or --all")
 	}
 	cfg := stream.Config{EnvIsolation: *f.env != "", Env: *f.env}
+	if *f.parts > 1 && sub != "topics" {
+		// A partition's stream is addressed as a topic of its own: its key, no env suffix.
+		if *f.part < 0 || *f.part >= *f.parts {
+			return fmt.Errorf("dlq %s: --partition %d, want 0 to %d", sub, *f.part, *f.parts-1)
+		}
+		cfg.Partitions = map[string]int{*f.topic: *f.parts}
+		streams, err := stream.PartitionStreams(cfg, *f.topic)
+		if err != nil {
+			return fmt.Errorf("dlq %s: --topic, --partitions: %w", sub, err)
+		}
+		*f.topic, cfg = streams[*f.part], stream.Config{}
+	} else if *f.part != 0 || *f.parts < 0 {
+		return fmt.Errorf("dlq %s: --partition needs --partitions of 2 or more", sub)
+	}
 	var name string
 	if sub != "topics" {
 		var err error

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -362,5 +363,71 @@ func TestDLQBadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("dlq %v: err = %v, want one containing %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestDLQCommandPartition lists and replays the dead letters of one partition of a
+// partitioned topic (--partitions, --partition) on a real redis-server.
+func TestDLQCommandPartition(t *testing.T) {
+	srv := redistest.NewServer(t)
+	client := redistest.NewClient(t, srv.Addr)
+	ctx := context.Background()
+	cfg := stream.Config{BlockTimeout: 50 * time.Millisecond, EnvIsolation: true, Env: "prod",
+		Partitions: map[string]int{"orders": 4}}
+	c, _ := stream.NewConsumer(client, cfg)
+	if err := stream.Register(c, stream.Handler[demoOrder]{Topic: "orders", Group: "g", NoRetry: true,
+		Handle: func(context.Context, *stream.Message[demoOrder]) error { return errors.New("broken") }}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := stream.NewProducer(client, cfg)
+	keys := []string{"a", "b", "c", "d", "e", "f"}
+	for i, k := range keys {
+		if _, err := p.Send(ctx, "orders", stream.Message[demoOrder]{Key: k, Body: demoOrder{ID: int64(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dls, _ := stream.NewDeadLetters(client, cfg)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if n, _ := dls.Len(ctx, "orders"); n == int64(len(keys)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no dead letters")
+		}
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	part := stream.PartitionOf("a", 4)
+	want := 0
+	for _, k := range keys {
+		if stream.PartitionOf(k, 4) == part {
+			want++
+		}
+	}
+	streams, _ := stream.PartitionStreams(cfg, "orders")
+	dlqRun := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append([]string{"dlq"}, append(args, "--redis", srv.Addr, "--topic", "orders", "--env", "prod",
+			"--partitions", "4", "--partition", strconv.Itoa(part))...), &out)
+		return out.String(), err
+	}
+	out, err := dlqRun("list")
+	if head := fmt.Sprintf("%s: %d dead letters", stream.DeadLetterStreamName(streams[part]), want); err != nil || !strings.Contains(out, head) {
+		t.Fatalf("dlq list = %q, %v; want %q", out, err, head)
+	}
+	out, err = dlqRun("replay", "--all")
+	if err != nil || !strings.Contains(out, fmt.Sprintf("replayed %d", want)) {
+		t.Fatalf("dlq replay --all = %q, %v", out, err)
+	}
+	if n, _ := dls.Len(ctx, "orders"); n != int64(len(keys)-want) {
+		t.Errorf("%d dead letters left, want %d", n, len(keys)-want)
+	}
+	var buf bytes.Buffer
+	if err := run(ctx, []string{"dlq", "list", "--redis", srv.Addr, "--topic", "orders", "--partitions", "4", "--partition", "4"}, &buf); err == nil || !strings.Contains(err.Error(), "--partition 4") {
+		t.Errorf("--partition 4 of 4 = %v, want an error", err)
 	}
 }
