@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -402,7 +403,14 @@ func TestDelayedConsumerCrash(t *testing.T) {
 // are counted and logged once, and do not spin; after SIGCONT the due message arrives.
 func TestDelayedHungServer(t *testing.T) {
 	srv := redistest.NewServer(t)
-	client := redistest.NewClient(t, srv.Addr)
+	// A dial timeout of a second, as the README advises: once a call has timed out, rueidis
+	// redials the hung server and a call waiting for that dial ends only at the dial
+	// timeout (5 s by default), whatever its context.
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, Dialer: net.Dialer{Timeout: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
 	set := vm.NewSet()
 	logs := &logCapture{}
 	cfg := fastConfig()
@@ -424,7 +432,7 @@ func TestDelayedHungServer(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	begin := time.Now()
-	_, err := p.Send(ctx, topic, stream.NewMessage(order{ID: 2}), stream.WithDelay(time.Second))
+	_, err = p.Send(ctx, topic, stream.NewMessage(order{ID: 2}), stream.WithDelay(time.Second))
 	cancel()
 	if took := time.Since(begin); err == nil || took > 3*time.Second {
 		t.Errorf("a delayed Send on a hung server returned %v after %v, want an error at its deadline", err, took)
