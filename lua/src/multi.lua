@@ -17,7 +17,7 @@
 -- Reply: 6 integers per limit, in KEYS order:
 --        allowed (1|0), limit, remaining, retry_after (µs), reset_after (µs), delay (µs)
 -- Errors: 'ERR multi: ...' for malformed arguments; 'ERR multi: foreign state: key ...' for a
---         key holding state this script cannot read (lib/guard.lua); nothing is written then.
+--         key holding state this script cannot read (lib/decided.lua); nothing is written then.
 
 --@include lib/prelude.lua
 local n, margin = tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -25,12 +25,13 @@ if not n or n < 1 or #ARGV ~= 3 + 4 * #KEYS then
   return redis.error_reply('ERR multi: bad arguments')
 end
 --@include lib/math.lua
+--@include lib/div.lua
 --@include lib/expire.lua
 --@include algo/gcra.lua
 --@include algo/sliding_log.lua
 --@include algo/fixed_window.lua
 --@include algo/sliding_counter.lua
---@include lib/guard.lua
+--@include lib/decided.lua
 
 -- Every limit is checked before any is decided: a malformed limit fails the call whole.
 local checks = {tb = true, lb = true, sl = true, sc = true, fw = true}
