@@ -240,12 +240,14 @@ local function decided(f, key, ...)
 end
 
 -- Every limit is checked before any is decided: a malformed limit fails the call whole.
-local checks = {tb = true, lb = true, sl = true, sc = true, fw = true}
+-- (Comparisons rather than a table of the codes: a table constructor allocates on every
+-- call of the script.)
 for i = 1, #KEYS do
   local a = 4 * i
   local alg, limit = ARGV[a], tonumber(ARGV[a + 2])
-  if alg == 'tb' or alg == 'lb' then limit = tonumber(ARGV[a + 3]) end
-  if not checks[alg] then return redis.error_reply('ERR multi: unknown algorithm') end
+  local bucket = alg == 'tb' or alg == 'lb'
+  if bucket then limit = tonumber(ARGV[a + 3]) end
+  if not bucket and alg ~= 'sl' and alg ~= 'sc' and alg ~= 'fw' then return redis.error_reply('ERR multi: unknown algorithm') end
   if not limit or n > limit then return redis.error_reply('ERR multi: cost out of range') end
 end
 
