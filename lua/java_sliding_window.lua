@@ -43,12 +43,6 @@ local fmod, fmt = math.fmod, string.format
 
 -- quo is Go's a / b (truncated).
 local function quo(a, b) return (a - fmod(a, b)) / b end
--- ceildiv is a / b rounded up, for a >= 0 and b >= 1.
-local function ceildiv(a, b)
-  local q = quo(a, b)
-  if fmod(a, b) > 0 then q = q + 1 end
-  return q
-end
 
 local n, window, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 if not window or window < 1 or not limit or not n or n < 1 or n > limit or math.fmod(#KEYS, 2) ~= 0 then

@@ -48,15 +48,17 @@ local fmod, fmt = math.fmod, string.format
 
 -- quo is Go's a / b (truncated).
 local function quo(a, b) return (a - fmod(a, b)) / b end
+
 -- ceildiv is a / b rounded up, for a >= 0 and b >= 1.
 local function ceildiv(a, b)
-  local q = quo(a, b)
-  if fmod(a, b) > 0 then q = q + 1 end
+  local r = fmod(a, b)
+  local q = (a - r) / b
+  if r > 0 then q = q + 1 end
   return q
 end
 
 -- pexpire formats the TTL (ms) of state that matters for another ttl µs (rounded up to a
--- whole ms, as ceildiv in lib/div.lua), plus the margin.
+-- whole ms, as lib/ceildiv.lua does), plus the margin.
 local function pexpire(ttl)
   local r = fmod(ttl, MICROS_PER_MILLI)
   local ms = (ttl - r) / MICROS_PER_MILLI + margin

@@ -52,7 +52,7 @@ local margin = tonumber(ARGV[5])
 local fmod, fmt = math.fmod, string.format
 
 -- pexpire formats the TTL (ms) of state that matters for another ttl µs (rounded up to a
--- whole ms, as ceildiv in lib/div.lua), plus the margin.
+-- whole ms, as lib/ceildiv.lua does), plus the margin.
 local function pexpire(ttl)
   local r = fmod(ttl, MICROS_PER_MILLI)
   local ms = (ttl - r) / MICROS_PER_MILLI + margin

@@ -24,7 +24,7 @@
 
 --@include lib/prelude.lua
 --@include lib/math.lua
---@include lib/div.lua
+--@include lib/quo.lua
 local n, window, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 if not window or window < 1 or not limit or not n or n < 1 or n > limit or math.fmod(#KEYS, 2) ~= 0 then
   return redis.error_reply('ERR java_sliding_window: bad arguments')

@@ -25,7 +25,8 @@ if not n or n < 1 or #ARGV ~= 3 + 4 * #KEYS then
   return redis.error_reply('ERR multi: bad arguments')
 end
 --@include lib/math.lua
---@include lib/div.lua
+--@include lib/quo.lua
+--@include lib/ceildiv.lua
 --@include lib/expire.lua
 --@include algo/gcra.lua
 --@include algo/sliding_log.lua

@@ -28,7 +28,8 @@ end
 -- No key is written, so no expiry is ever set: the margin of expire.lua is never used.
 local margin = 0
 --@include lib/math.lua
---@include lib/div.lua
+--@include lib/quo.lua
+--@include lib/ceildiv.lua
 --@include lib/expire.lua
 --@include algo/gcra.lua
 --@include algo/sliding_log.lua

@@ -24,7 +24,8 @@
 --@include lib/prelude.lua
 --@include lib/window_args.lua
 --@include lib/math.lua
---@include lib/div.lua
+--@include lib/quo.lua
+--@include lib/ceildiv.lua
 --@include lib/expire.lua
 --@include algo/sliding_counter.lua
 

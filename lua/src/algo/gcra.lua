@@ -2,7 +2,7 @@
 -- and core.LeakyBucket.Step. State: a string holding the key's TAT (theoretical arrival
 -- time, µs since the Unix epoch, '%d'); absent for a new key. Needs now, n (the cost),
 -- lib/math.lua and lib/expire.lua; its quotients are written out ((a - fmod(a, b)) / b, as
--- quo in lib/div.lua), so that the token-bucket script need not define the helpers.
+-- lib/quo.lua), so that the token-bucket script need not define the helpers.
 
 -- gcra(key, interval, tau, burst, shaping) decides key for the emission interval T, the
 -- tolerance tau and burst = floor(tau / T); shaping (the leaky bucket) makes an admitted
