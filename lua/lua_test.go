@@ -126,7 +126,7 @@ func TestNoUnusedFunctions(t *testing.T) {
 	for _, s := range lua.Scripts() {
 		code := lualint.Code(s.Source)
 		for _, m := range def.FindAllStringSubmatch(code, -1) {
-			uses := regexp.MustCompile(`\b` + m[1] + `\b`).FindAllStringIndex(code, -1)
+			uses := regexp.MustCompile(`\b`+m[1]+`\b`).FindAllStringIndex(code, -1)
 			if len(uses) < 2 {
 				t.Errorf("%s.lua defines %s and never uses it", s.Name, m[1])
 			}
