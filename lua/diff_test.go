@@ -218,7 +218,9 @@ func TestDifferentialAgainstBaseline(t *testing.T) {
 	for _, s := range lua.Scripts() {
 		old, err := baseline.ReadFile("testdata/main/" + s.Name + ".lua")
 		if err != nil {
-			t.Fatalf("%s: no baseline: %v", s.Name, err)
+			// A script added after the baseline was taken has nothing to be compared with.
+			t.Logf("%s: no baseline in testdata/main, not compared", s.Name)
+			continue
 		}
 		var pair [2]string
 		for i, src := range []string{string(old), s.Source} {
@@ -233,7 +235,10 @@ func TestDifferentialAgainstBaseline(t *testing.T) {
 	// The sequences pass explicit times only (the two sides would read different server
 	// times); the clock prelude, which reads TIME for '', must then be the same text.
 	for _, s := range lua.Scripts() {
-		old, _ := baseline.ReadFile("testdata/main/" + s.Name + ".lua")
+		old, err := baseline.ReadFile("testdata/main/" + s.Name + ".lua")
+		if err != nil {
+			continue
+		}
 		prelude := func(src string) string {
 			i := strings.Index(src, "local now\n")
 			if i < 0 {
@@ -300,6 +305,9 @@ func TestDifferentialAgainstBaseline(t *testing.T) {
 				}
 			}
 			call := drawCall(rt, now)
+			if _, ok := shas[call.script]; !ok {
+				continue
+			}
 			perScript[call.script]++
 			calls++
 			order := [2]int{0, 1}
@@ -418,6 +426,11 @@ func TestDifferentialAgainstBaseline(t *testing.T) {
 	t.Logf("%d calls in %d steps, replies equal; %d admitted, %d foreign-state errors, %d other errors; %d key comparisons (DUMP) equal; %d expiries set and equal (%d of them within a server clock span of <= 1 ms, so to the millisecond); per script: %s",
 		calls, steps, allowed, foreign, errs, keysCompared, expiries, tightExpiry, strings.Join(per, ", "))
 	t.Logf("other errors: %v", errKinds)
+	for s := range shas {
+		if perScript[s] == 0 {
+			t.Errorf("%s has a baseline but the sequences never call it", s)
+		}
+	}
 	if foreign == 0 || allowed == 0 || errs == 0 {
 		t.Errorf("the sequences never reached a path: %d admitted, %d foreign, %d errors", allowed, foreign, errs)
 	}
