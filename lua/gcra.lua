@@ -78,6 +78,7 @@ local function gcra(key, interval, tau, burst, shaping)
   return {0, burst, remaining, next - now - tau, t - now, 0}
 end
 
+-- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
 local decide, a1, a2, a3, a4 = gcra, interval, tau, burst, shaping
 
 -- foreign returns the error reply for key, which f failed to read with err. Its helpers are

@@ -106,6 +106,7 @@ local function slidingcounter(key, w, limit)
   return {0, limit, remaining, at - now, reset - now, 0}
 end
 
+-- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
 local decide, a1, a2, a3, a4 = slidingcounter, window, limit, nil, nil
 
 -- foreign returns the error reply for key, which f failed to read with err. Its helpers are

@@ -107,6 +107,7 @@ local function slidinglog(key, window, limit)
   return {0, limit, limit - count, at + window - now, newest + window - now, 0}
 end
 
+-- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
 local decide, a1, a2, a3, a4 = slidinglog, window, limit, nil, nil
 
 -- foreign returns the error reply for key, which f failed to read with err. Its helpers are

@@ -25,5 +25,6 @@
 --@include lib/expire.lua
 --@include algo/fixed_window.lua
 
+-- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
 local decide, a1, a2, a3, a4 = fixedwindow, window, limit, nil, nil
 --@include lib/single.lua

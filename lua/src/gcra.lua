@@ -32,5 +32,6 @@ local shaping = ARGV[7] == '1'
 --@include lib/expire.lua
 --@include algo/gcra.lua
 
+-- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
 local decide, a1, a2, a3, a4 = gcra, interval, tau, burst, shaping
 --@include lib/single.lua

@@ -32,5 +32,6 @@
 --@include lib/expire.lua
 --@include algo/sliding_log.lua
 
+-- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
 local decide, a1, a2, a3, a4 = slidinglog, window, limit, nil, nil
 --@include lib/single.lua
