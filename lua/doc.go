@@ -19,7 +19,7 @@
 // [DedupWindowCheck]), an exact set ([DedupSet]) and a Bloom filter whose bit positions the
 // client computes with core.Bloom ([BloomAdd], [BloomExists], [BloomCount]).
 //
-// Every limiter script decides each key under pcall (src/lib/guard.lua): a key holding
+// Every limiter script decides each key under pcall (src/lib/decided.lua): a key holding
 // state it cannot read (another type, another format, out-of-range numbers) is an error reply
 // "<script>: foreign state: key ... holds ...", and nothing of that key is written.
 //

@@ -18,7 +18,7 @@
 -- Reply: 6 integers per key, in KEYS order: allowed (1|0), limit, remaining,
 --        retry_after (µs), reset_after (µs), delay (µs) (always 0)
 -- Errors: 'ERR fixed_window: ...' for malformed arguments; 'ERR fixed_window: foreign state: key ...' for a
---         key holding state this script cannot read (lib/guard.lua).
+--         key holding state this script cannot read (lib/decided.lua).
 
 -- Constants from package core (internal/luagen.Constants).
 local MICROS_PER_SECOND = 1000000 -- core.Second
@@ -43,18 +43,14 @@ end
 local margin = tonumber(ARGV[5])
 
 local fmod, fmt = math.fmod, string.format
--- quo is Go's a / b (truncated).
-local function quo(a, b) return (a - fmod(a, b)) / b end
--- ceildiv is a / b rounded up, for a >= 0 and b >= 1.
-local function ceildiv(a, b)
-  local q = quo(a, b)
-  if fmod(a, b) > 0 then q = q + 1 end
-  return q
-end
 
--- pexpire formats the TTL (ms) of state that matters for another ttl µs, plus the margin.
+-- pexpire formats the TTL (ms) of state that matters for another ttl µs (rounded up to a
+-- whole ms, as lib/ceildiv.lua does), plus the margin.
 local function pexpire(ttl)
-  return fmt('%d', ceildiv(ttl, MICROS_PER_MILLI) + margin)
+  local r = fmod(ttl, MICROS_PER_MILLI)
+  local ms = (ttl - r) / MICROS_PER_MILLI + margin
+  if r > 0 then ms = ms + 1 end
+  return fmt('%d', ms)
 end
 
 -- fixedwindow(key, window, limit) returns the decision and, when admitted, the function that
@@ -79,39 +75,40 @@ local function fixedwindow(key, window, limit)
   return {0, limit, limit - count, reset, reset, 0}
 end
 
-local function decide(key) return fixedwindow(key, window, limit) end
+-- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
+local decide, a1, a2, a3, a4 = fixedwindow, window, limit, nil, nil
 
--- quote returns the first 64 bytes of s in double quotes, '"' and '\' escaped and other
--- bytes than printable ASCII as \xHH, so that an error reply stays one line.
-local function quote(s)
-  local q = string.gsub(string.sub(s, 1, 64), '["\\]', '\\%0')
-  q = string.gsub(q, '[^ -~]', function(c) return fmt('\\x%02x', string.byte(c)) end)
-  if #s > 64 then q = q .. '...' end
-  return '"' .. q .. '"'
-end
-
--- describe returns what key holds, briefly: its type and a sample of its contents.
-local function describe(key)
-  local t = redis.call('TYPE', key)['ok']
-  if t == 'string' then
-    return 'a string ' .. quote(redis.call('GETRANGE', key, 0, 64))
-  elseif t == 'zset' then
-    local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    return fmt('a sorted set of %d members (highest score %s, member %s)', redis.call('ZCARD', key), e[2] or '', quote(e[1] or ''))
-  elseif t == 'hash' then
-    local s = redis.call('HSCAN', key, '0', 'COUNT', '8')[2]
-    local names = {}
-    for i = 1, #s, 2 do names[#names + 1] = quote(s[i]) end
-    return fmt('a hash with fields %s', table.concat(names, ', '))
-  end
-  return 'a ' .. t
-end
-
--- foreign returns the error reply for key, which f failed to read with err.
+-- foreign returns the error reply for key, which f failed to read with err. Its helpers are
+-- local to it, so that a script pays for them only on this error path (a function statement
+-- at the script's top level allocates a closure on every call of the script).
 local function foreign(key, err)
+  -- quote returns the first 64 bytes of s in double quotes, '"' and '\' escaped and other
+  -- bytes than printable ASCII as \xHH, so that an error reply stays one line.
+  local function quote(s)
+    local q = string.gsub(string.sub(s, 1, 64), '["\\]', '\\%0')
+    q = string.gsub(q, '[^ -~]', function(c) return fmt('\\x%02x', string.byte(c)) end)
+    if #s > 64 then q = q .. '...' end
+    return '"' .. q .. '"'
+  end
+  -- describe returns what key holds, briefly: its type and a sample of its contents.
+  local function describe()
+    local t = redis.call('TYPE', key)['ok']
+    if t == 'string' then
+      return 'a string ' .. quote(redis.call('GETRANGE', key, 0, 64))
+    elseif t == 'zset' then
+      local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+      return fmt('a sorted set of %d members (highest score %s, member %s)', redis.call('ZCARD', key), e[2] or '', quote(e[1] or ''))
+    elseif t == 'hash' then
+      local s = redis.call('HSCAN', key, '0', 'COUNT', '8')[2]
+      local names = {}
+      for i = 1, #s, 2 do names[#names + 1] = quote(s[i]) end
+      return fmt('a hash with fields %s', table.concat(names, ', '))
+    end
+    return 'a ' .. t
+  end
   if type(err) == 'table' then err = err.err or err.ok or '?' end
   return redis.error_reply(fmt('ERR fixed_window: foreign state: key %s holds %s, which this script cannot read (%s)',
-    quote(key), describe(key), (string.gsub(err, '^[%w_@]*:%d+: ', ''))))
+    quote(key), describe(), (string.gsub(err, '^[%w_@]*:%d+: ', ''))))
 end
 
 -- sane reports whether a decision {allowed, limit, remaining, retry, reset, delay} is one
@@ -127,28 +124,24 @@ local function sane(d)
     retry >= 0 and retry < big and reset >= 0 and reset < big and delay >= 0 and delay < big
 end
 
-local function guard(f, key, ...)
-  local ok, a, b = pcall(f, key, ...)
-  if ok then return true, a, b end
-  return false, foreign(key, a)
-end
-
--- decided is guard for a function returning a decision and its commit: the decision must be
--- sane (else nothing is recorded), and a negative remaining is raised to 0.
 local function decided(f, key, ...)
-  local ok, d, commit = guard(f, key, ...)
-  if not ok then return false, d end
+  local ok, d, commit = pcall(f, key, ...)
+  if not ok then return false, foreign(key, d) end
   if not sane(d) then return false, foreign(key, 'a decision out of range') end
   if d[3] < 0 then d[3] = 0 end
   return true, d, commit
 end
 
-local out, single = {}, #KEYS == 1
+if #KEYS == 1 then
+  local ok, d, commit = decided(decide, KEYS[1], a1, a2, a3, a4)
+  if ok and commit then commit() end
+  return d
+end
+local out = {}
 for i = 1, #KEYS do
-  local ok, d, commit = decided(decide, KEYS[i])
+  local ok, d, commit = decided(decide, KEYS[i], a1, a2, a3, a4)
   if not ok then return d end
   if commit then commit() end
-  if single then return d end
   for k = 1, 6 do out[#out + 1] = d[k] end
 end
 return out

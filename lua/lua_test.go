@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -104,15 +105,31 @@ func TestSharedSources(t *testing.T) {
 	}
 	uses := map[string]int{}
 	for _, s := range lua.Scripts() {
-		for _, frag := range []string{"local now\n", "local function gcra(", "local function slidinglog(", "local function slidingcounter(", "local function fixedwindow("} {
+		for _, frag := range []string{"local now\n", "local function gcra(", "local function slidinglog(", "local function slidingcounter(", "local function fixedwindow(", "local function foreign(", "local function decided(", "local function sane(", "local function guard("} {
 			if strings.Contains(s.Source, frag) {
 				uses[frag]++
 			}
 		}
 	}
-	for frag, want := range map[string]int{"local now\n": 10, "local function gcra(": 3, "local function slidinglog(": 3, "local function slidingcounter(": 3, "local function fixedwindow(": 3} {
+	for frag, want := range map[string]int{"local now\n": 10, "local function gcra(": 3, "local function slidinglog(": 3, "local function slidingcounter(": 3, "local function fixedwindow(": 3, "local function foreign(": 14, "local function decided(": 6, "local function sane(": 8, "local function guard(": 8} {
 		if uses[frag] != want {
 			t.Errorf("%q is in %d generated scripts, want %d", frag, uses[frag], want)
+		}
+	}
+}
+
+// TestNoUnusedFunctions: every function a generated script defines at its top level is
+// used in it. A script-level function statement allocates a closure on every call of the
+// script, so a fragment included for a helper the script never calls costs every decision.
+func TestNoUnusedFunctions(t *testing.T) {
+	def := regexp.MustCompile(`(?m)^local function ([A-Za-z_][A-Za-z_0-9]*)\(`)
+	for _, s := range lua.Scripts() {
+		code := lualint.Code(s.Source)
+		for _, m := range def.FindAllStringSubmatch(code, -1) {
+			uses := regexp.MustCompile(`\b`+m[1]+`\b`).FindAllStringIndex(code, -1)
+			if len(uses) < 2 {
+				t.Errorf("%s.lua defines %s and never uses it", s.Name, m[1])
+			}
 		}
 	}
 }

@@ -16,6 +16,7 @@
 
 --@include lib/prelude.lua
 --@include lib/math.lua
+--@include lib/ceildiv.lua
 --@include lib/guard.lua
 --@include lib/dedup_time.lua
 -- seen records the sighting; on a key of another type its first command fails before any

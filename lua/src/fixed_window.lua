@@ -17,7 +17,7 @@
 -- Reply: 6 integers per key, in KEYS order: allowed (1|0), limit, remaining,
 --        retry_after (µs), reset_after (µs), delay (µs) (always 0)
 -- Errors: 'ERR fixed_window: ...' for malformed arguments; 'ERR fixed_window: foreign state: key ...' for a
---         key holding state this script cannot read (lib/guard.lua).
+--         key holding state this script cannot read (lib/decided.lua).
 
 --@include lib/prelude.lua
 --@include lib/window_args.lua
@@ -25,5 +25,6 @@
 --@include lib/expire.lua
 --@include algo/fixed_window.lua
 
-local function decide(key) return fixedwindow(key, window, limit) end
+-- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
+local decide, a1, a2, a3, a4 = fixedwindow, window, limit, nil, nil
 --@include lib/single.lua

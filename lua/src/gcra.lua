@@ -19,7 +19,7 @@
 -- Reply: 6 integers per key, in KEYS order: allowed (1|0), limit, remaining,
 --        retry_after (µs), reset_after (µs), delay (µs) (0 for the token bucket)
 -- Errors: 'ERR gcra: ...' for malformed arguments; 'ERR gcra: foreign state: key ...' for a
---         key holding state this script cannot read (lib/guard.lua).
+--         key holding state this script cannot read (lib/decided.lua).
 
 --@include lib/prelude.lua
 local n, interval, tau, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -32,5 +32,6 @@ local shaping = ARGV[7] == '1'
 --@include lib/expire.lua
 --@include algo/gcra.lua
 
-local function decide(key) return gcra(key, interval, tau, burst, shaping) end
+-- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
+local decide, a1, a2, a3, a4 = gcra, interval, tau, burst, shaping
 --@include lib/single.lua

@@ -24,6 +24,7 @@
 
 --@include lib/prelude.lua
 --@include lib/math.lua
+--@include lib/quo.lua
 local n, window, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 if not window or window < 1 or not limit or not n or n < 1 or n > limit or math.fmod(#KEYS, 2) ~= 0 then
   return redis.error_reply('ERR java_sliding_window: bad arguments')
@@ -32,6 +33,7 @@ local nowms = quo(now, MICROS_PER_MILLI)
 local sweep = fmt('%d', nowms - window)
 local pwindow = fmt('%d', window)
 --@include lib/guard.lua
+--@include lib/sane.lua
 
 -- check fails on a key that is not the Java layout: its newest member is not '<ms>:<seq>',
 -- or its score is not a time in ms.

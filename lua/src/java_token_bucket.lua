@@ -28,6 +28,7 @@
 
 --@include lib/prelude.lua
 --@include lib/math.lua
+--@include lib/quo.lua
 local n, capacity, rate, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 if not capacity or capacity < 1 or not rate or rate <= 0 or not limit or not n or n < 1 or n > limit then
   return redis.error_reply('ERR java_token_bucket: bad arguments')
@@ -35,6 +36,7 @@ end
 local ttl = ARGV[6]
 local nowms = quo(now, MICROS_PER_MILLI)
 --@include lib/guard.lua
+--@include lib/sane.lua
 
 -- up is x rounded up, down x rounded down, for x >= 0.
 local function down(x) return x - fmod(x, 1) end

@@ -17,7 +17,7 @@
 -- Reply: 6 integers per limit, in KEYS order:
 --        allowed (1|0), limit, remaining, retry_after (µs), reset_after (µs), delay (µs)
 -- Errors: 'ERR multi: ...' for malformed arguments; 'ERR multi: foreign state: key ...' for a
---         key holding state this script cannot read (lib/guard.lua); nothing is written then.
+--         key holding state this script cannot read (lib/decided.lua); nothing is written then.
 
 --@include lib/prelude.lua
 local n, margin = tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -25,20 +25,24 @@ if not n or n < 1 or #ARGV ~= 3 + 4 * #KEYS then
   return redis.error_reply('ERR multi: bad arguments')
 end
 --@include lib/math.lua
+--@include lib/quo.lua
+--@include lib/ceildiv.lua
 --@include lib/expire.lua
 --@include algo/gcra.lua
 --@include algo/sliding_log.lua
 --@include algo/fixed_window.lua
 --@include algo/sliding_counter.lua
---@include lib/guard.lua
+--@include lib/decided.lua
 
 -- Every limit is checked before any is decided: a malformed limit fails the call whole.
-local checks = {tb = true, lb = true, sl = true, sc = true, fw = true}
+-- (Comparisons rather than a table of the codes: a table constructor allocates on every
+-- call of the script.)
 for i = 1, #KEYS do
   local a = 4 * i
   local alg, limit = ARGV[a], tonumber(ARGV[a + 2])
-  if alg == 'tb' or alg == 'lb' then limit = tonumber(ARGV[a + 3]) end
-  if not checks[alg] then return redis.error_reply('ERR multi: unknown algorithm') end
+  local bucket = alg == 'tb' or alg == 'lb'
+  if bucket then limit = tonumber(ARGV[a + 3]) end
+  if not bucket and alg ~= 'sl' and alg ~= 'sc' and alg ~= 'fw' then return redis.error_reply('ERR multi: unknown algorithm') end
   if not limit or n > limit then return redis.error_reply('ERR multi: cost out of range') end
 end
 

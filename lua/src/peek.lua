@@ -18,7 +18,7 @@
 --        request: allowed (1|0), limit, remaining, retry_after (µs), reset_after (µs),
 --        delay (µs)
 -- Errors: 'ERR peek: ...' for malformed arguments; a foreign-state error naming the key for a
---         key holding state this script cannot read (lib/guard.lua).
+--         key holding state this script cannot read (lib/decided.lua).
 
 --@include lib/prelude.lua
 local n = tonumber(ARGV[2])
@@ -28,12 +28,14 @@ end
 -- No key is written, so no expiry is ever set: the margin of expire.lua is never used.
 local margin = 0
 --@include lib/math.lua
+--@include lib/quo.lua
+--@include lib/ceildiv.lua
 --@include lib/expire.lua
 --@include algo/gcra.lua
 --@include algo/sliding_log.lua
 --@include algo/fixed_window.lua
 --@include algo/sliding_counter.lua
---@include lib/guard.lua
+--@include lib/decided.lua
 
 local out = {}
 for i = 1, #KEYS do

@@ -19,13 +19,16 @@
 -- Reply: 6 integers per key, in KEYS order: allowed (1|0), limit, remaining,
 --        retry_after (µs), reset_after (µs), delay (µs) (always 0)
 -- Errors: 'ERR sliding_counter: ...' for malformed arguments; 'ERR sliding_counter: foreign state: key ...' for a
---         key holding state this script cannot read (lib/guard.lua).
+--         key holding state this script cannot read (lib/decided.lua).
 
 --@include lib/prelude.lua
 --@include lib/window_args.lua
 --@include lib/math.lua
+--@include lib/quo.lua
+--@include lib/ceildiv.lua
 --@include lib/expire.lua
 --@include algo/sliding_counter.lua
 
-local function decide(key) return slidingcounter(key, window, limit) end
+-- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
+local decide, a1, a2, a3, a4 = slidingcounter, window, limit, nil, nil
 --@include lib/single.lua

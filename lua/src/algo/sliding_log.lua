@@ -25,8 +25,15 @@ local function slidinglog(key, window, limit)
   local eff = now
   if newest and newest > now then eff = newest end
   local cut = fmt('%d', eff - window)
-  local base = 0
-  local anchor = redis.call('ZREVRANGEBYSCORE', key, cut, '-inf', 'LIMIT', 0, 1)[1]
+  -- The anchor is the newest entry at or below cut. No entry (a new key): none. The newest
+  -- entry at or below cut (the whole log left the window): the newest entry itself, so the
+  -- query is skipped; tonumber(cut) is the bound Redis compares the scores with.
+  local base, anchor = 0, nil
+  if newest and newest <= tonumber(cut) then
+    anchor = last[1]
+  elseif newest then
+    anchor = redis.call('ZREVRANGEBYSCORE', key, cut, '-inf', 'LIMIT', 0, 1)[1]
+  end
   if anchor then base = tonumber(anchor) end
   local count = total - base
   if count + n <= limit then
