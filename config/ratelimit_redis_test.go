@@ -205,3 +205,26 @@ func TestRedisLimiterKeysErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestRedisLimiterKeysFromEnvironment: the keys are bound relaxed from the environment too,
+// and a bad value there names the variable.
+func TestRedisLimiterKeysFromEnvironment(t *testing.T) {
+	doc := "redis-streaming:\n  ratelimit:\n    enabled: true\n    backend: redis\n    policies:\n      api: {limit: 5}\n"
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	log, _ := logger()
+	c := load(t, doc, config.Options{Redis: redistest.Client(t), Logger: log, Getenv: env(map[string]string{
+		"REDISSTREAMING_RATELIMIT_POLICIES_API_TIMEOUTMS":        "30",
+		"REDISSTREAMING_RATELIMIT_POLICIES_API_BREAKER_FAILURES": "7",
+	})})
+	if r := c.RateLimit.Settings.Policies[0].Redis; r.TimeoutMs != 30 || r.Breaker.Failures != 7 {
+		t.Errorf("from the environment: %+v, want timeout-ms 30 and failures 7", r)
+	}
+	_, err := config.Load([]byte(doc), config.Options{Redis: redistest.Client(t), Logger: log, Getenv: env(map[string]string{
+		"REDISSTREAMING_RATELIMIT_POLICIES_API_TIMEOUTMS": "0",
+	})})
+	if want := "config: redis-streaming.ratelimit.policies.api.timeout-ms (environment REDISSTREAMING_RATELIMIT_POLICIES_API_TIMEOUTMS): must be a number of milliseconds"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error = %v\nwant   %s", err, want)
+	}
+}
