@@ -26,6 +26,13 @@ import (
 // flagged until its replica takes over). It returns every node and the seed addresses.
 func failoverCluster(t *testing.T) ([]*redistest.Server, []string) {
 	t.Helper()
+	return failoverClusterCoverage(t, false)
+}
+
+// failoverClusterCoverage is failoverCluster with cluster-require-full-coverage set to
+// fullCoverage (Redis's default is true).
+func failoverClusterCoverage(t *testing.T, fullCoverage bool) ([]*redistest.Server, []string) {
+	t.Helper()
 	cli, err := redistest.CLIBin()
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +41,7 @@ func failoverCluster(t *testing.T) ([]*redistest.Server, []string) {
 	var addrs []string
 	for range 6 {
 		s := redistest.NewServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", "1000", "--cluster-require-full-coverage", "no",
+			"--cluster-node-timeout", "1000", "--cluster-require-full-coverage", map[bool]string{true: "yes", false: "no"}[fullCoverage],
 			"--cluster-replica-validity-factor", "0", "--repl-diskless-sync-delay", "0")
 		nodes = append(nodes, s)
 		addrs = append(addrs, s.Addr)
@@ -452,4 +459,72 @@ func liveMasterOf(ctx context.Context, addrs []string, dead string, slot uint16)
 		return ""
 	}
 	return ""
+}
+
+// TestClusterMasterKilledFullCoverage: with Redis's default cluster-require-full-coverage
+// yes, a killed master makes every node answer CLUSTERDOWN to every key from the moment
+// the others flag it until its replica is promoted: the healthy masters' keys fail too,
+// each at once, and are decided in Redis again once the replica has taken over. A limiter
+// without a breaker shows each call's own answer.
+func TestClusterMasterKilledFullCoverage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 6-node cluster")
+	}
+	nodes, addrs := failoverClusterCoverage(t, true)
+	const dialTimeout = 300 * time.Millisecond
+	const bound = DefaultTimeout + dialTimeout + 200*time.Millisecond
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, Dialer: net.Dialer{Timeout: dialTimeout}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	eng := mustLimiter(t, client, redstream.TokenBucket(1000, 1000), Options{Timeout: DefaultTimeout,
+		Logger: slog.New(slog.DiscardHandler), KeyPrefix: uniq("cl-cover"), Breaker: BreakerOptions{Disabled: true}})
+	downAddr := masterOf(t, addrs[0], slotOf(eng.Keys("k0")[0]))
+	up := ""
+	for i := 1; up == ""; i++ {
+		if k := fmt.Sprint("k", i); masterOf(t, addrs[0], slotOf(eng.Keys(k)[0])) != downAddr {
+			up = k
+		}
+	}
+	if _, err := eng.Allow(ctx, up); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n.Addr == downAddr {
+			n.Stop()
+			t.Cleanup(func() { _ = n.Restart() })
+		}
+	}
+	killed := time.Now()
+	var firstDown, lastDown time.Duration
+	var downs, others int
+	var slowest time.Duration
+	for time.Since(killed) < 30*time.Second {
+		start := time.Now()
+		_, err := eng.Allow(ctx, up)
+		slowest = max(slowest, time.Since(start))
+		if took := time.Since(start); took > bound {
+			t.Errorf("a healthy master's key took %v, want at most %v", took, bound)
+		}
+		switch {
+		case err == nil && downs > 0 && liveMasterOf(ctx, addrs, downAddr, slotOf(eng.Keys("k0")[0])) != "":
+			t.Logf("full coverage: %d CLUSTERDOWN answers on a healthy master's key from %v to %v after the kill (%d other errors); slowest call %v",
+				downs, firstDown.Round(time.Millisecond), lastDown.Round(time.Millisecond), others, slowest.Round(10*time.Microsecond))
+			return
+		case err == nil:
+		case strings.Contains(err.Error(), "CLUSTERDOWN"):
+			if downs == 0 {
+				firstDown = time.Since(killed)
+			}
+			downs++
+			lastDown = time.Since(killed)
+		default:
+			others++
+			t.Logf("a healthy master's key: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("30 s after the kill: %d CLUSTERDOWN answers, %d other errors; want CLUSTERDOWN, then decisions in Redis after the promotion", downs, others)
 }

@@ -28,7 +28,8 @@ func init() {
 const configUsage = `usage: redstream config check FILE [--profile P[,Q]] [--lenient]
 
   Reads FILE (application.yml, or application.properties) as the application would and
-  prints the configuration that runs: every limiter with its algorithm and parameters,
+  prints the configuration that runs: every limiter with its algorithm and parameters
+  (on Redis also its timeout, circuit breaker, key layout and local denials),
   the stream and cache settings with defaults filled in, the Redis connection. An error
   is printed with its key and line, and the exit status is 1. ${NAME} placeholders read
   the environment.
