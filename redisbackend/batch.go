@@ -101,7 +101,16 @@ func (l *Limiter) AllowBatch(ctx context.Context, keys []string, now time.Time, 
 		}
 		calls[g] = rueidis.LuaExec{Keys: ks, Args: args}
 	}
-	res := l.script.execMulti(cctx, c, cp, calls)
+	var res []rueidis.RedisResult
+	if l.g.suspected() {
+		if res, err = bounded(cctx, func() []rueidis.RedisResult { return l.script.execMulti(cctx, c, cp, calls) }); err != nil {
+			cancel()
+			l.g.end(ctx, t, err)
+			return all(err)
+		}
+	} else {
+		res = l.script.execMulti(cctx, c, cp, calls)
+	}
 	cancel()
 	var errs []error
 	var bad error // the first backend failure, for the breaker

@@ -125,7 +125,15 @@ func (b *dedupBase) do(ctx context.Context, f func(ctx context.Context, c rueidi
 		b.fails.count(err)
 		return err
 	}
-	err = f(cctx, c, cp)
+	if b.g.suspected() {
+		// The callers read what f writes only when do returns nil: f has returned then.
+		var ferr error
+		if ferr, err = bounded(cctx, func() error { return f(cctx, c, cp) }); err == nil {
+			err = ferr
+		}
+	} else {
+		err = f(cctx, c, cp)
+	}
 	cancel()
 	err = b.g.end(ctx, t, err)
 	if isBackendFailure(err) {

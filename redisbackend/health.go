@@ -84,6 +84,11 @@ var defaultTimeout = DefaultTimeout
 type guard struct {
 	timeout time.Duration // <= 0: the caller's context alone
 	br      *health.Breaker
+	// suspect is set while the last call ended without an answer: rueidis closes a
+	// connection whose call outlived its context and redials it, and a call that waits
+	// for that dial (on a hung server, up to the dialer's timeout) does not return at its
+	// own context's end. Calls made while it is set run on their own goroutine (bounded).
+	suspect *atomic.Bool
 }
 
 // newGuard validates timeout and b; component and degraded word the breaker's log lines.
@@ -94,7 +99,7 @@ func newGuard(timeout time.Duration, b BreakerOptions, log *slog.Logger, compone
 	case timeout < 0:
 		timeout = 0
 	}
-	g := guard{timeout: timeout}
+	g := guard{timeout: timeout, suspect: new(atomic.Bool)}
 	if b.Disabled {
 		return g, nil
 	}
@@ -156,6 +161,9 @@ func (g *guard) beginN(ctx context.Context, k int) (context.Context, context.Can
 // that deadline left it at least minCallerBudget (a hung server is found by callers whose
 // deadlines are shorter than the timeout too).
 func (g *guard) end(ctx context.Context, c call, err error) error {
+	if failed := err != nil && !isAnswer(err); failed != g.suspect.Load() {
+		g.suspect.Store(failed)
+	}
 	if g.br != nil {
 		var herr error
 		if isBackendFailure(err) {
@@ -171,6 +179,36 @@ func (g *guard) end(ctx context.Context, c call, err error) error {
 		return fmt.Errorf("%w (no answer within the timeout, %v per decision)", err, g.timeout)
 	}
 	return err
+}
+
+// suspected reports whether the last call ended without an answer, so that the next one
+// should run bounded.
+func (g *guard) suspected() bool { return g.suspect.Load() }
+
+// bounded runs f, a Redis call under ctx, on its own goroutine and returns its result, or
+// ctx's error as soon as ctx ends, leaving f to finish in the background (rueidis bounds it
+// by its own dial and write timeouts) and dropping its result. It costs a goroutine and a
+// channel, so engines use it only while their guard is suspected.
+func bounded[T any](ctx context.Context, f func() T) (T, error) {
+	ch := make(chan T, 1)
+	go func() { ch <- f() }()
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// isAnswer reports whether err is an answer of the server (a script's error reply, a reply
+// of an unexpected shape) rather than the absence of one.
+func isAnswer(err error) bool {
+	if errors.Is(err, errUnexpectedReply) {
+		return true
+	}
+	_, ok := rueidis.IsRedisErr(err)
+	return ok
 }
 
 // state returns the breaker's state (closed without a breaker).

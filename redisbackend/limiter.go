@@ -324,9 +324,19 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 	if err != nil {
 		return redstream.Decision{}, l.script.wrap(err)
 	}
-	r := l.script.exec(cctx, c, cp, l.Keys(key), l.args(now, n))
+	var r rueidis.RedisResult
+	if l.g.suspected() {
+		keys, args := l.Keys(key), l.args(now, n)
+		r, err = bounded(cctx, func() rueidis.RedisResult { return l.script.exec(cctx, c, cp, keys, args) })
+	} else {
+		r = l.script.exec(cctx, c, cp, l.Keys(key), l.args(now, n))
+	}
 	cancel()
-	d, err = l.parse(r)
+	if err == nil {
+		d, err = l.parse(r)
+	} else {
+		err = l.script.wrap(err)
+	}
 	if err = l.g.end(ctx, t, err); err != nil {
 		return redstream.Decision{}, err
 	}
@@ -423,7 +433,14 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("redisbackend: reset: %w", err)
 	}
-	err = c.Do(cctx, c.B().Del().Key(l.Keys(key)...).Build()).Error()
+	if l.g.suspected() {
+		var r rueidis.RedisResult
+		if r, err = bounded(cctx, func() rueidis.RedisResult { return c.Do(cctx, c.B().Del().Key(l.Keys(key)...).Build()) }); err == nil {
+			err = r.Error()
+		}
+	} else {
+		err = c.Do(cctx, c.B().Del().Key(l.Keys(key)...).Build()).Error()
+	}
 	cancel()
 	if err = l.g.end(ctx, t, err); err != nil {
 		return fmt.Errorf("redisbackend: reset: %w", err)
