@@ -152,7 +152,8 @@ func masterOf(t *testing.T, addr string, slot uint16) string {
 //     decided in Redis;
 //   - three decisions in a row on the dead master open the engine's breaker, which is the
 //     engine's and not the node's: then the healthy masters' keys fall back too
-//     (reason "breaker_open"), with one Warn;
+//     (reason "breaker_open"), with one Warn; a probe that lands on a healthy master's
+//     key closes it again (one Info), and the dead master's keys fall back one by one;
 //   - with Breaker.Failures = -1 (the error-rate rule alone), one master of three failing
 //     is a third of the calls, below the 0.5 error rate: the healthy masters' keys are
 //     decided in Redis all along, whatever the order of the calls;
@@ -257,7 +258,8 @@ func TestClusterMasterKilled(t *testing.T) {
 		return err
 	}
 	// round makes one call of each kind, the dead master's key first (so that a probe of
-	// an open breaker meets the dead master) and reports whether Redis answered them all.
+	// an open breaker usually meets the dead master) and reports whether Redis answered
+	// them all.
 	var rounds, fellBack, rateUpErrors, dUpErrors, dDownFastFails int
 	round := func(phase string) (allInRedis bool) {
 		t.Helper()
@@ -388,9 +390,21 @@ func TestClusterMasterKilled(t *testing.T) {
 	if open := exposition(t, series(metrics.RateLimitFallbackTotal, name, "reason", "breaker_open")); open <= 0 {
 		t.Errorf("fallback_total{reason=breaker_open} = %v; want the healthy masters' keys answered by the fallback while the engine's breaker is open", open)
 	}
-	if got := logs.lines(); len(got) != 1 || !strings.Contains(got[0], "level=WARN") {
-		t.Errorf("logs %q, want one Warn", got)
+	// One Warn when the breaker opened. The cool-down may end between two calls of a
+	// round, and a probe that lands on a healthy master's key succeeds and closes the
+	// breaker (one Info); the dead master's keys then fall back one by one until 3 in a
+	// row open it again (one more Warn). Never a line per decision.
+	lines := logs.lines()
+	for i, line := range lines {
+		want := []string{"level=WARN", "level=INFO"}[i%2]
+		if !strings.Contains(line, want) {
+			t.Errorf("log line %d %q, want %s: one Warn per opening, one Info per closing", i, line, want)
+		}
 	}
+	if len(lines) == 0 || len(lines) > 2*rounds/10+1 {
+		t.Errorf("%d log lines in %d rounds: %q; want a Warn, and at most a change per cool-down", len(lines), rounds, lines)
+	}
+	t.Logf("master killed: %d log lines (state changes) before the promotion", len(lines))
 	// The healthy masters' keys, under the error-rate rule alone: decided in Redis. A
 	// call or two may meet CLUSTERDOWN while the cluster reconfigures; more is a failure.
 	if rateUpErrors > 2 {
