@@ -197,6 +197,15 @@ func TestFullExample(t *testing.T) {
 	if s.FailurePolicy != redstream.FailFallback || s.Policies[3].FailurePolicy != redstream.FailOpen || s.Policies[1].FailurePolicy != redstream.FailFallback {
 		t.Errorf("failure policies: section %v, search %v, uploads %v", s.FailurePolicy, s.Policies[3].FailurePolicy, s.Policies[1].FailurePolicy)
 	}
+	if r := s.Redis; r != config.DefaultRedisLimiterSettings() {
+		t.Errorf("section Redis keys %+v, want the defaults written out", r)
+	}
+	if r := s.Policies[1].Redis; !r.JavaCompatible || r.TimeoutMs != 100 {
+		t.Errorf("uploads Redis keys %+v, want java-compatible", r)
+	}
+	if r := s.Policies[3].Redis; r.TimeoutMs != 50 || r.Breaker.Failures != -1 || r.Breaker.ErrorRate != 0.5 || r.JavaCompatible {
+		t.Errorf("search Redis keys %+v, want timeout-ms 50 and failures -1", r)
+	}
 	wantEngines := map[string]string{
 		"api": "*redisbackend.Limiter", "uploads": "*redisbackend.Limiter", "shaper": "*memory.Limiter",
 		"search": "*redisbackend.Limiter", "login": "*redisbackend.Limiter",

@@ -38,6 +38,14 @@
 //     [RedisSettings.ClientOption] the rueidis.ClientOption to connect as the Java
 //     application does.
 //
+// Redis rate-limit policies take redstream's keys for Redis failures and the key layout
+// ([RedisLimiterSettings]), on the section (every policy's default) or on a policy:
+// timeout-ms (each decision's deadline, default 100; -1: the caller's context alone),
+// breaker.failures, .error-rate, .min-calls, .window-ms, .cool-down-ms, .probes and
+// .disabled (the circuit breaker, redisbackend.BreakerOptions), java-compatible (the Java
+// implementation's keys, for sliding and token-bucket) and local-denials (default true).
+// On a memory policy they are errors (lenient: warnings).
+//
 // With Options.Redis set, [Config.NewCache], [Config.NewProducer] and [Config.NewConsumer]
 // build the cache and the stream producer and consumer from the parsed sections on that
 // client. The client stays the caller's: nothing built here closes it; the caller closes

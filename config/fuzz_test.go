@@ -136,6 +136,9 @@ func FuzzLoadRateLimit(f *testing.F) {
 		"enabled: true\nwindow-ms: 500\nlimit: 3\ndefault-name: only\nkey-prefix: x\n",
 		"policies:\n  api: {algorithm: gcra, limt: 10}\n",
 		"policies.[api.v1.limit: 5\n",
+		"enabled: true\nbackend: redis\ntimeout-ms: 50\nbreaker:\n  failures: -1\n  error-rate: 0.25\n  min-calls: 40\n  window-ms: 30000\n  cool-down-ms: 500\n  probes: 2\npolicies:\n  api: {algorithm: token-bucket, capacity: 5, rate-per-second: 1, java-compatible: true}\n  off: {breaker: {disabled: true}, local-denials: false, timeout-ms: -1}\n",
+		"enabled: true\njava-compatible: true\npolicies:\n  a: {algorithm: fixed, backend: redis}\n  b: {backend: memory, breaker: {disabled: true, probes: 0}}\n",
+		"enabled: true\nbackend: redis\nbreaker: {error-rate: .nan, failures: 0}\ntimeout-ms: 9223372036855\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -75,6 +75,10 @@ type RateLimitSettings struct {
 	// Redis limiters do when Redis fails: "fail-closed", "fail-open" or "fallback" (decide
 	// with an in-process limiter of the same spec). Policies may override it.
 	FailurePolicy redstream.FailurePolicy
+	// Redis (timeout-ms, breaker.*, java-compatible, local-denials; redstream's
+	// additions) configures the Redis limiters' deadline, circuit breaker and key layout;
+	// policies may override each key.
+	Redis RedisLimiterSettings
 	// Policies (policies.<name>) in document order.
 	Policies []PolicySettings
 }
@@ -102,10 +106,13 @@ type PolicySettings struct {
 	KeyPrefix string
 	// FailurePolicy (failure-policy); default the section's.
 	FailurePolicy redstream.FailurePolicy
+	// Redis (timeout-ms, breaker.*, java-compatible, local-denials) of a Redis policy;
+	// each key defaults to the section's.
+	Redis RedisLimiterSettings
 	// Limits (limits.<name>, redstream's addition) makes the policy a multi-limit: every
 	// request must pass every limit, all-or-nothing. Each limit takes algorithm, window-ms,
-	// limit, capacity and rate-per-second; the policy's backend, key-prefix and
-	// failure-policy apply to all of them.
+	// limit, capacity and rate-per-second; the policy's backend, key-prefix,
+	// failure-policy and Redis keys apply to all of them.
 	Limits []PolicySettings
 }
 
@@ -135,6 +142,7 @@ type (
 		KeyPrefix     string     `yaml:"key-prefix"`
 		FailurePolicy string     `yaml:"failure-policy"`
 		Limits        yamlx.Node `yaml:"limits"`
+		limiterRedisYAML
 	}
 	sectionYAML struct {
 		Enabled       *bool      `yaml:"enabled"`
@@ -145,6 +153,7 @@ type (
 		DefaultName   string     `yaml:"default-name"`
 		FailurePolicy string     `yaml:"failure-policy"`
 		Policies      yamlx.Node `yaml:"policies"`
+		limiterRedisYAML
 	}
 )
 
@@ -191,6 +200,9 @@ func (l *loader) loadRateLimit(root yamlx.Node) (*RateLimit, error) {
 		}
 		return rl, nil
 	}
+	if err := l.checkRedisSection(sec, s); err != nil {
+		return nil, err
+	}
 	defaultName := s.DefaultName
 	noDefault := false
 	if len(s.Policies) > 0 && !slices.ContainsFunc(s.Policies, func(p PolicySettings) bool { return p.Name == defaultName }) {
@@ -223,7 +235,7 @@ func (l *loader) loadRateLimit(root yamlx.Node) (*RateLimit, error) {
 	if len(s.Policies) == 0 {
 		single := PolicySettings{
 			Name: s.DefaultName, Algorithm: DefaultAlgorithm, Backend: s.Backend,
-			WindowMs: s.WindowMs, Limit: s.Limit, KeyPrefix: s.KeyPrefix, FailurePolicy: s.FailurePolicy,
+			WindowMs: s.WindowMs, Limit: s.Limit, KeyPrefix: s.KeyPrefix, FailurePolicy: s.FailurePolicy, Redis: s.Redis,
 		}
 		if err := l.checkSpec(sec, single); err != nil {
 			return nil, err
@@ -338,13 +350,16 @@ func (l *loader) section(sec yamlx.Node) (RateLimitSettings, []yamlx.Node, error
 	if s.FailurePolicy, err = l.failurePolicy(sec, y.FailurePolicy, redstream.FailClosed); err != nil {
 		return s, nil, err
 	}
+	if s.Redis, err = l.redisSettings(sec, y.limiterRedisYAML, DefaultRedisLimiterSettings()); err != nil {
+		return s, nil, err
+	}
 	entries, err := y.Policies.Entries()
 	if err != nil {
 		return s, nil, err
 	}
 	var nodes []yamlx.Node
 	for _, e := range entries {
-		p, err := l.policy(e, s)
+		p, err := l.policy(e, sec, s)
 		if err != nil {
 			return s, nil, err
 		}
@@ -354,7 +369,7 @@ func (l *loader) section(sec yamlx.Node) (RateLimitSettings, []yamlx.Node, error
 	return s, nodes, nil
 }
 
-func (l *loader) policy(n yamlx.Node, s RateLimitSettings) (PolicySettings, error) {
+func (l *loader) policy(n, sec yamlx.Node, s RateLimitSettings) (PolicySettings, error) {
 	p := PolicySettings{Name: n.Name()}
 	if strings.TrimSpace(p.Name) == "" {
 		return p, n.Errorf("a policy needs a name")
@@ -374,6 +389,9 @@ func (l *loader) policy(n yamlx.Node, s RateLimitSettings) (PolicySettings, erro
 		return p, err
 	}
 	if p.FailurePolicy, err = l.failurePolicy(n, y.FailurePolicy, s.FailurePolicy); err != nil {
+		return p, err
+	}
+	if p.Redis, err = l.redisSettings(n, y.limiterRedisYAML, s.Redis); err != nil {
 		return p, err
 	}
 	entries, err := y.Limits.Entries()
@@ -400,15 +418,18 @@ func (l *loader) policy(n yamlx.Node, s RateLimitSettings) (PolicySettings, erro
 			if err := yamlx.Bind(e, &ly, l.bindOptions()); err != nil {
 				return p, err
 			}
-			lim := PolicySettings{Name: e.Name(), Backend: p.Backend, KeyPrefix: p.KeyPrefix, FailurePolicy: p.FailurePolicy}
+			lim := PolicySettings{Name: e.Name(), Backend: p.Backend, KeyPrefix: p.KeyPrefix, FailurePolicy: p.FailurePolicy, Redis: p.Redis}
 			if err := l.limitFields(e, ly, &lim); err != nil {
 				return p, err
 			}
 			p.Limits = append(p.Limits, lim)
 		}
-		return p, nil
+		return p, l.checkRedisPolicy(n, sec, p)
 	}
-	return p, l.limitFields(n, y.limitYAML, &p)
+	if err := l.limitFields(n, y.limitYAML, &p); err != nil {
+		return p, err
+	}
+	return p, l.checkRedisPolicy(n, sec, p)
 }
 
 // limitFields sets the algorithm and its parameters of p from y and checks the spec.
@@ -553,7 +574,7 @@ func (b builder) single(spec redstream.Spec, p PolicySettings, backend string) (
 	if backend == BackendMemory {
 		return memory.NewLimiter(spec, b.opts.Memory)
 	}
-	l, err := redisbackend.NewLimiter(b.opts.Redis, spec, redisbackend.Options{KeyPrefix: p.KeyPrefix})
+	l, err := redisbackend.NewLimiter(b.opts.Redis, spec, p.Redis.Options(p.KeyPrefix))
 	return withPolicy(l, err, p, func() (redstream.Limiter, error) { return memory.NewLimiter(spec, b.opts.Memory) })
 }
 
@@ -567,7 +588,7 @@ func (b builder) multi(p PolicySettings, backend string) (redstream.Limiter, err
 		if backend == BackendMemory {
 			return mem()
 		}
-		l, err := redisbackend.NewMultiLimiter(b.opts.Redis, specs, redisbackend.Options{KeyPrefix: p.KeyPrefix})
+		l, err := redisbackend.NewMultiLimiter(b.opts.Redis, specs, p.Redis.Options(p.KeyPrefix))
 		return withPolicy(l, err, p, mem)
 	}
 	return redstream.Multi(build, limits...)

@@ -28,7 +28,8 @@ func init() {
 const configUsage = `usage: redstream config check FILE [--profile P[,Q]] [--lenient]
 
   Reads FILE (application.yml, or application.properties) as the application would and
-  prints the configuration that runs: every limiter with its algorithm and parameters,
+  prints the configuration that runs: every limiter with its algorithm and parameters
+  (on Redis also its timeout, circuit breaker, key layout and local denials),
   the stream and cache settings with defaults filled in, the Redis connection. An error
   is printed with its key and line, and the exit status is 1. ${NAME} placeholders read
   the environment.
@@ -161,7 +162,7 @@ func printConfig(out io.Writer, file string, cfg *config.Config, noClient bool) 
 			s.Backend, s.KeyPrefix, s.FailurePolicy, def)
 		if len(s.Policies) == 0 {
 			single := config.PolicySettings{Name: rl.DefaultName, Algorithm: config.DefaultAlgorithm, Backend: s.Backend,
-				WindowMs: s.WindowMs, Limit: s.Limit, KeyPrefix: s.KeyPrefix, FailurePolicy: s.FailurePolicy}
+				WindowMs: s.WindowMs, Limit: s.Limit, KeyPrefix: s.KeyPrefix, FailurePolicy: s.FailurePolicy, Redis: s.Redis}
 			printPolicy(out, single)
 		}
 		for _, p := range s.Policies {
@@ -216,7 +217,7 @@ func usesRedis(s config.RateLimitSettings) bool {
 func printPolicy(out io.Writer, p config.PolicySettings) {
 	where := "backend " + p.Backend
 	if p.Backend == config.BackendRedis {
-		where += fmt.Sprintf(", key-prefix %s, failure-policy %s", p.KeyPrefix, p.FailurePolicy)
+		where += fmt.Sprintf(", key-prefix %s, failure-policy %s\n      redis: %s", p.KeyPrefix, p.FailurePolicy, p.Redis.Describe())
 	}
 	if len(p.Limits) == 0 {
 		fmt.Fprintf(out, "    %s: %s; %s\n", p.Name, spec(p), where)

@@ -120,3 +120,46 @@ func TestConfigCheckErrors(t *testing.T) {
 		t.Errorf("config without check: %v, %q", err, out2.String())
 	}
 }
+
+// TestConfigCheckRedisLimiterKeys: config check prints each Redis policy's timeout, breaker,
+// Java layout and local denials, defaults filled in, and the key and line of a bad value.
+func TestConfigCheckRedisLimiterKeys(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "application.yml")
+	doc := `redis-streaming:
+  ratelimit:
+    enabled: true
+    backend: redis
+    default-name: api
+    breaker:
+      failures: -1
+    policies:
+      api: {algorithm: token-bucket, capacity: 5, rate-per-second: 1, java-compatible: true}
+      login: {limit: 5, timeout-ms: 250, local-denials: false, breaker: {cool-down-ms: 3000}}
+      off: {limit: 5, timeout-ms: -1, breaker: {disabled: true}}
+      mem: {backend: memory, limit: 5}
+`
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := mustCheck(t, file)
+	for _, want := range []string{
+		"    api: token-bucket, capacity 5, rate-per-second 1; backend redis, key-prefix streaming:rl:api, failure-policy fail-closed\n" +
+			"      redis: timeout-ms 100, breaker {failures -1, error-rate 0.5, min-calls 20, window-ms 10000, cool-down-ms 1000, probes 1}, java-compatible true, local-denials true\n",
+		"      redis: timeout-ms 250, breaker {failures -1, error-rate 0.5, min-calls 20, window-ms 10000, cool-down-ms 3000, probes 1}, java-compatible false, local-denials false\n",
+		"      redis: timeout-ms -1 (the caller's context), breaker disabled, java-compatible false, local-denials true\n",
+		"    mem: sliding, window-ms 1000, limit 5; backend memory\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	bad := strings.Replace(doc, "failures: -1", "failures: 0", 1)
+	if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := configCheck(t, file)
+	if want := "config: redis-streaming.ratelimit.breaker.failures (line 7): must be at least 1 consecutive failure, or -1 to disable the rule; got 0"; err == nil || !strings.Contains(out, want) {
+		t.Errorf("bad failures: %v, output lacks %q:\n%s", err, want, out)
+	}
+}
