@@ -199,6 +199,15 @@ func firstNonNil(err error, s string) any {
 // suitesFor builds the suites; tests replace it to prove failures are reported.
 var suitesFor = conformanceSuites
 
+// conformanceOptions and conformanceDedupOptions bound each Redis call of the engines a
+// conformance run builds: a run checks
+// what the engines decide, not how fast a (possibly remote, possibly loaded) server answers,
+// so it waits longer than the engines' 100 ms default and has no circuit breaker.
+var (
+	conformanceOptions      = redisbackend.Options{Timeout: 10 * time.Second, Breaker: redisbackend.BreakerOptions{Disabled: true}}
+	conformanceDedupOptions = redisbackend.DedupOptions{Timeout: 10 * time.Second, Breaker: redisbackend.BreakerOptions{Disabled: true}}
+)
+
 // conformanceSuites lists the suites, each with a factory building engines on client
 // under prefix.
 func conformanceSuites(client rueidis.Client, prefix string) []suite {
@@ -214,19 +223,25 @@ func conformanceSuites(client rueidis.Client, prefix string) []suite {
 	for _, alg := range redstream.Algorithms() {
 		suites = append(suites, suite{name: string(alg), run: func(t *recorder, checks int) int {
 			return proptest.CheckLimiter(t, alg, func(spec redstream.Spec) (redstream.Limiter, error) {
-				return redisbackend.NewLimiter(client, spec, redisbackend.Options{KeyPrefix: next(string(alg))})
+				o := conformanceOptions
+				o.KeyPrefix = next(string(alg))
+				return redisbackend.NewLimiter(client, spec, o)
 			}, checks)
 		}})
 	}
 	suites = append(suites, suite{name: "multi", run: func(t *recorder, checks int) int {
 		return proptest.CheckMultiLimiter(t, func(specs []redstream.Spec) (redstream.Limiter, error) {
-			return redisbackend.NewMultiLimiter(client, specs, redisbackend.Options{KeyPrefix: next("multi")})
+			o := conformanceOptions
+			o.KeyPrefix = next("multi")
+			return redisbackend.NewMultiLimiter(client, specs, o)
 		}, checks, 60)
 	}})
 	for _, s := range []redstream.DedupStrategy{redstream.DedupSet, redstream.DedupBloom, redstream.DedupWindowed} {
 		suites = append(suites, suite{name: "dedup/" + string(s), run: func(t *recorder, checks int) int {
 			return proptest.CheckDeduplicator(t, s, func(spec redstream.DedupSpec) (redstream.Deduplicator, error) {
-				return redisbackend.NewDeduplicator(client, "d", spec, redisbackend.DedupOptions{KeyPrefix: next("dedup")})
+				o := conformanceDedupOptions
+				o.KeyPrefix = next("dedup")
+				return redisbackend.NewDeduplicator(client, "d", spec, o)
 			}, checks)
 		}})
 	}
