@@ -200,9 +200,9 @@ func firstNonNil(err error, s string) any {
 var suitesFor = conformanceSuites
 
 // conformanceOptions and conformanceDedupOptions bound each Redis call of the engines a
-// conformance run builds: a run checks
-// what the engines decide, not how fast a (possibly remote, possibly loaded) server answers,
-// so it waits longer than the engines' 100 ms default and has no circuit breaker.
+// conformance run builds: a run checks what the engines decide, not how fast a (possibly
+// remote, possibly loaded) server answers, so it waits longer than the engines' 100 ms
+// default and has no circuit breaker.
 var (
 	conformanceOptions      = redisbackend.Options{Timeout: 10 * time.Second, Breaker: redisbackend.BreakerOptions{Disabled: true}}
 	conformanceDedupOptions = redisbackend.DedupOptions{Timeout: 10 * time.Second, Breaker: redisbackend.BreakerOptions{Disabled: true}}
