@@ -1,0 +1,539 @@
+// The Redis engine: the Go engine's Lua scripts (generated from package lua), key schema and
+// arguments (generated from redisbackend), on an ioredis client or cluster. A limiter or
+// deduplicator here shares its state with a Go one of the same spec, prefix and key.
+
+import type { Cluster, Redis } from 'ioredis';
+
+import { RedstreamError } from './errors.js';
+import { schema } from './generated/schema.js';
+import { scripts, type ScriptSource } from './generated/scripts.js';
+import { bloomRole, bloomShardKey, prefixOr, redisKey } from './keys.js';
+import { bloomParams, windowMicros, type AllowOptions, type BloomOptions, type MemoryLimiter } from './memory.js';
+import { resolve, type Algorithm, type Decision, type Limit, type Spec } from './spec.js';
+import { checkCost, elementBytes, keyBytes, toMicros, type Time } from './time.js';
+import { loadCore, type BloomParams, type Core } from './wasm.js';
+
+/** An ioredis client: a single server or a cluster. The engine never closes it. */
+export type RedisClient = Redis | Cluster;
+
+/** The default deadline of every call that reaches Redis, in milliseconds. */
+export const DEFAULT_TIMEOUT_MS = 1000;
+
+/** Go's Default*Prefix of each algorithm (redisbackend), from the generated schema. */
+export const defaultPrefixes: Readonly<Record<Algorithm, string>> = Object.fromEntries(
+  Object.entries(schema.algorithms).map(([a, s]) => [a, s.prefix]),
+) as Record<Algorithm, string>;
+
+/** Go's redisbackend.DefaultDedupPrefix. */
+export const DEFAULT_DEDUP_PREFIX: string = schema.dedupPrefix;
+
+/**
+ * What a decision does when Redis fails (an error reply, a lost connection, the deadline):
+ * `'fail-closed'` (default) rejects with a REDIS or TIMEOUT error, `'fail-open'` admits,
+ * and a {@link MemoryLimiter} decides in process instead. Bad input is never subject to it.
+ */
+export type FailurePolicy = 'fail-closed' | 'fail-open' | MemoryLimiter;
+
+/** Options of a Redis limiter. Every field is optional. */
+export interface RedisLimiterOptions {
+  /** Starts every key: `<keyPrefix>:{<key>}`. Blank selects Go's default of the algorithm. No braces. */
+  readonly keyPrefix?: string;
+  /** How long a key outlives the moment its state is back to the initial one, ms (default 1000; rounded up to whole ms). */
+  readonly expiryMarginMs?: number;
+  /** The deadline of each call, ms (default {@link DEFAULT_TIMEOUT_MS}). */
+  readonly timeoutMs?: number;
+  /** What a decision does when Redis fails (default 'fail-closed'). */
+  readonly failurePolicy?: FailurePolicy;
+}
+
+// A client on which the engine's scripts are defined (defineCommand: EVALSHA, falling back
+// to EVAL when the server does not know the script).
+type Scripted = { [name: string]: (...args: (string | number)[]) => Promise<unknown> };
+
+const defined = new WeakMap<object, Set<string>>();
+
+function commandName(s: ScriptSource): string {
+  return `redstream_${s.name}`;
+}
+
+// script returns the function that runs script name on client, defining it once.
+function script(client: RedisClient, name: string): (keys: string[], args: string[]) => Promise<unknown> {
+  const s = scripts[name];
+  if (!s) {
+    throw new RedstreamError('INTERNAL', `no script ${name}`);
+  }
+  if (typeof (client as { defineCommand?: unknown }).defineCommand !== 'function') {
+    throw new RedstreamError('INVALID_CONFIG', 'client is not an ioredis Redis or Cluster');
+  }
+  let set = defined.get(client);
+  if (!set) {
+    set = new Set();
+    defined.set(client, set);
+  }
+  const cmd = commandName(s);
+  if (!set.has(cmd)) {
+    client.defineCommand(cmd, { lua: s.source, readOnly: s.readOnly });
+    set.add(cmd);
+  }
+  return (keys, args) => (client as unknown as Scripted)[cmd]!(keys.length, ...keys, ...args);
+}
+
+// deadline runs p with a timeout of ms.
+async function deadline<T>(what: string, ms: number, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new RedstreamError('TIMEOUT', `${what}: no answer from Redis within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([p, t]);
+  } catch (e) {
+    if (e instanceof RedstreamError) {
+      throw e;
+    }
+    throw new RedstreamError('REDIS', `${what}: ${(e as Error).message}`, { cause: e });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function timeoutOf(ms: number | undefined): number {
+  const t = ms ?? DEFAULT_TIMEOUT_MS;
+  if (typeof t !== 'number' || !(t > 0) || !Number.isFinite(t)) {
+    throw new RedstreamError('INVALID_CONFIG', `timeoutMs = ${t}, want a positive number`);
+  }
+  return t;
+}
+
+function ints(what: string, r: unknown, n: number): number[] {
+  if (!Array.isArray(r) || r.length !== n || r.some((x) => typeof x !== 'number')) {
+    throw new RedstreamError('REDIS', `${what}: unexpected reply ${JSON.stringify(r)}`);
+  }
+  return r as number[];
+}
+
+/** The largest string Redis accepts in one argument, less the room the schema adds. */
+const MAX_ARG = 512 * 1024 * 1024 - 64 - 4096;
+
+function checkSize(what: string, bytes: number): void {
+  if (bytes > MAX_ARG) {
+    throw new RedstreamError('TOO_LARGE', `${what} of ${bytes} bytes exceeds what Redis accepts in one argument`);
+  }
+}
+
+/**
+ * A rate limiter whose state lives in Redis, running the Go engine's script for its
+ * algorithm: a Go redisbackend.Limiter and this one with the same spec and prefix decide on
+ * the same keys, atomically, in one round trip each. Create one with {@link createRedisLimiter}.
+ */
+export class RedisLimiter {
+  /** The prefix of the limiter's keys. */
+  readonly keyPrefix: string;
+  private readonly run: (keys: string[], args: string[]) => Promise<unknown>;
+  private readonly params: string[];
+  private readonly timeout: number;
+  private readonly policy: FailurePolicy;
+
+  /** Use {@link createRedisLimiter}. */
+  constructor(
+    private readonly core: Core,
+    private readonly client: RedisClient,
+    /** The validated spec in core units. */
+    readonly limit: Limit,
+    options: RedisLimiterOptions = {},
+  ) {
+    const a = schema.algorithms[limit.algorithm];
+    this.keyPrefix = prefixOr(options.keyPrefix, a.prefix);
+    const margin = options.expiryMarginMs ?? schema.defaultMarginUs / 1000;
+    if (typeof margin !== 'number' || !(margin >= 0) || margin > 365 * 24 * 3600 * 1000) {
+      throw new RedstreamError('INVALID_CONFIG', `expiryMarginMs = ${margin}, want a number in [0, one year]`);
+    }
+    const ms = margin === 0 ? schema.defaultMarginUs / 1000 : Math.ceil(margin);
+    if (limit.ints.length !== a.ints) {
+      throw new RedstreamError('INTERNAL', `${limit.algorithm}: ${limit.ints.length} parameters, the schema has ${a.ints}`);
+    }
+    this.params = [...limit.ints.map(String), String(ms), ...a.extra];
+    this.run = script(client, a.script);
+    this.timeout = timeoutOf(options.timeoutMs);
+    this.policy = options.failurePolicy ?? 'fail-closed';
+    if (this.policy !== 'fail-closed' && this.policy !== 'fail-open' && typeof (this.policy as MemoryLimiter).allow !== 'function') {
+      throw new RedstreamError('INVALID_CONFIG', 'failurePolicy is not fail-closed, fail-open or a MemoryLimiter');
+    }
+  }
+
+  /** The limiter's spec. */
+  get spec(): Spec {
+    return this.limit.spec;
+  }
+
+  /** The Redis keys holding key's state (Go's Limiter.Keys). */
+  keys(key: string): string[] {
+    return [redisKey(this.core, this.keyPrefix, key)];
+  }
+
+  /** The script, keys and ARGV of one decision (what {@link allow} sends). */
+  command(key: string, options: AllowOptions = {}): { script: string; keys: string[]; args: string[] } {
+    const kb = keyBytes(key);
+    const n = options.n ?? 1;
+    checkCost(n, this.limit.max);
+    const now = options.now === undefined ? '' : String(toMicros(options.now));
+    checkSize('key', kb.length + this.keyPrefix.length);
+    return { script: schema.algorithms[this.limit.algorithm].script, keys: this.keys(key), args: [now, String(n), ...this.params] };
+  }
+
+  /**
+   * Decides a request for key: cost options.n (default 1) at options.now (default: the
+   * Redis server's TIME, read inside the script, so clients' clocks do not matter). Bad input
+   * rejects with EMPTY_KEY, INVALID_KEY, INVALID_COST, COST_TOO_LARGE, INVALID_TIME or
+   * TOO_LARGE and sends nothing. A Redis failure follows the failure policy.
+   */
+  async allow(key: string, options: AllowOptions = {}): Promise<Decision> {
+    const c = this.command(key, options);
+    let r: number[];
+    try {
+      r = ints(c.script, await deadline(c.script, this.timeout, this.run(c.keys, c.args)), 6);
+    } catch (e) {
+      if (this.policy === 'fail-open') {
+        return { allowed: true, limit: 0, remaining: 0, retryAfter: 0, resetAfter: 0, delay: 0 };
+      }
+      if (this.policy !== 'fail-closed') {
+        return this.policy.allow(key, options);
+      }
+      throw e;
+    }
+    return { allowed: r[0] === 1, limit: r[1]!, remaining: r[2]!, retryAfter: r[3]!, resetAfter: r[4]!, delay: r[5]! };
+  }
+
+  /** Deletes key's state, so its next request sees a new key. */
+  async reset(key: string): Promise<void> {
+    keyBytes(key);
+    await deadline('reset', this.timeout, this.client.del(...this.keys(key)));
+  }
+}
+
+/** Returns a limiter of spec whose state lives in Redis. The client stays the caller's. */
+export async function createRedisLimiter(client: RedisClient, spec: Spec, options: RedisLimiterOptions = {}): Promise<RedisLimiter> {
+  const core = await loadCore();
+  return new RedisLimiter(core, client, resolve(core, spec), options);
+}
+
+/** Options of a Redis deduplicator. */
+export interface RedisDedupOptions {
+  /** Starts every key: `<keyPrefix>:{<name>}:<role>`. Blank selects Go's DefaultDedupPrefix. No braces. */
+  readonly keyPrefix?: string;
+  /** The deadline of each call, ms (default {@link DEFAULT_TIMEOUT_MS}). */
+  readonly timeoutMs?: number;
+}
+
+abstract class RedisDedupBase {
+  readonly keyPrefix: string;
+  protected readonly timeout: number;
+
+  constructor(
+    protected readonly core: Core,
+    protected readonly client: RedisClient,
+    /** The deduplicator's name: deduplicators of one name, prefix and strategy share their state, in Go too. */
+    readonly name: string,
+    options: RedisDedupOptions,
+  ) {
+    if (typeof name !== 'string' || name === '') {
+      throw new RedstreamError('INVALID_CONFIG', 'empty deduplicator name');
+    }
+    if (!name.isWellFormed()) {
+      throw new RedstreamError('INVALID_CONFIG', 'deduplicator name has a lone surrogate');
+    }
+    this.keyPrefix = prefixOr(options.keyPrefix, schema.dedupPrefix);
+    this.timeout = timeoutOf(options.timeoutMs);
+  }
+
+  protected element(e: string): boolean {
+    const b = elementBytes(e);
+    checkSize('element', b.length);
+    return e !== '';
+  }
+}
+
+/** The exact deduplicator on a Redis set (Go's redisbackend.SetDeduplicator). */
+export class RedisSetDeduplicator extends RedisDedupBase {
+  /** The Redis key of the set. */
+  readonly key: string;
+  private readonly ttl: string;
+  private readonly run: (keys: string[], args: string[]) => Promise<unknown>;
+
+  /** Use {@link createRedisSetDeduplicator}. */
+  constructor(core: Core, client: RedisClient, name: string, options: RedisDedupOptions & { setTtlMs?: number } = {}) {
+    super(core, client, name, options);
+    const ttl = options.setTtlMs ?? 0;
+    if (typeof ttl !== 'number' || !(ttl >= 0) || !Number.isFinite(ttl)) {
+      throw new RedstreamError('INVALID_CONFIG', `setTtlMs = ${ttl}, want >= 0`);
+    }
+    this.ttl = String(Math.ceil(ttl));
+    this.key = redisKey(core, this.keyPrefix, name, schema.roleSet);
+    this.run = script(client, schema.dedupScripts.set);
+  }
+
+  /** The script call of checkAndMarkBatch (undefined when every element is empty). */
+  command(elements: string[]): { script: string; keys: string[]; args: string[] } | undefined {
+    const args = [this.ttl];
+    for (const e of elements) {
+      if (this.element(e)) {
+        args.push(e);
+      }
+    }
+    return args.length === 1 ? undefined : { script: schema.dedupScripts.set, keys: [this.key], args };
+  }
+
+  /** Records every element in order, in one script call; result i is whether elements[i] was already recorded. */
+  async checkAndMarkBatch(elements: string[]): Promise<boolean[]> {
+    const c = this.command(elements);
+    const out = elements.map(() => false);
+    if (!c) {
+      return out;
+    }
+    const r = ints(c.script, await deadline(c.script, this.timeout, this.run(c.keys, c.args)), c.args.length - 1);
+    let j = 0;
+    elements.forEach((e, i) => {
+      if (e !== '') {
+        out[i] = r[j++] === 1;
+      }
+    });
+    return out;
+  }
+
+  /** Records element and reports whether it was already recorded; across processes and runtimes exactly one caller sees it as new. */
+  async checkAndMark(element: string): Promise<boolean> {
+    return (await this.checkAndMarkBatch([element]))[0]!;
+  }
+
+  /** Records element. */
+  async markSeen(element: string): Promise<void> {
+    await this.checkAndMark(element);
+  }
+
+  /** Whether element was recorded (SISMEMBER). */
+  async isDuplicate(element: string): Promise<boolean> {
+    if (!this.element(element)) {
+      return false;
+    }
+    return (await deadline('set dedup', this.timeout, this.client.sismember(this.key, element))) === 1;
+  }
+
+  /** Forgets element. */
+  async remove(element: string): Promise<void> {
+    if (this.element(element)) {
+      await deadline('set dedup', this.timeout, this.client.srem(this.key, element));
+    }
+  }
+
+  /** Forgets every element. */
+  async clear(): Promise<void> {
+    await deadline('set dedup', this.timeout, this.client.del(this.key));
+  }
+
+  /** The exact number of distinct elements recorded (SCARD). */
+  async uniqueCount(): Promise<number> {
+    return deadline('set dedup', this.timeout, this.client.scard(this.key));
+  }
+}
+
+/** The windowed deduplicator on a sorted set and a high-water mark (Go's redisbackend.WindowDeduplicator). */
+export class RedisWindowDeduplicator extends RedisDedupBase {
+  /** The sorted set and the high-water mark. */
+  readonly keys: readonly string[];
+  /** The window in µs. */
+  readonly windowUs: number;
+  private readonly mark: (keys: string[], args: string[]) => Promise<unknown>;
+  private readonly check: (keys: string[], args: string[]) => Promise<unknown>;
+
+  /** Use {@link createRedisWindowDeduplicator}. */
+  constructor(core: Core, client: RedisClient, name: string, windowMs: number | undefined, options: RedisDedupOptions = {}) {
+    super(core, client, name, options);
+    this.windowUs = windowMicros(windowMs);
+    this.keys = [redisKey(core, this.keyPrefix, name, schema.roleWindow), redisKey(core, this.keyPrefix, name, schema.roleWindowMark)];
+    this.mark = script(client, schema.dedupScripts.window);
+    this.check = script(client, schema.dedupScripts.windowCheck);
+  }
+
+  /** The script call of an operation ('' element for uniqueCount). */
+  command(op: 'checkAndMark' | 'isDuplicate' | 'uniqueCount', element: string, now?: Time): { script: string; keys: string[]; args: string[] } {
+    const t = now === undefined ? '' : String(toMicros(now));
+    const s = op === 'checkAndMark' ? schema.dedupScripts.window : schema.dedupScripts.windowCheck;
+    return { script: s, keys: [...this.keys], args: [t, String(this.windowUs), op === 'uniqueCount' ? '' : element] };
+  }
+
+  private async one(op: 'checkAndMark' | 'isDuplicate' | 'uniqueCount', element: string, now?: Time): Promise<number> {
+    const c = this.command(op, element, now);
+    const r = await deadline(c.script, this.timeout, (op === 'checkAndMark' ? this.mark : this.check)(c.keys, c.args));
+    if (typeof r !== 'number') {
+      throw new RedstreamError('REDIS', `${c.script}: unexpected reply ${JSON.stringify(r)}`);
+    }
+    return r;
+  }
+
+  /** Records a sighting at now (default the server's TIME) and reports whether it was a duplicate, atomically. */
+  async checkAndMark(element: string, now?: Time): Promise<boolean> {
+    return this.element(element) ? (await this.one('checkAndMark', element, now)) === 1 : false;
+  }
+
+  /** Records a sighting. */
+  async markSeen(element: string, now?: Time): Promise<void> {
+    await this.checkAndMark(element, now);
+  }
+
+  /** Whether element is a duplicate at now, without recording it. */
+  async isDuplicate(element: string, now?: Time): Promise<boolean> {
+    return this.element(element) ? (await this.one('isDuplicate', element, now)) === 1 : false;
+  }
+
+  /** The number of elements still within the window at now. */
+  async uniqueCount(now?: Time): Promise<number> {
+    return this.one('uniqueCount', '', now);
+  }
+
+  /** Forgets every element and the high-water mark. */
+  async clear(): Promise<void> {
+    await deadline('window dedup', this.timeout, this.client.del(...this.keys));
+  }
+}
+
+/** The Bloom filter on plain Redis strings (Go's redisbackend.BloomDeduplicator): positions computed here, bits set by a script. */
+export class RedisBloomDeduplicator extends RedisDedupBase {
+  /** The filter's sizing. */
+  readonly params: BloomParams;
+  /** The Redis keys of the shards, in shard order. */
+  readonly keys: readonly string[];
+  private unique = 0;
+
+  /** Use {@link createRedisBloomDeduplicator}. */
+  constructor(core: Core, client: RedisClient, name: string, bloom: BloomOptions = {}, options: RedisDedupOptions = {}) {
+    super(core, client, name, options);
+    this.params = bloomParams(core, bloom);
+    const role = bloomRole(this.params.k, this.params.shardBits, this.params.shards);
+    this.keys = Array.from({ length: this.params.shards }, (_, i) => bloomShardKey(core, this.keyPrefix, name, role, this.params.shards, i));
+    script(client, schema.dedupScripts.bloomAdd);
+    script(client, schema.dedupScripts.bloomExists);
+    script(client, schema.dedupScripts.bloomCount);
+  }
+
+  /** The script calls of a batch, one per shard touched, in order of first touch, and each element's call. */
+  commands(elements: string[], add: boolean): { calls: { script: string; keys: string[]; args: string[]; idx: number[] }[] } {
+    const s = add ? schema.dedupScripts.bloomAdd : schema.dedupScripts.bloomExists;
+    const groups = new Map<number, { script: string; keys: string[]; args: string[]; idx: number[] }>();
+    elements.forEach((e, i) => {
+      const b = elementBytes(e);
+      checkSize('element', b.length);
+      if (e === '') {
+        return;
+      }
+      const { shard, positions } = this.core.bloomPositions(this.params, b);
+      let g = groups.get(shard);
+      if (!g) {
+        g = { script: s, keys: [this.keys[shard]!], args: [String(this.params.k)], idx: [] };
+        groups.set(shard, g);
+      }
+      g.idx.push(i);
+      for (const p of positions) {
+        g.args.push(String(p));
+      }
+    });
+    return { calls: [...groups.values()] };
+  }
+
+  private async run(elements: string[], add: boolean): Promise<boolean[]> {
+    const out = elements.map(() => false);
+    const { calls } = this.commands(elements, add);
+    const replies = await deadline(
+      'bloom',
+      this.timeout,
+      Promise.all(calls.map((c) => script(this.client, c.script)(c.keys, c.args))),
+    );
+    calls.forEach((c, j) => {
+      const r = ints(c.script, replies[j], c.idx.length);
+      c.idx.forEach((i, k) => {
+        out[i] = r[k] === 1;
+      });
+    });
+    return out;
+  }
+
+  /** Adds every element and reports, for each, whether it was already present (every bit set), atomically per element. */
+  async checkAndMarkBatch(elements: string[]): Promise<boolean[]> {
+    const out = await this.run(elements, true);
+    out.forEach((dup, i) => {
+      if (!dup && elements[i] !== '') {
+        this.unique++;
+      }
+    });
+    return out;
+  }
+
+  /** Adds element and reports whether it was already present: of two clients (in any runtime) racing on a new element exactly one sees it as new. */
+  async checkAndMark(element: string): Promise<boolean> {
+    return (await this.checkAndMarkBatch([element]))[0]!;
+  }
+
+  /** Adds element. */
+  async markSeen(element: string): Promise<void> {
+    await this.checkAndMarkBatch([element]);
+  }
+
+  /** Whether every bit of element is set (false: certainly never added). */
+  async isDuplicate(element: string): Promise<boolean> {
+    return (await this.run([element], false))[0]!;
+  }
+
+  /** Whether each element is present. */
+  async isDuplicateBatch(elements: string[]): Promise<boolean[]> {
+    return this.run(elements, false);
+  }
+
+  /** The adds by this deduplicator that set at least one bit (this process only). */
+  async uniqueCount(): Promise<number> {
+    return this.unique;
+  }
+
+  /** The filter's estimate of its distinct elements from its set bits, whoever added them. */
+  async count(): Promise<number> {
+    const run = script(this.client, schema.dedupScripts.bloomCount);
+    const replies = await deadline('bloom', this.timeout, Promise.all(this.keys.map((k) => run([k], []))));
+    let total = 0;
+    for (const r of replies) {
+      total += this.core.bloomEstimateCount(this.params, ints(schema.dedupScripts.bloomCount, r, 2)[0]!);
+    }
+    return Math.min(total, 2 ** 40);
+  }
+
+  /** Deletes every shard and resets uniqueCount. */
+  async clear(): Promise<void> {
+    await deadline('bloom', this.timeout, Promise.all(this.keys.map((k) => this.client.del(k))));
+    this.unique = 0;
+  }
+}
+
+/** Returns the exact deduplicator named name on Redis. The client stays the caller's. */
+export async function createRedisSetDeduplicator(
+  client: RedisClient,
+  name: string,
+  options: RedisDedupOptions & { setTtlMs?: number } = {},
+): Promise<RedisSetDeduplicator> {
+  return new RedisSetDeduplicator(await loadCore(), client, name, options);
+}
+
+/** Returns the windowed deduplicator named name on Redis (window default one hour). */
+export async function createRedisWindowDeduplicator(
+  client: RedisClient,
+  name: string,
+  windowMs?: number,
+  options: RedisDedupOptions = {},
+): Promise<RedisWindowDeduplicator> {
+  return new RedisWindowDeduplicator(await loadCore(), client, name, windowMs, options);
+}
+
+/** Returns the Bloom deduplicator named name on Redis. */
+export async function createRedisBloomDeduplicator(
+  client: RedisClient,
+  name: string,
+  bloom: BloomOptions = {},
+  options: RedisDedupOptions = {},
+): Promise<RedisBloomDeduplicator> {
+  return new RedisBloomDeduplicator(await loadCore(), client, name, bloom, options);
+}
