@@ -70,6 +70,21 @@ type Call struct {
 	Command []string `json:"command,omitempty"`
 }
 
+// MarshalJSON writes a script call with its keys and args (even when empty), a plain
+// command with its words only.
+func (c Call) MarshalJSON() ([]byte, error) {
+	if c.Script == "" {
+		return json.Marshal(struct {
+			Command []string `json:"command"`
+		}{c.Command})
+	}
+	return json.Marshal(struct {
+		Script string   `json:"script"`
+		Keys   []string `json:"keys"`
+		Args   []string `json:"args"`
+	}{c.Script, c.Keys, c.Args})
+}
+
 // scriptNames maps the SHA-1 (and the source) of every script to its name.
 var scriptNames = func() map[string]string {
 	m := map[string]string{}
