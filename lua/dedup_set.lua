@@ -9,11 +9,67 @@
 --
 -- Reply: one integer per element: 1 if it was already in the set (a duplicate), 0 if it is
 --        new.
+-- Errors: 'ERR dedup_set: foreign state: key ...' when KEYS[1] is not a set (lib/guard.lua).
 
-local out = {}
-for i = 2, #ARGV do
-  out[i - 1] = 1 - redis.call('SADD', KEYS[1], ARGV[i])
+local fmod, fmt = math.fmod, string.format
+-- quo is Go's a / b (truncated).
+local function quo(a, b) return (a - fmod(a, b)) / b end
+-- ceildiv is a / b rounded up, for a >= 0 and b >= 1.
+local function ceildiv(a, b)
+  local q = quo(a, b)
+  if fmod(a, b) > 0 then q = q + 1 end
+  return q
 end
+
+-- quote returns the first 64 bytes of s in double quotes, '"' and '\' escaped and other
+-- bytes than printable ASCII as \xHH, so that an error reply stays one line.
+local function quote(s)
+  local q = string.gsub(string.sub(s, 1, 64), '["\\]', '\\%0')
+  q = string.gsub(q, '[^ -~]', function(c) return fmt('\\x%02x', string.byte(c)) end)
+  if #s > 64 then q = q .. '...' end
+  return '"' .. q .. '"'
+end
+
+-- describe returns what key holds, briefly: its type and a sample of its contents.
+local function describe(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'string' then
+    return 'a string ' .. quote(redis.call('GETRANGE', key, 0, 64))
+  elseif t == 'zset' then
+    local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    return fmt('a sorted set of %d members (highest score %s, member %s)', redis.call('ZCARD', key), e[2] or '', quote(e[1] or ''))
+  elseif t == 'hash' then
+    local s = redis.call('HSCAN', key, '0', 'COUNT', '8')[2]
+    local names = {}
+    for i = 1, #s, 2 do names[#names + 1] = quote(s[i]) end
+    return fmt('a hash with fields %s', table.concat(names, ', '))
+  end
+  return 'a ' .. t
+end
+
+-- foreign returns the error reply for key, which f failed to read with err.
+local function foreign(key, err)
+  if type(err) == 'table' then err = err.err or err.ok or '?' end
+  return redis.error_reply(fmt('ERR dedup_set: foreign state: key %s holds %s, which this script cannot read (%s)',
+    quote(key), describe(key), (string.gsub(err, '^user_script:%d+: ', ''))))
+end
+
+local function guard(f, key, ...)
+  local ok, a, b = pcall(f, key, ...)
+  if ok then return true, a, b end
+  return false, foreign(key, a)
+end
+
+-- add adds the elements; SADD fails on a key of another type before writing anything.
+local function add(key)
+  local out = {}
+  for i = 2, #ARGV do
+    out[i - 1] = 1 - redis.call('SADD', key, ARGV[i])
+  end
+  return out
+end
+local ok, out = guard(add, KEYS[1])
+if not ok then return out end
 if ARGV[1] ~= '0' then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
 end

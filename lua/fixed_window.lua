@@ -17,7 +17,8 @@
 --
 -- Reply: 6 integers per key, in KEYS order: allowed (1|0), limit, remaining,
 --        retry_after (µs), reset_after (µs), delay (µs) (always 0)
--- Errors: 'ERR fixed_window: ...' for malformed arguments.
+-- Errors: 'ERR fixed_window: ...' for malformed arguments; 'ERR fixed_window: foreign state: key ...' for a
+--         key holding state this script cannot read (lib/guard.lua).
 
 -- Constants from package core (internal/luagen.Constants).
 local MICROS_PER_SECOND = 1000000 -- core.Second
@@ -80,9 +81,49 @@ end
 
 local function decide(key) return fixedwindow(key, window, limit) end
 
+-- quote returns the first 64 bytes of s in double quotes, '"' and '\' escaped and other
+-- bytes than printable ASCII as \xHH, so that an error reply stays one line.
+local function quote(s)
+  local q = string.gsub(string.sub(s, 1, 64), '["\\]', '\\%0')
+  q = string.gsub(q, '[^ -~]', function(c) return fmt('\\x%02x', string.byte(c)) end)
+  if #s > 64 then q = q .. '...' end
+  return '"' .. q .. '"'
+end
+
+-- describe returns what key holds, briefly: its type and a sample of its contents.
+local function describe(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'string' then
+    return 'a string ' .. quote(redis.call('GETRANGE', key, 0, 64))
+  elseif t == 'zset' then
+    local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    return fmt('a sorted set of %d members (highest score %s, member %s)', redis.call('ZCARD', key), e[2] or '', quote(e[1] or ''))
+  elseif t == 'hash' then
+    local s = redis.call('HSCAN', key, '0', 'COUNT', '8')[2]
+    local names = {}
+    for i = 1, #s, 2 do names[#names + 1] = quote(s[i]) end
+    return fmt('a hash with fields %s', table.concat(names, ', '))
+  end
+  return 'a ' .. t
+end
+
+-- foreign returns the error reply for key, which f failed to read with err.
+local function foreign(key, err)
+  if type(err) == 'table' then err = err.err or err.ok or '?' end
+  return redis.error_reply(fmt('ERR fixed_window: foreign state: key %s holds %s, which this script cannot read (%s)',
+    quote(key), describe(key), (string.gsub(err, '^user_script:%d+: ', ''))))
+end
+
+local function guard(f, key, ...)
+  local ok, a, b = pcall(f, key, ...)
+  if ok then return true, a, b end
+  return false, foreign(key, a)
+end
+
 local out, single = {}, #KEYS == 1
 for i = 1, #KEYS do
-  local d, commit = decide(KEYS[i])
+  local ok, d, commit = guard(decide, KEYS[i])
+  if not ok then return d end
   if commit then commit() end
   if single then return d end
   for k = 1, 6 do out[#out + 1] = d[k] end

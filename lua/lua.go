@@ -50,6 +50,16 @@ var (
 	// BloomCount is bloom_count.lua: the set bits of one Bloom shard (BITCOUNT).
 	//go:embed bloom_count.lua
 	BloomCount string
+
+	// JavaSlidingWindow is java_sliding_window.lua: one decision of the Java
+	// implementation's Redis sliding window, in its layout ('<ms>:<seq>' members).
+	//go:embed java_sliding_window.lua
+	JavaSlidingWindow string
+
+	// JavaTokenBucket is java_token_bucket.lua: one decision of the Java implementation's
+	// Redis token bucket, in its layout (a hash of tokens and ts).
+	//go:embed java_token_bucket.lua
+	JavaTokenBucket string
 )
 
 // Script describes one embedded script.
@@ -77,5 +87,7 @@ func Scripts() []Script {
 		{"bloom_add", BloomAdd, false},
 		{"bloom_exists", BloomExists, true},
 		{"bloom_count", BloomCount, true},
+		{"java_sliding_window", JavaSlidingWindow, false},
+		{"java_token_bucket", JavaTokenBucket, false},
 	}
 }

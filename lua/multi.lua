@@ -17,7 +17,8 @@
 --
 -- Reply: 6 integers per limit, in KEYS order:
 --        allowed (1|0), limit, remaining, retry_after (µs), reset_after (µs), delay (µs)
--- Errors: 'ERR multi: ...' for malformed arguments.
+-- Errors: 'ERR multi: ...' for malformed arguments; 'ERR multi: foreign state: key ...' for a
+--         key holding state this script cannot read (lib/guard.lua); nothing is written then.
 
 -- Constants from package core (internal/luagen.Constants).
 local MICROS_PER_SECOND = 1000000 -- core.Second
@@ -178,6 +179,45 @@ local function slidingcounter(key, w, limit)
   return {0, limit, remaining, at - now, reset - now, 0}
 end
 
+-- quote returns the first 64 bytes of s in double quotes, '"' and '\' escaped and other
+-- bytes than printable ASCII as \xHH, so that an error reply stays one line.
+local function quote(s)
+  local q = string.gsub(string.sub(s, 1, 64), '["\\]', '\\%0')
+  q = string.gsub(q, '[^ -~]', function(c) return fmt('\\x%02x', string.byte(c)) end)
+  if #s > 64 then q = q .. '...' end
+  return '"' .. q .. '"'
+end
+
+-- describe returns what key holds, briefly: its type and a sample of its contents.
+local function describe(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'string' then
+    return 'a string ' .. quote(redis.call('GETRANGE', key, 0, 64))
+  elseif t == 'zset' then
+    local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    return fmt('a sorted set of %d members (highest score %s, member %s)', redis.call('ZCARD', key), e[2] or '', quote(e[1] or ''))
+  elseif t == 'hash' then
+    local s = redis.call('HSCAN', key, '0', 'COUNT', '8')[2]
+    local names = {}
+    for i = 1, #s, 2 do names[#names + 1] = quote(s[i]) end
+    return fmt('a hash with fields %s', table.concat(names, ', '))
+  end
+  return 'a ' .. t
+end
+
+-- foreign returns the error reply for key, which f failed to read with err.
+local function foreign(key, err)
+  if type(err) == 'table' then err = err.err or err.ok or '?' end
+  return redis.error_reply(fmt('ERR multi: foreign state: key %s holds %s, which this script cannot read (%s)',
+    quote(key), describe(key), (string.gsub(err, '^user_script:%d+: ', ''))))
+end
+
+local function guard(f, key, ...)
+  local ok, a, b = pcall(f, key, ...)
+  if ok then return true, a, b end
+  return false, foreign(key, a)
+end
+
 -- Every limit is checked before any is decided: a malformed limit fails the call whole.
 local checks = {tb = true, lb = true, sl = true, sc = true, fw = true}
 for i = 1, #KEYS do
@@ -193,16 +233,17 @@ local out, commits, all = {}, {}, true
 for i = 1, #KEYS do
   local a = 4 * i
   local alg, p1, p2, p3 = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  local d, commit
+  local ok, d, commit
   if alg == 'tb' or alg == 'lb' then
-    d, commit = gcra(KEYS[i], p1, p2, p3, alg == 'lb')
+    ok, d, commit = guard(gcra, KEYS[i], p1, p2, p3, alg == 'lb')
   elseif alg == 'sl' then
-    d, commit = slidinglog(KEYS[i], p1, p2)
+    ok, d, commit = guard(slidinglog, KEYS[i], p1, p2)
   elseif alg == 'sc' then
-    d, commit = slidingcounter(KEYS[i], p1, p2)
+    ok, d, commit = guard(slidingcounter, KEYS[i], p1, p2)
   else
-    d, commit = fixedwindow(KEYS[i], p1, p2)
+    ok, d, commit = guard(fixedwindow, KEYS[i], p1, p2)
   end
+  if not ok then return d end
   for j = 1, 6 do out[#out + 1] = d[j] end
   commits[i] = commit
   all = all and commit ~= nil

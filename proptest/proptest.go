@@ -9,6 +9,7 @@
 //   - Errors: the same sentinel (ErrEmptyKey, ErrInvalidCost, ErrCostTooLarge,
 //     ErrInvalidTime) for the same bad input, checked with errors.Is.
 //   - Decisions are compared field by field, with explicit times (never the engine's clock).
+//   - Remaining is never negative, in the engine's decision and in the model's.
 //   - Set deduplicator: exact answers; UniqueCount is the number of distinct elements.
 //   - Bloom deduplicator: exactly the answers of a filter over core.Bloom positions with the
 //     spec's sizing and shards; UniqueCount counts the adds (MarkSeen or CheckAndMark) that
@@ -286,6 +287,9 @@ func runLimiter(rt *rapid.T, l redstream.Limiter, spec redstream.Spec, limit int
 		}
 		if werr != nil {
 			continue
+		}
+		if got.Remaining < 0 || want.Remaining < 0 {
+			rt.Fatalf("step %d AllowN(%q, %d, n=%d): Remaining = %d (model %d), want >= 0", i, key, at.UnixMicro(), n, got.Remaining, want.Remaining)
 		}
 		if w := decisionOf(want); got != w {
 			rt.Fatalf("step %d AllowN(%q, %d, n=%d):\n got %+v\nwant %+v", i, key, at.UnixMicro(), n, got, w)

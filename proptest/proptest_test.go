@@ -212,6 +212,28 @@ func TestMutantsAreCaught(t *testing.T) {
 	}
 }
 
+// TestNegativeRemainingIsCaught: an engine answering a negative Remaining fails on the
+// Remaining >= 0 property, reported as such.
+func TestNegativeRemainingIsCaught(t *testing.T) {
+	for _, alg := range redstream.Algorithms() {
+		t.Run(string(alg), func(t *testing.T) {
+			negative := func(_ string, _ int64, d *core.Decision, err *error) bool {
+				if *err == nil && !d.Allowed {
+					d.Remaining = -1
+				}
+				return *err == nil && d.Allowed
+			}
+			failed, out := caught(func(r *recTB) { CheckLimiter(r, alg, factory(negative), 200) })
+			if !failed {
+				t.Fatal("an engine answering Remaining = -1 survived 200 cases")
+			}
+			if !strings.Contains(out, "Remaining = -1") || !strings.Contains(out, "want >= 0") {
+				t.Fatalf("failure output does not name the property:\n%s", out)
+			}
+		})
+	}
+}
+
 // setDedup is a correct exact set; forgetEmpty turns it into a mutant that records "".
 type setDedup struct {
 	mu          sync.Mutex

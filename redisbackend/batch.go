@@ -28,7 +28,7 @@ func (l *Limiter) groups(keys []string) [][]int {
 	case l.client.Mode() == rueidis.ClientModeCluster:
 		bySlot := make(map[uint16]int)
 		for i, k := range keys {
-			s := slotOf(redisKey(l.prefix, k, ""))
+			s := slotOf(l.Keys(k)[0])
 			g, ok := bySlot[s]
 			if !ok || len(groups[g]) == batchChunk {
 				g = len(groups)

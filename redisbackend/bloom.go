@@ -46,6 +46,10 @@ func NewBloomDeduplicator(client rueidis.Client, name string, spec redstream.Ded
 	if err != nil {
 		return nil, err
 	}
+	if opts.JavaCompatible {
+		_, err := javaDedupKey(name, redstream.DedupBloom, opts)
+		return nil, err
+	}
 	p, err := spec.BloomParams()
 	if err != nil {
 		return nil, fmt.Errorf("redisbackend: %w", err)

@@ -19,6 +19,13 @@ type DedupOptions struct {
 	// write (rounded up to whole milliseconds). Zero, the default, keeps the set until
 	// Clear, as the Java starter does.
 	SetTTL time.Duration
+
+	// JavaCompatible makes the set deduplicator use the Java implementation's key, the
+	// bare name (a set of the elements, SADD), so that Go and Java processes deduplicate
+	// together; KeyPrefix must then be blank. The windowed and Bloom deduplicators have no
+	// shared Java layout: JavaCompatible is an error wrapping redstream.ErrInvalidConfig
+	// for them. Default false: "<KeyPrefix>:{<name>}:set", never the Java key.
+	JavaCompatible bool
 }
 
 // NewDeduplicator returns the deduplicator of spec.Strategy named name (the Java starter's factory):
@@ -92,7 +99,13 @@ func NewSetDeduplicator(client rueidis.Client, name string, opts DedupOptions) (
 		return nil, fmt.Errorf("redisbackend: %w: SetTTL = %v, want >= 0", errInvalidConfig, opts.SetTTL)
 	}
 	ms := (opts.SetTTL + time.Millisecond - 1) / time.Millisecond
-	return &SetDeduplicator{dedupBase: b, key: redisKey(b.prefix, name, roleSet), ttl: strconv.FormatInt(int64(ms), 10)}, nil
+	key := redisKey(b.prefix, name, roleSet)
+	if opts.JavaCompatible {
+		if key, err = javaDedupKey(name, redstream.DedupSet, opts); err != nil {
+			return nil, err
+		}
+	}
+	return &SetDeduplicator{dedupBase: b, key: key, ttl: strconv.FormatInt(int64(ms), 10)}, nil
 }
 
 // Key returns the Redis key of the set.

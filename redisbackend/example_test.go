@@ -51,7 +51,7 @@ func ExampleNewLimiter() {
 	// allowed=true remaining=1 retry-after=0s
 	// allowed=true remaining=0 retry-after=0s
 	// allowed=false remaining=0 retry-after=1s
-	// [streaming:tb:{user:1}]
+	// [streaming:tb:{user:1}:token-bucket.1000000.3000000.3]
 }
 
 func ExampleNewLimiter_slidingWindow() {
@@ -59,7 +59,8 @@ func ExampleNewLimiter_slidingWindow() {
 	defer stop()
 	ctx := context.Background()
 
-	// The seed's Redis sliding window: 2 requests per 1000 ms, keys "streaming:rl:{key}".
+	// The seed's Redis sliding window: 2 requests per 1000 ms, keys
+	// "streaming:rl:{key}:sliding.1000000.2".
 	limiter, err := redisbackend.NewLimiter(client, redstream.SlidingWindow(time.Second, 2), redisbackend.Options{})
 	if err != nil {
 		panic(err)

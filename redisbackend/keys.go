@@ -108,8 +108,60 @@ func checkSize(what string, n int) error {
 	return nil
 }
 
-// limitRole is the role of limit i of a multi-limiter.
-func limitRole(i int) string { return "m" + strconv.Itoa(i) }
+// Fingerprint returns the canonical form of a limit's parameters, which the key of every
+// limiter not in JavaCompatible mode carries, so that two limiters whose parameters differ
+// never read each other's state: the algorithm's name (core.Limit.Name), then each integer
+// parameter (core.Limit.Ints: interval, tolerance and burst in µs and units for the buckets,
+// window in µs and limit for the windows) in decimal, all joined by '.'. Examples:
+//
+//	redstream.SlidingWindow(time.Minute, 10)  sliding.60000000.10
+//	redstream.TokenBucket(10, 5)              token-bucket.200000.2000000.10
+//
+// The key of a single limit is "<prefix>:{<tag>}:<fingerprint>", that of limit i of a
+// multi-limiter "<prefix>:{<tag>}:m<i>.<fingerprint>" (followed by "|<user key>" for a key
+// that is not plain; see the key schema above), e.g. "streaming:rl:{user:1}:sliding.60000000.10".
+// The form is the same in every runtime that shares redstream's keys; the vectors in
+// redisbackend/testdata/keys.json pin it (spec, parameters, fingerprint, Redis keys).
+func Fingerprint(p core.Limit) string {
+	var b []byte
+	b = append(b, p.Name()...)
+	for _, x := range p.Ints() {
+		b = append(b, '.')
+		b = strconv.AppendInt(b, x, 10)
+	}
+	return string(b)
+}
+
+// specRole is the key role of a single-limit limiter of p.
+func specRole(p core.Limit) string { return Fingerprint(p) }
+
+// limitRole is the key role of limit i, of p, of a multi-limiter.
+func limitRole(i int, p core.Limit) string { return "m" + strconv.Itoa(i) + "." + Fingerprint(p) }
+
+// limiterKeys returns the Redis keys of user key u, one per role: the schema's keys, or with
+// java the Java implementation's, "<prefix>:{<u>}" then "<prefix>:{<u>}:<role>" (javaKey).
+func limiterKeys(prefix, u string, roles []string, java bool) []string {
+	ks := make([]string, len(roles))
+	for i, r := range roles {
+		if java {
+			ks[i] = javaKey(prefix, u, r)
+		} else {
+			ks[i] = redisKey(prefix, u, r)
+		}
+	}
+	return ks
+}
+
+// checkKey validates a user key of a limiter before any Redis call.
+func (l *Limiter) checkKey(key string) error {
+	if err := checkSize("key", len(key)+len(l.prefix)); err != nil {
+		return err
+	}
+	if l.java {
+		return checkJavaKey(key)
+	}
+	return nil
+}
 
 // Roles of the deduplicators' keys.
 const (

@@ -41,9 +41,11 @@ var errInvalidConfig = redstream.ErrInvalidConfig
 // Options configures a limiter. The zero value is valid: the engine's default key prefix,
 // fail-closed, DefaultExpiryMargin.
 type Options struct {
-	// KeyPrefix starts every Redis key of the limiter; keys are "<KeyPrefix>:{<key>}".
+	// KeyPrefix starts every Redis key of the limiter; keys are
+	// "<KeyPrefix>:{<key>}:<Fingerprint of the Spec>", so limiters of different Specs
+	// never share state, and limiters of one Spec and prefix share it across processes.
 	// Blank selects the engine's default (DefaultTokenBucketPrefix, ...). It may not
-	// contain '{' or '}'. Limiters sharing a prefix must have the same Spec.
+	// contain '{' or '}'.
 	KeyPrefix string
 	// FailurePolicy is what a decision does when Redis fails (error, timeout, script
 	// error): redstream.FailClosed (default) returns the error with a denied Decision,
@@ -65,6 +67,16 @@ type Options struct {
 	// per change, however many calls fail meanwhile; a caller cancelling its own context
 	// is not a failure.
 	Logger *slog.Logger
+
+	// JavaCompatible makes the limiter read and write the Java implementation's Redis
+	// keys and values instead of redstream's, so that Go and Java processes share one
+	// limit: keys "<KeyPrefix>:{<key>}" (sorted set) and "<KeyPrefix>:{<key>}:seq" for the
+	// sliding window, "<KeyPrefix>:{<key>}:tb" (hash of tokens and ts) for the token
+	// bucket, decided with the Java side's arithmetic in milliseconds (see java.go). Only
+	// those two algorithms have a Java layout: any other Spec, and NewMultiLimiter, are
+	// errors wrapping redstream.ErrInvalidConfig. Default false: redstream's own keys, which
+	// carry the Spec's Fingerprint and never meet the Java implementation's.
+	JavaCompatible bool
 }
 
 // Limiter is a rate limiter whose state lives in Redis: one Spec, or several limits on one
@@ -84,6 +96,7 @@ type Limiter struct {
 	fallback redstream.Limiter
 	log      *slog.Logger
 	failing  atomic.Bool // Redis failed on the last decision that reached it
+	java     bool        // Options.JavaCompatible: the Java layout's keys and scripts
 }
 
 var _ redstream.Limiter = (*Limiter)(nil)
@@ -102,10 +115,15 @@ func NewLimiter(client rueidis.Client, spec redstream.Spec, opts Options) (*Limi
 		return nil, err
 	}
 	l.specs = []redstream.Spec{spec}
-	l.roles = []string{""}
+	l.roles = []string{specRole(p)}
 	l.limit = p.Max()
 	l.params = append(append(algParams(p), l.params...), as.extra...)
 	l.script = as.script
+	if opts.JavaCompatible {
+		if err := l.useJava(spec, p, opts); err != nil {
+			return nil, err
+		}
+	}
 	return l, nil
 }
 
@@ -117,6 +135,9 @@ func NewLimiter(client rueidis.Client, spec redstream.Spec, opts Options) (*Limi
 func NewMultiLimiter(client rueidis.Client, specs []redstream.Spec, opts Options) (*Limiter, error) {
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("redisbackend: %w: no limits", errInvalidConfig)
+	}
+	if opts.JavaCompatible {
+		return nil, errJavaMulti
 	}
 	l, err := newLimiter(client, opts, DefaultMultiPrefix)
 	if err != nil {
@@ -131,7 +152,7 @@ func NewMultiLimiter(client rueidis.Client, specs []redstream.Spec, opts Options
 			return nil, fmt.Errorf("redisbackend: limit %d (%v): %w", i, s, err)
 		}
 		l.limit = min(l.limit, p.Max())
-		l.roles = append(l.roles, limitRole(i))
+		l.roles = append(l.roles, limitRole(i, p))
 		l.params = append(l.params, algScripts[p.Name()].code)
 		ps := algParams(p)
 		for len(ps) < 3 {
@@ -219,11 +240,7 @@ func (l *Limiter) KeyPrefix() string { return l.prefix }
 // Keys returns the Redis keys holding key's state, one per limit (for inspection, MEMORY
 // USAGE or deletion).
 func (l *Limiter) Keys(key string) []string {
-	ks := make([]string, len(l.roles))
-	for i, r := range l.roles {
-		ks[i] = redisKey(l.prefix, key, r)
-	}
-	return ks
+	return limiterKeys(l.prefix, key, l.roles, l.java)
 }
 
 // Allow is shorthand for AllowN(ctx, key, time.Time{}, 1): cost 1 at the Redis server's TIME.
@@ -263,7 +280,7 @@ func (l *Limiter) check(key string, now time.Time, n int64) error {
 	if n > l.limit {
 		return fmt.Errorf("redisbackend: %w: n = %d, limit = %d", redstream.ErrCostTooLarge, n, l.limit)
 	}
-	return checkSize("key", len(key)+len(l.prefix))
+	return l.checkKey(key)
 }
 
 // args returns the script's ARGV for one request.
@@ -284,13 +301,13 @@ func (l *Limiter) parse(r rueidis.RedisResult) (redstream.Decision, error) {
 		return redstream.Decision{}, l.script.wrap(err)
 	}
 	vs, err := r.AsIntSlice()
-	if err != nil || len(vs) != 6*len(l.roles) {
+	if err != nil || len(vs) != 6*l.limits() {
 		return redstream.Decision{}, l.script.wrap(fmt.Errorf("unexpected reply %v (%v)", r, err))
 	}
-	if len(l.roles) == 1 {
+	if l.limits() == 1 {
 		return engine.Decision(coreDecision(vs)), nil
 	}
-	ds := make([]core.Decision, len(l.roles))
+	ds := make([]core.Decision, l.limits())
 	for i := range ds {
 		ds[i] = coreDecision(vs[6*i:])
 	}
@@ -317,8 +334,10 @@ func (l *Limiter) parseN(r rueidis.RedisResult, k int) ([]redstream.Decision, er
 	return ds, nil
 }
 
+// coreDecision reads one decision of a reply. Remaining is never negative, whatever the
+// script computed.
 func coreDecision(v []int64) core.Decision {
-	return core.Decision{Allowed: v[0] == 1, Limit: v[1], Remaining: v[2], RetryAfter: v[3], ResetAfter: v[4], Delay: v[5]}
+	return core.Decision{Allowed: v[0] == 1, Limit: v[1], Remaining: max(v[2], 0), RetryAfter: v[3], ResetAfter: v[4], Delay: v[5]}
 }
 
 // fail applies the failure policy to a Redis error.

@@ -98,8 +98,11 @@ func TestDefaultPrefixes(t *testing.T) {
 	if err != nil || m.KeyPrefix() != DefaultMultiPrefix {
 		t.Errorf("multi: KeyPrefix() = %q, %v; want %q", m.KeyPrefix(), err, DefaultMultiPrefix)
 	}
-	if got, want := mustLimiter(t, c, redstream.SlidingWindow(time.Second, 1), Options{}).Keys("user:1")[0], "streaming:rl:{user:1}"; got != want {
-		t.Errorf("Keys = %q, want the seed's %q", got, want)
+	if got, want := mustLimiter(t, c, redstream.SlidingWindow(time.Second, 1), Options{}).Keys("user:1")[0], "streaming:rl:{user:1}:sliding.1000000.1"; got != want {
+		t.Errorf("Keys = %q, want %q", got, want)
+	}
+	if got, want := mustLimiter(t, c, redstream.SlidingWindow(time.Second, 1), Options{JavaCompatible: true}).Keys("user:1")[0], "streaming:rl:{user:1}"; got != want {
+		t.Errorf("JavaCompatible: Keys = %q, want the seed's %q", got, want)
 	}
 }
 

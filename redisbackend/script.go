@@ -143,5 +143,5 @@ func (s *script) execMulti(ctx context.Context, c rueidis.Client, calls []rueidi
 
 // wrap names the script in an error.
 func (s *script) wrap(err error) error {
-	return fmt.Errorf("redisbackend: %s: %w", s.name, err)
+	return fmt.Errorf("redisbackend: %s: %w", s.name, classify(err))
 }

@@ -35,6 +35,10 @@ func NewWindowDeduplicator(client rueidis.Client, name string, window time.Durat
 	if err != nil {
 		return nil, err
 	}
+	if opts.JavaCompatible {
+		_, err := javaDedupKey(name, redstream.DedupWindowed, opts)
+		return nil, err
+	}
 	w, err := core.NewWindowDedup(window.Microseconds())
 	if err != nil {
 		return nil, fmt.Errorf("redisbackend: %w", err)

@@ -8,11 +8,20 @@
 --
 -- Reply: one integer per element: 1 if it was already in the set (a duplicate), 0 if it is
 --        new.
+-- Errors: 'ERR dedup_set: foreign state: key ...' when KEYS[1] is not a set (lib/guard.lua).
 
-local out = {}
-for i = 2, #ARGV do
-  out[i - 1] = 1 - redis.call('SADD', KEYS[1], ARGV[i])
+--@include lib/math.lua
+--@include lib/guard.lua
+-- add adds the elements; SADD fails on a key of another type before writing anything.
+local function add(key)
+  local out = {}
+  for i = 2, #ARGV do
+    out[i - 1] = 1 - redis.call('SADD', key, ARGV[i])
+  end
+  return out
 end
+local ok, out = guard(add, KEYS[1])
+if not ok then return out end
 if ARGV[1] ~= '0' then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
 end

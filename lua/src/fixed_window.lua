@@ -16,7 +16,8 @@
 --
 -- Reply: 6 integers per key, in KEYS order: allowed (1|0), limit, remaining,
 --        retry_after (µs), reset_after (µs), delay (µs) (always 0)
--- Errors: 'ERR fixed_window: ...' for malformed arguments.
+-- Errors: 'ERR fixed_window: ...' for malformed arguments; 'ERR fixed_window: foreign state: key ...' for a
+--         key holding state this script cannot read (lib/guard.lua).
 
 --@include lib/prelude.lua
 --@include lib/window_args.lua

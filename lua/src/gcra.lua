@@ -18,7 +18,8 @@
 --
 -- Reply: 6 integers per key, in KEYS order: allowed (1|0), limit, remaining,
 --        retry_after (µs), reset_after (µs), delay (µs) (0 for the token bucket)
--- Errors: 'ERR gcra: ...' for malformed arguments.
+-- Errors: 'ERR gcra: ...' for malformed arguments; 'ERR gcra: foreign state: key ...' for a
+--         key holding state this script cannot read (lib/guard.lua).
 
 --@include lib/prelude.lua
 local n, interval, tau, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])

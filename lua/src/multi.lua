@@ -16,7 +16,8 @@
 --
 -- Reply: 6 integers per limit, in KEYS order:
 --        allowed (1|0), limit, remaining, retry_after (µs), reset_after (µs), delay (µs)
--- Errors: 'ERR multi: ...' for malformed arguments.
+-- Errors: 'ERR multi: ...' for malformed arguments; 'ERR multi: foreign state: key ...' for a
+--         key holding state this script cannot read (lib/guard.lua); nothing is written then.
 
 --@include lib/prelude.lua
 local n, margin = tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -29,6 +30,7 @@ end
 --@include algo/sliding_log.lua
 --@include algo/fixed_window.lua
 --@include algo/sliding_counter.lua
+--@include lib/guard.lua
 
 -- Every limit is checked before any is decided: a malformed limit fails the call whole.
 local checks = {tb = true, lb = true, sl = true, sc = true, fw = true}
@@ -45,16 +47,17 @@ local out, commits, all = {}, {}, true
 for i = 1, #KEYS do
   local a = 4 * i
   local alg, p1, p2, p3 = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  local d, commit
+  local ok, d, commit
   if alg == 'tb' or alg == 'lb' then
-    d, commit = gcra(KEYS[i], p1, p2, p3, alg == 'lb')
+    ok, d, commit = guard(gcra, KEYS[i], p1, p2, p3, alg == 'lb')
   elseif alg == 'sl' then
-    d, commit = slidinglog(KEYS[i], p1, p2)
+    ok, d, commit = guard(slidinglog, KEYS[i], p1, p2)
   elseif alg == 'sc' then
-    d, commit = slidingcounter(KEYS[i], p1, p2)
+    ok, d, commit = guard(slidingcounter, KEYS[i], p1, p2)
   else
-    d, commit = fixedwindow(KEYS[i], p1, p2)
+    ok, d, commit = guard(fixedwindow, KEYS[i], p1, p2)
   end
+  if not ok then return d end
   for j = 1, 6 do out[#out + 1] = d[j] end
   commits[i] = commit
   all = all and commit ~= nil

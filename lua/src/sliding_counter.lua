@@ -18,7 +18,8 @@
 --
 -- Reply: 6 integers per key, in KEYS order: allowed (1|0), limit, remaining,
 --        retry_after (µs), reset_after (µs), delay (µs) (always 0)
--- Errors: 'ERR sliding_counter: ...' for malformed arguments.
+-- Errors: 'ERR sliding_counter: ...' for malformed arguments; 'ERR sliding_counter: foreign state: key ...' for a
+--         key holding state this script cannot read (lib/guard.lua).
 
 --@include lib/prelude.lua
 --@include lib/window_args.lua
