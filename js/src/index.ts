@@ -65,7 +65,7 @@ export {
   type RedisDedupOptions,
   type RedisLimiterOptions,
 } from './redis.js';
-export { redisKey } from './keys.js';
+export { fingerprint, redisKey } from './keys.js';
 export { ABI_VERSION, Core, Status, instantiate, loadCore, type BloomParams, type RawDecision } from './wasm.js';
 export { scripts, type ScriptSource } from './generated/scripts.js';
 export { schema } from './generated/schema.js';

@@ -53,6 +53,15 @@ export function prefixOr(p: string | undefined, def: string): string {
   return checkPrefix(p === undefined || /^[ \t\n\r\v\f]*$/.test(p) ? def : p);
 }
 
+/**
+ * The canonical form of a limit's parameters (Go's redisbackend.Fingerprint): the algorithm's
+ * name and its core integers joined by '.', e.g. "token-bucket.200000.2000000.10". Every
+ * limiter key carries it as its role, so limiters of different specs never share state.
+ */
+export function fingerprint(l: { algorithm: string; ints: readonly number[] }): string {
+  return [l.algorithm, ...l.ints.map(String)].join('.');
+}
+
 /** The role of a Bloom filter's shard keys, carrying its sizing. */
 export function bloomRole(k: number, shardBits: number, shards: number): string {
   return schema.bloomRole.replace('{k}', String(k)).replace('{shardBits}', String(shardBits)).replace('{shards}', String(shards));

@@ -7,7 +7,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { RedstreamError } from './errors.js';
 import { schema } from './generated/schema.js';
 import { scripts, type ScriptSource } from './generated/scripts.js';
-import { bloomRole, bloomShardKey, prefixOr, redisKey } from './keys.js';
+import { bloomRole, bloomShardKey, fingerprint, prefixOr, redisKey } from './keys.js';
 import { bloomParams, windowMicros, type AllowOptions, type BloomOptions, type MemoryLimiter } from './memory.js';
 import { resolve, type Algorithm, type Decision, type Limit, type Spec } from './spec.js';
 import { checkCost, elementBytes, keyBytes, toMicros, type Time } from './time.js';
@@ -132,6 +132,7 @@ export class RedisLimiter {
   private readonly params: string[];
   private readonly timeout: number;
   private readonly policy: FailurePolicy;
+  private readonly role: string;
 
   /** Use {@link createRedisLimiter}. */
   constructor(
@@ -152,6 +153,7 @@ export class RedisLimiter {
       throw new RedstreamError('INTERNAL', `${limit.algorithm}: ${limit.ints.length} parameters, the schema has ${a.ints}`);
     }
     this.params = [...limit.ints.map(String), String(ms), ...a.extra];
+    this.role = fingerprint(limit);
     this.run = script(client, a.script);
     this.timeout = timeoutOf(options.timeoutMs);
     this.policy = options.failurePolicy ?? 'fail-closed';
@@ -165,9 +167,9 @@ export class RedisLimiter {
     return this.limit.spec;
   }
 
-  /** The Redis keys holding key's state (Go's Limiter.Keys). */
+  /** The Redis keys holding key's state (Go's Limiter.Keys): `<prefix>:{<key>}:<fingerprint>`. */
   keys(key: string): string[] {
-    return [redisKey(this.core, this.keyPrefix, key)];
+    return [redisKey(this.core, this.keyPrefix, key, this.role)];
   }
 
   /** The script, keys and ARGV of one decision (what {@link allow} sends). */
@@ -200,7 +202,7 @@ export class RedisLimiter {
       }
       throw e;
     }
-    return { allowed: r[0] === 1, limit: r[1]!, remaining: r[2]!, retryAfter: r[3]!, resetAfter: r[4]!, delay: r[5]! };
+    return { allowed: r[0] === 1, limit: r[1]!, remaining: Math.max(r[2]!, 0), retryAfter: r[3]!, resetAfter: r[4]!, delay: r[5]! };
   }
 
   /** Deletes key's state, so its next request sees a new key. */

@@ -11,6 +11,7 @@ import {
   createRedisLimiter,
   createRedisSetDeduplicator,
   createRedisWindowDeduplicator,
+  fingerprint,
   loadCore,
   redisKey,
   schema,
@@ -70,7 +71,9 @@ test('limiter keys, scripts and ARGV are Go\'s', async () => {
   assert.ok(vectors.limiters.length >= 100);
   for (const v of vectors.limiters) {
     const what = `${v.spec.algorithm} key ${JSON.stringify(v.key)} prefix ${JSON.stringify(v.prefix)}`;
-    assert.deepEqual(resolve(core, specOf(v.spec)).ints.map(String), v.ints, `${what}: core ints`);
+    const limit = resolve(core, specOf(v.spec));
+    assert.deepEqual(limit.ints.map(String), v.ints, `${what}: core ints`);
+    assert.equal(fingerprint(limit), v.fingerprint, `${what}: fingerprint`);
     const c = recorder();
     const l = await createRedisLimiter(c, specOf(v.spec), { keyPrefix: v.prefix, expiryMarginMs: v.marginUs / 1000 });
     assert.deepEqual(l.keys(v.key), v.redisKeys, `${what}: keys`);

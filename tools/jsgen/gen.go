@@ -142,15 +142,17 @@ type Spec struct {
 
 // LimiterVector is one decision of a redisbackend.Limiter.
 type LimiterVector struct {
-	Spec      Spec     `json:"spec"`
-	Prefix    string   `json:"prefix"`
-	MarginUs  int64    `json:"marginUs"`
-	Key       string   `json:"key"`
-	Now       *int64   `json:"now"` // µs; null for the server's TIME
-	N         int64    `json:"n"`
-	Ints      []string `json:"ints"` // core.Limit.Ints of the spec
-	RedisKeys []string `json:"redisKeys"`
-	Calls     []Call   `json:"calls"`
+	Spec     Spec     `json:"spec"`
+	Prefix   string   `json:"prefix"`
+	MarginUs int64    `json:"marginUs"`
+	Key      string   `json:"key"`
+	Now      *int64   `json:"now"` // µs; null for the server's TIME
+	N        int64    `json:"n"`
+	Ints     []string `json:"ints"` // core.Limit.Ints of the spec
+	// Fingerprint is redisbackend.Fingerprint of the spec, the role of its keys.
+	Fingerprint string   `json:"fingerprint"`
+	RedisKeys   []string `json:"redisKeys"`
+	Calls       []Call   `json:"calls"`
 }
 
 // DedupVector is one operation of a redisbackend deduplicator.
@@ -352,8 +354,9 @@ func (g *gen) decide(spec redstream.Spec, prefix string, margin time.Duration, k
 	if m == 0 {
 		m = redisbackend.DefaultExpiryMargin
 	}
+	p, _ := spec.Core()
 	return LimiterVector{Spec: specOf(spec), Prefix: prefix, MarginUs: m.Microseconds(), Key: key, Now: now, N: n,
-		Ints: ints, RedisKeys: l.Keys(key), Calls: cs}, nil
+		Ints: ints, Fingerprint: redisbackend.Fingerprint(p), RedisKeys: l.Keys(key), Calls: cs}, nil
 }
 
 // flush empties the server (so state of one vector never meets another's) and forgets the
@@ -425,7 +428,11 @@ func (g *gen) schema() (Schema, error) {
 		c := v.Calls[0]
 		l, _ := redisbackend.NewLimiter(g.rec, spec, redisbackend.Options{})
 		prefix := l.KeyPrefix()
-		if !slices.Equal(c.Keys, []string{prefix + ":{k}"}) {
+		cl, _ := spec.Core()
+		if fp := redisbackend.Fingerprint(cl); fp != strings.Join(append([]string{cl.Name()}, v.Ints...), ".") {
+			return s, fmt.Errorf("%v: fingerprint %q is no longer the name and the ints joined by '.': update tools/jsgen and js/src/keys.ts", spec, fp)
+		}
+		if !slices.Equal(c.Keys, []string{prefix + ":{k}:" + redisbackend.Fingerprint(cl)}) {
 			return s, fmt.Errorf("%v: keys %q: the key schema changed; update tools/jsgen and js/src/keys.ts", spec, c.Keys)
 		}
 		ni := len(v.Ints)
@@ -446,7 +453,7 @@ func (g *gen) schema() (Schema, error) {
 	for n := 1; n <= 4096; n++ {
 		l, _ := redisbackend.NewLimiter(g.rec, redstream.TokenBucket(1, 1), redisbackend.Options{KeyPrefix: "p"})
 		u := strings.Repeat("k", n)
-		if l.Keys(u)[0] != "p:{"+u+"}" {
+		if !strings.HasPrefix(l.Keys(u)[0], "p:{"+u+"}:") {
 			s.MaxPlainTag = n - 1
 			break
 		}
