@@ -137,6 +137,7 @@ func runGo(ctx context.Context, t *testing.T, c rueidis.Client, ts []task) map[s
 	out := map[string]*result{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	var totals []func() // run after every goroutine is done
 	for _, tk := range ts {
 		r := &result{}
 		out[tk.ID] = r
@@ -146,6 +147,7 @@ func runGo(ctx context.Context, t *testing.T, c rueidis.Client, ts []task) map[s
 				t.Fatal(err)
 			}
 			var next, admitted, denied atomic.Int64
+			totals = append(totals, func() { r.Admitted, r.Denied = int(admitted.Load()), int(denied.Load()) })
 			for range 8 {
 				wg.Add(1)
 				go func() {
@@ -166,9 +168,6 @@ func runGo(ctx context.Context, t *testing.T, c rueidis.Client, ts []task) map[s
 							denied.Add(1)
 						}
 					}
-					mu.Lock()
-					r.Admitted, r.Denied = int(admitted.Load()), int(denied.Load())
-					mu.Unlock()
 				}()
 			}
 			continue
@@ -204,6 +203,9 @@ func runGo(ctx context.Context, t *testing.T, c rueidis.Client, ts []task) map[s
 		}
 	}
 	wg.Wait()
+	for _, f := range totals {
+		f()
+	}
 	return out
 }
 
