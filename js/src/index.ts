@@ -61,6 +61,7 @@ export {
   createRedisWindowDeduplicator,
   defaultPrefixes,
   type FailurePolicy,
+  type Logger,
   type RedisClient,
   type RedisDedupOptions,
   type RedisLimiterOptions,

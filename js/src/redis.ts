@@ -44,6 +44,13 @@ export interface RedisLimiterOptions {
   readonly timeoutMs?: number;
   /** What a decision does when Redis fails (default 'fail-closed'). */
   readonly failurePolicy?: FailurePolicy;
+  /**
+   * Receives the limiter's state changes, as Go's Options.Logger does: warn when Redis fails
+   * after answering (or on the first call), with the error and what decisions do now; info
+   * when it answers again. Once per change, however many calls fail meanwhile. Default
+   * `console`; `null` logs nothing.
+   */
+  readonly logger?: Logger | null;
 }
 
 // A client on which the engine's scripts are defined (defineCommand: EVALSHA, falling back
@@ -62,9 +69,7 @@ function script(client: RedisClient, name: string): (keys: string[], args: strin
   if (!s) {
     throw new RedstreamError('INTERNAL', `no script ${name}`);
   }
-  if (typeof (client as { defineCommand?: unknown }).defineCommand !== 'function') {
-    throw new RedstreamError('INVALID_CONFIG', 'client is not an ioredis Redis or Cluster');
-  }
+  checkClient(client);
   let set = defined.get(client);
   if (!set) {
     set = new Set();
@@ -76,6 +81,29 @@ function script(client: RedisClient, name: string): (keys: string[], args: strin
     set.add(cmd);
   }
   return (keys, args) => (client as unknown as Scripted)[cmd]!(keys.length, ...keys, ...args);
+}
+
+// checkClient rejects what is not an ioredis client, and a client with ioredis's keyPrefix
+// option: ioredis would prepend it to every key, so the keys would no longer be the Go
+// engine's (use the engines' keyPrefix option instead).
+function checkClient(client: RedisClient): void {
+  const c = client as unknown as { defineCommand?: unknown; options?: { keyPrefix?: string; redisOptions?: { keyPrefix?: string } } };
+  if (client === null || typeof client !== 'object' || typeof c.defineCommand !== 'function') {
+    throw new RedstreamError('INVALID_CONFIG', 'client is not an ioredis Redis or Cluster');
+  }
+  const kp = c.options?.keyPrefix || c.options?.redisOptions?.keyPrefix;
+  if (kp) {
+    throw new RedstreamError(
+      'INVALID_CONFIG',
+      `the client has ioredis's keyPrefix ${JSON.stringify(kp)}, which would change every key so that Go would not share them; use the keyPrefix option of the limiter or deduplicator instead`,
+    );
+  }
+}
+
+/** Receives a limiter's state changes (never one line per request); `console` fits. */
+export interface Logger {
+  warn(message: string, fields?: Record<string, unknown>): void;
+  info(message: string, fields?: Record<string, unknown>): void;
 }
 
 // deadline runs p with a timeout of ms.
@@ -133,6 +161,9 @@ export class RedisLimiter {
   private readonly timeout: number;
   private readonly policy: FailurePolicy;
   private readonly role: string;
+  private readonly log: Logger | null;
+  private failing = false;
+  private failureCount = 0;
 
   /** Use {@link createRedisLimiter}. */
   constructor(
@@ -157,6 +188,7 @@ export class RedisLimiter {
     this.run = script(client, a.script);
     this.timeout = timeoutOf(options.timeoutMs);
     this.policy = options.failurePolicy ?? 'fail-closed';
+    this.log = options.logger === undefined ? console : options.logger;
     if (this.policy !== 'fail-closed' && this.policy !== 'fail-open' && typeof (this.policy as MemoryLimiter).allow !== 'function') {
       throw new RedstreamError('INVALID_CONFIG', 'failurePolicy is not fail-closed, fail-open or a MemoryLimiter');
     }
@@ -194,6 +226,7 @@ export class RedisLimiter {
     try {
       r = ints(c.script, await deadline(c.script, this.timeout, this.run(c.keys, c.args)), 6);
     } catch (e) {
+      this.failed(e);
       if (this.policy === 'fail-open') {
         return { allowed: true, limit: 0, remaining: 0, retryAfter: 0, resetAfter: 0, delay: 0 };
       }
@@ -202,7 +235,34 @@ export class RedisLimiter {
       }
       throw e;
     }
+    this.answered();
     return { allowed: r[0] === 1, limit: r[1]!, remaining: Math.max(r[2]!, 0), retryAfter: r[3]!, resetAfter: r[4]!, delay: r[5]! };
+  }
+
+  /** Redis failures of decisions so far, and whether the last decision that reached Redis failed. */
+  get health(): { failures: number; failing: boolean } {
+    return { failures: this.failureCount, failing: this.failing };
+  }
+
+  private failed(e: unknown): void {
+    this.failureCount++;
+    if (!this.failing) {
+      this.failing = true;
+      const then =
+        this.policy === 'fail-open'
+          ? 'decisions fail open (admitted)'
+          : this.policy === 'fail-closed'
+            ? 'decisions fail closed (rejected with the error)'
+            : 'decisions fall back to the in-process limiter';
+      this.log?.warn(`redstream: Redis failed; ${then}`, { prefix: this.keyPrefix, error: (e as Error).message });
+    }
+  }
+
+  private answered(): void {
+    if (this.failing) {
+      this.failing = false;
+      this.log?.info('redstream: Redis answers again; decisions are made in Redis', { prefix: this.keyPrefix });
+    }
   }
 
   /** Deletes key's state, so its next request sees a new key. */
@@ -243,6 +303,7 @@ abstract class RedisDedupBase {
     if (!name.isWellFormed()) {
       throw new RedstreamError('INVALID_CONFIG', 'deduplicator name has a lone surrogate');
     }
+    checkClient(client);
     this.keyPrefix = prefixOr(options.keyPrefix, schema.dedupPrefix);
     this.timeout = timeoutOf(options.timeoutMs);
   }

@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 
+import Redis from 'ioredis';
+
 import {
   algorithms,
   createBloomDeduplicator,
@@ -104,7 +106,9 @@ test('a hung server fails the call at its deadline; fail-open and a fallback dec
   const r = await startRedis(t);
   if (!r) return;
   const client = r.client({ maxRetriesPerRequest: 1 });
-  const closed = await createRedisLimiter(client, tokenBucket(2, 1), { timeoutMs: 300 });
+  const logged = [];
+  const logger = { warn: (m) => logged.push(`warn ${m}`), info: (m) => logged.push(`info ${m}`) };
+  const closed = await createRedisLimiter(client, tokenBucket(2, 1), { timeoutMs: 300, logger });
   const open = await createRedisLimiter(client, tokenBucket(2, 1), { timeoutMs: 300, failurePolicy: 'fail-open' });
   const fallback = await createLimiter(tokenBucket(1, 1));
   const fb = await createRedisLimiter(client, tokenBucket(2, 1), { timeoutMs: 300, failurePolicy: fallback });
@@ -115,6 +119,8 @@ test('a hung server fails the call at its deadline; fail-open and a fallback dec
     await assert.rejects(closed.allow('x'), (e) => e instanceof RedstreamError && e.code === 'TIMEOUT');
     const took = Date.now() - start;
     assert.ok(took >= 250 && took < 5000, `the call took ${took} ms, want about 300`);
+    await assert.rejects(closed.allow('x2'), (e) => e.code === 'TIMEOUT');
+    assert.deepEqual(closed.health, { failures: 2, failing: true });
     assert.equal((await open.allow('x')).allowed, true);
     assert.equal((await fb.allow('x', { now: t0 })).allowed, true);
     assert.equal((await fb.allow('x', { now: t0 })).allowed, false, 'the fallback keeps its own state');
@@ -122,6 +128,30 @@ test('a hung server fails the call at its deadline; fail-open and a fallback dec
     process.kill(r.pid, 'SIGCONT');
   }
   assert.equal((await closed.allow('y')).allowed, true, 'Redis answers again');
+  assert.deepEqual(logged, [
+    'warn redstream: Redis failed; decisions fail closed (rejected with the error)',
+    'info redstream: Redis answers again; decisions are made in Redis',
+  ], 'one line per state change, not per failure');
+  assert.deepEqual(closed.health, { failures: 2, failing: false });
+});
+
+test('a killed server fails every call at its deadline, for limiters and deduplicators', async (t) => {
+  const r = await startRedis(t);
+  if (!r) return;
+  const client = r.client({ maxRetriesPerRequest: 0, retryStrategy: () => 50 });
+  const l = await createRedisLimiter(client, tokenBucket(2, 1), { timeoutMs: 500, logger: null });
+  const d = await createRedisWindowDeduplicator(client, 'killed', 1000, { timeoutMs: 500 });
+  const s = await createRedisSetDeduplicator(client, 'killed', { timeoutMs: 500 });
+  const b = await createRedisBloomDeduplicator(client, 'killed', { insertions: 10, fpRate: 0.1 }, { timeoutMs: 500 });
+  assert.equal((await l.allow('k')).allowed, true);
+  r.kill();
+  await new Promise((res) => setTimeout(res, 100));
+  const start = Date.now();
+  for (const p of [l.allow('k'), d.checkAndMark('e'), s.checkAndMark('e'), b.checkAndMark('e'), s.uniqueCount(), b.count()]) {
+    await assert.rejects(p, (e) => e instanceof RedstreamError && (e.code === 'REDIS' || e.code === 'TIMEOUT'));
+  }
+  assert.ok(Date.now() - start < 6 * 500 + 2000, 'each call ended by its deadline');
+  assert.equal(l.health.failing, true);
 });
 
 test('bad input is a RedstreamError naming what is wrong, and sends nothing', async () => {
@@ -153,6 +183,14 @@ test('bad input is a RedstreamError naming what is wrong, and sends nothing', as
   }
   await assert.rejects(createRedisLimiter(fake, tokenBucket(1, 1), { keyPrefix: 'a{b' }), (e) => e.code === 'INVALID_CONFIG');
   await assert.rejects(createRedisLimiter({}, tokenBucket(1, 1)), (e) => e.code === 'INVALID_CONFIG');
+  const prefixed = new Redis({ lazyConnect: true, keyPrefix: 'app:' });
+  await assert.rejects(createRedisLimiter(prefixed, tokenBucket(1, 1)), (e) => e.code === 'INVALID_CONFIG' && /keyPrefix/.test(e.message));
+  await assert.rejects(createRedisSetDeduplicator(prefixed, 'n'), (e) => e.code === 'INVALID_CONFIG');
+  prefixed.disconnect();
+  await assert.rejects(createRedisSetDeduplicator(fake, ''), (e) => e.code === 'INVALID_CONFIG');
+  await assert.rejects(createRedisWindowDeduplicator(fake, 'n', 0), (e) => e.code === 'INVALID_CONFIG');
+  await assert.rejects(createRedisBloomDeduplicator(fake, 'n', { fpRate: 1 }), (e) => e.code === 'INVALID_CONFIG');
+  await assert.rejects(createRedisBloomDeduplicator(fake, 'n', { insertions: 0 }), (e) => e.code === 'INVALID_CONFIG');
 });
 
 test('the key table sweeps recovered keys as Go does', async () => {

@@ -77,6 +77,10 @@ export async function startRedis(t) {
         return c;
       },
       stop,
+      /** Kills the server only (clients stay, reconnecting). */
+      kill() {
+        p.kill('SIGKILL');
+      },
     };
   }
   throw new Error('no free port for redis-server');
