@@ -244,6 +244,14 @@ func generate() ([]file, error) {
 	if err != nil {
 		return nil, err
 	}
+	mv, err := memoryVectors()
+	if err != nil {
+		return nil, err
+	}
+	mj, err := compact(mv)
+	if err != nil {
+		return nil, err
+	}
 	sj, err := json.MarshalIndent(schema, "", "  ")
 	if err != nil {
 		return nil, err
@@ -264,6 +272,7 @@ func generate() ([]file, error) {
 		{"src/generated/scripts.ts", scriptsTS},
 		{"src/generated/schema.ts", schemaTS.Bytes()},
 		{"test/generated/schema-vectors.json", vj},
+		{"test/generated/memory-vectors.json", mj},
 	}, nil
 }
 
@@ -276,6 +285,38 @@ func marshal(v any) ([]byte, error) {
 	if err := e.Encode(v); err != nil {
 		return nil, err
 	}
+	return b.Bytes(), nil
+}
+
+// compact writes v as JSON, one top-level vector per line.
+func compact(v MemoryVectors) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString("{\"comment\": ")
+	c, _ := jsString(v.Comment)
+	b.WriteString(c)
+	for _, part := range []struct {
+		name string
+		n    int
+		item func(int) any
+	}{
+		{"limiters", len(v.Limiters), func(i int) any { return v.Limiters[i] }},
+		{"windows", len(v.Windows), func(i int) any { return v.Windows[i] }},
+	} {
+		fmt.Fprintf(&b, ",\n%q: [\n", part.name)
+		for i := range part.n {
+			j, err := json.Marshal(part.item(i))
+			if err != nil {
+				return nil, err
+			}
+			b.Write(j)
+			if i < part.n-1 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('\n')
+		}
+		b.WriteString("]")
+	}
+	b.WriteString("}\n")
 	return b.Bytes(), nil
 }
 
