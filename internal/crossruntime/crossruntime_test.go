@@ -62,6 +62,7 @@ type task struct {
 	ID       string         `json:"id"`
 	Prefix   string         `json:"prefix"`
 	Spec     map[string]any `json:"spec,omitempty"`
+	Multi    []any          `json:"multi,omitempty"` // the specs of a multi-limit limiter
 	Key      string         `json:"key,omitempty"`
 	Now      int64          `json:"now,omitempty"` // µs; 0 for the server's TIME
 	Attempts int            `json:"attempts,omitempty"`
@@ -73,6 +74,7 @@ type task struct {
 	Seed     int            `json:"seed,omitempty"`
 
 	spec  redstream.Spec
+	multi []redstream.Spec
 	limit int64
 	dedup redstream.DedupSpec
 }
@@ -107,6 +109,13 @@ func tasks(prefix string) []task {
 		}
 		ts = append(ts, t)
 	}
+	// Two limits on one key, all-or-nothing: the tighter one (100 per window) decides.
+	ts = append(ts, task{ID: "multi", Prefix: prefix + ":multi", Key: "shared {key}", Attempts: attempts, limit: 100, Now: mid,
+		multi: []redstream.Spec{redstream.TokenBucket(limit, 0.001), redstream.FixedWindow(time.Hour, 100)},
+		Multi: []any{
+			map[string]any{"algorithm": redstream.AlgorithmTokenBucket, "capacity": limit, "rate": 0.001},
+			map[string]any{"algorithm": redstream.AlgorithmFixedWindow, "windowMs": time.Hour.Milliseconds(), "limit": 100},
+		}})
 	elements := make([]string, 300)
 	for i := range elements {
 		elements[i] = "order-" + strconv.Itoa(i)
@@ -142,7 +151,13 @@ func runGo(ctx context.Context, t *testing.T, c rueidis.Client, ts []task) map[s
 		r := &result{}
 		out[tk.ID] = r
 		if tk.Strategy == "" {
-			l, err := redisbackend.NewLimiter(c, tk.spec, redisbackend.Options{KeyPrefix: tk.Prefix})
+			var l *redisbackend.Limiter
+			var err error
+			if tk.multi != nil {
+				l, err = redisbackend.NewMultiLimiter(c, tk.multi, redisbackend.Options{KeyPrefix: tk.Prefix})
+			} else {
+				l, err = redisbackend.NewLimiter(c, tk.spec, redisbackend.Options{KeyPrefix: tk.Prefix})
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,6 +18,7 @@
 export { RedstreamError, type ErrorCode } from './errors.js';
 export {
   algorithms,
+  combine,
   describe,
   fixedWindow,
   leakyBucket,
@@ -41,6 +42,7 @@ export {
   MemoryWindowDeduplicator,
   createBloomDeduplicator,
   createLimiter,
+  createMultiLimiter,
   createSetDeduplicator,
   createWindowDeduplicator,
   type AllowOptions,
@@ -57,6 +59,7 @@ export {
   RedisWindowDeduplicator,
   createRedisBloomDeduplicator,
   createRedisLimiter,
+  createRedisMultiLimiter,
   createRedisSetDeduplicator,
   createRedisWindowDeduplicator,
   defaultPrefixes,

@@ -2,7 +2,7 @@
 // counterparts of Go's package memory.
 
 import { RedstreamError } from './errors.js';
-import { decision, idle, resolve, step, type Decision, type KeyState, type Limit, type Spec } from './spec.js';
+import { combine, decision, idle, resolve, step, type Decision, type KeyState, type Limit, type Spec } from './spec.js';
 import { checkCost, elementBytes, keyBytes, systemClock, toMicros, type Clock, type Time } from './time.js';
 import { loadCore, type BloomParams, type Core } from './wasm.js';
 
@@ -78,50 +78,65 @@ class Table<V> {
 }
 
 /**
- * An in-process rate limiter of one spec, on the core module: every decision is the Go
- * core's, and the per-key state lives in a key table swept as Go's memory engine sweeps
- * its shards. Methods are synchronous. Create one with {@link createLimiter}.
+ * An in-process rate limiter of one spec, or of several limits on each key all-or-nothing
+ * ({@link createMultiLimiter}), on the core module: every decision is the Go core's, and the
+ * per-key state lives in a key table swept as Go's memory engine sweeps its shards. Methods
+ * are synchronous. Create one with {@link createLimiter}.
  */
 export class MemoryLimiter {
-  private readonly table: Table<KeyState>;
+  private readonly table: Table<KeyState[]>;
   private readonly clock: Clock;
+  /** The largest admissible cost: the smallest limit's. */
+  readonly max: number;
 
-  /** Use {@link createLimiter}. */
+  /** Use {@link createLimiter} or {@link createMultiLimiter}. */
   constructor(
     private readonly core: Core,
-    /** The validated spec in core units. */
-    readonly limit: Limit,
+    /** The validated specs in core units: one, unless built by createMultiLimiter. */
+    readonly limits: readonly Limit[],
     options: MemoryOptions = {},
   ) {
+    if (limits.length === 0) {
+      throw new RedstreamError('INVALID_CONFIG', 'no limits');
+    }
     this.table = new Table(threshold(options));
     this.clock = clockOf(options);
+    this.max = Math.min(...limits.map((l) => l.max));
   }
 
-  /** The limiter's spec. */
+  /** The first (for a single limit, the only) limit. */
+  get limit(): Limit {
+    return this.limits[0]!;
+  }
+
+  /** The limiter's spec (the first, for a multi-limit limiter). */
   get spec(): Spec {
     return this.limit.spec;
   }
 
   /**
    * Decides a request for key: cost options.n (default 1) at options.now (default the
-   * clock). Throws a RedstreamError for bad input: EMPTY_KEY, INVALID_KEY, INVALID_COST,
+   * clock). With several limits the request is admitted only if every limit admits it, and
+   * only then does every limit record it; the decisions are combined as Go's core.Combine.
+   * Throws a RedstreamError for bad input: EMPTY_KEY, INVALID_KEY, INVALID_COST,
    * COST_TOO_LARGE (n above the limit), INVALID_TIME.
    */
   allow(key: string, options: AllowOptions = {}): Decision {
     keyBytes(key);
     const n = options.n ?? 1;
-    checkCost(n, this.limit.max);
+    checkCost(n, this.max);
     const now = toMicros(options.now ?? this.clock());
     const s = this.table.map.get(key);
-    const { d, next } = step(this.core, this.limit, s, now, n);
-    if (next) {
+    const steps = this.limits.map((l, i) => step(this.core, l, s?.[i], now, n));
+    if (steps.every((x) => x.next)) {
+      const next = steps.map((x) => x.next!);
       if (s) {
         this.table.map.set(key, next);
       } else {
-        this.table.insert(key, next, (v) => idle(this.limit, v, now));
+        this.table.insert(key, next, (v) => v.every((st, i) => idle(this.limits[i]!, st, now)));
       }
     }
-    return decision(d);
+    return decision(steps.length === 1 ? steps[0]!.d : combine(steps.map((x) => x.d)));
   }
 
   /** Forgets key's state, so its next request sees a new key. */
@@ -138,7 +153,20 @@ export class MemoryLimiter {
 /** Returns an in-process limiter of spec. Rejects with INVALID_CONFIG for a bad spec or option. */
 export async function createLimiter(spec: Spec, options: MemoryOptions = {}): Promise<MemoryLimiter> {
   const core = await loadCore();
-  return new MemoryLimiter(core, resolve(core, spec), options);
+  return new MemoryLimiter(core, [resolve(core, spec)], options);
+}
+
+/**
+ * Returns an in-process limiter applying every spec to each key, all-or-nothing (e.g. 10/s
+ * and 10,000/day), as Go's memory.NewMultiLimiter. A cost above the smallest limit is
+ * COST_TOO_LARGE.
+ */
+export async function createMultiLimiter(specs: readonly Spec[], options: MemoryOptions = {}): Promise<MemoryLimiter> {
+  const core = await loadCore();
+  if (!Array.isArray(specs) || specs.length === 0) {
+    throw new RedstreamError('INVALID_CONFIG', 'no limits');
+  }
+  return new MemoryLimiter(core, specs.map((s) => resolve(core, s)), options);
 }
 
 /** An in-process deduplicator. The empty element is never a duplicate and never recorded. */

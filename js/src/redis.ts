@@ -9,7 +9,7 @@ import { schema } from './generated/schema.js';
 import { scripts, type ScriptSource } from './generated/scripts.js';
 import { bloomRole, bloomShardKey, fingerprint, prefixOr, redisKey } from './keys.js';
 import { bloomParams, windowMicros, type AllowOptions, type BloomOptions, type MemoryLimiter } from './memory.js';
-import { resolve, type Algorithm, type Decision, type Limit, type Spec } from './spec.js';
+import { combine, resolve, type Algorithm, type Decision, type Limit, type Spec } from './spec.js';
 import { checkCost, elementBytes, keyBytes, toMicros, type Time } from './time.js';
 import { loadCore, type BloomParams, type Core } from './wasm.js';
 
@@ -151,7 +151,8 @@ function checkSize(what: string, bytes: number): void {
 /**
  * A rate limiter whose state lives in Redis, running the Go engine's script for its
  * algorithm: a Go redisbackend.Limiter and this one with the same spec and prefix decide on
- * the same keys, atomically, in one round trip each. Create one with {@link createRedisLimiter}.
+ * the same keys, atomically, in one round trip each. Create one with {@link createRedisLimiter},
+ * or {@link createRedisMultiLimiter} for several limits on each key.
  */
 export class RedisLimiter {
   /** The prefix of the limiter's keys. */
@@ -160,32 +161,55 @@ export class RedisLimiter {
   private readonly params: string[];
   private readonly timeout: number;
   private readonly policy: FailurePolicy;
-  private readonly role: string;
+  private readonly roles: string[];
+  private readonly script: string;
+  /** The largest admissible cost: the smallest limit's. */
+  readonly max: number;
   private readonly log: Logger | null;
   private failing = false;
   private failureCount = 0;
 
-  /** Use {@link createRedisLimiter}. */
+  /** Use {@link createRedisLimiter} or {@link createRedisMultiLimiter}. */
   constructor(
     private readonly core: Core,
     private readonly client: RedisClient,
-    /** The validated spec in core units. */
-    readonly limit: Limit,
+    /** The validated specs in core units: one, unless built by createRedisMultiLimiter. */
+    readonly limits: readonly Limit[],
     options: RedisLimiterOptions = {},
+    /** The limiter is a multi-limit one (even of one limit): Go's NewMultiLimiter keys and script. */
+    readonly multi = false,
   ) {
-    const a = schema.algorithms[limit.algorithm];
-    this.keyPrefix = prefixOr(options.keyPrefix, a.prefix);
+    if (limits.length === 0 || (!multi && limits.length !== 1)) {
+      throw new RedstreamError('INVALID_CONFIG', multi ? 'no limits' : 'one limit, or a multi-limit limiter');
+    }
+    const single = schema.algorithms[limits[0]!.algorithm];
+    this.keyPrefix = prefixOr(options.keyPrefix, multi ? schema.multi.prefix : single.prefix);
+    this.max = Math.min(...limits.map((l) => l.max));
     const margin = options.expiryMarginMs ?? schema.defaultMarginUs / 1000;
     if (typeof margin !== 'number' || !(margin >= 0) || margin > 365 * 24 * 3600 * 1000) {
       throw new RedstreamError('INVALID_CONFIG', `expiryMarginMs = ${margin}, want a number in [0, one year]`);
     }
     const ms = margin === 0 ? schema.defaultMarginUs / 1000 : Math.ceil(margin);
-    if (limit.ints.length !== a.ints) {
-      throw new RedstreamError('INTERNAL', `${limit.algorithm}: ${limit.ints.length} parameters, the schema has ${a.ints}`);
+    for (const l of limits) {
+      if (l.ints.length !== schema.algorithms[l.algorithm].ints || l.ints.length > schema.multi.params) {
+        throw new RedstreamError('INTERNAL', `${l.algorithm}: ${l.ints.length} parameters, the schema has ${schema.algorithms[l.algorithm].ints}`);
+      }
     }
-    this.params = [...limit.ints.map(String), String(ms), ...a.extra];
-    this.role = fingerprint(limit);
-    this.run = script(client, a.script);
+    if (multi) {
+      this.params = [String(ms)];
+      for (const l of limits) {
+        const ps = l.ints.map(String);
+        while (ps.length < schema.multi.params) ps.push('0');
+        this.params.push(schema.multi.codes[l.algorithm], ...ps);
+      }
+      this.roles = limits.map((l, i) => `m${i}.${fingerprint(l)}`);
+      this.script = schema.multi.script;
+    } else {
+      this.params = [...limits[0]!.ints.map(String), String(ms), ...single.extra];
+      this.roles = [fingerprint(limits[0]!)];
+      this.script = single.script;
+    }
+    this.run = script(client, this.script);
     this.timeout = timeoutOf(options.timeoutMs);
     this.policy = options.failurePolicy ?? 'fail-closed';
     this.log = options.logger === undefined ? console : options.logger;
@@ -194,24 +218,33 @@ export class RedisLimiter {
     }
   }
 
-  /** The limiter's spec. */
+  /** The first (for a single limit, the only) limit. */
+  get limit(): Limit {
+    return this.limits[0]!;
+  }
+
+  /** The limiter's spec (the first, for a multi-limit limiter). */
   get spec(): Spec {
     return this.limit.spec;
   }
 
-  /** The Redis keys holding key's state (Go's Limiter.Keys): `<prefix>:{<key>}:<fingerprint>`. */
+  /**
+   * The Redis keys holding key's state, one per limit (Go's Limiter.Keys):
+   * `<prefix>:{<key>}:<fingerprint>`, or `<prefix>:{<key>}:m<i>.<fingerprint>` for limit i of
+   * a multi-limit limiter.
+   */
   keys(key: string): string[] {
-    return [redisKey(this.core, this.keyPrefix, key, this.role)];
+    return this.roles.map((r) => redisKey(this.core, this.keyPrefix, key, r));
   }
 
   /** The script, keys and ARGV of one decision (what {@link allow} sends). */
   command(key: string, options: AllowOptions = {}): { script: string; keys: string[]; args: string[] } {
     const kb = keyBytes(key);
     const n = options.n ?? 1;
-    checkCost(n, this.limit.max);
+    checkCost(n, this.max);
     const now = options.now === undefined ? '' : String(toMicros(options.now));
     checkSize('key', kb.length + this.keyPrefix.length);
-    return { script: schema.algorithms[this.limit.algorithm].script, keys: this.keys(key), args: [now, String(n), ...this.params] };
+    return { script: this.script, keys: this.keys(key), args: [now, String(n), ...this.params] };
   }
 
   /**
@@ -224,7 +257,7 @@ export class RedisLimiter {
     const c = this.command(key, options);
     let r: number[];
     try {
-      r = ints(c.script, await deadline(c.script, this.timeout, this.run(c.keys, c.args)), 6);
+      r = ints(c.script, await deadline(c.script, this.timeout, this.run(c.keys, c.args)), 6 * this.limits.length);
     } catch (e) {
       this.failed(e);
       if (this.policy === 'fail-open') {
@@ -236,7 +269,15 @@ export class RedisLimiter {
       throw e;
     }
     this.answered();
-    return { allowed: r[0] === 1, limit: r[1]!, remaining: Math.max(r[2]!, 0), retryAfter: r[3]!, resetAfter: r[4]!, delay: r[5]! };
+    const ds = this.limits.map((_, i) => ({
+      allowed: r[6 * i] === 1,
+      limit: r[6 * i + 1]!,
+      remaining: Math.max(r[6 * i + 2]!, 0),
+      retryAfter: r[6 * i + 3]!,
+      resetAfter: r[6 * i + 4]!,
+      delay: r[6 * i + 5]!,
+    }));
+    return ds.length === 1 ? ds[0]! : combine(ds);
   }
 
   /** Redis failures of decisions so far, and whether the last decision that reached Redis failed. */
@@ -275,7 +316,20 @@ export class RedisLimiter {
 /** Returns a limiter of spec whose state lives in Redis. The client stays the caller's. */
 export async function createRedisLimiter(client: RedisClient, spec: Spec, options: RedisLimiterOptions = {}): Promise<RedisLimiter> {
   const core = await loadCore();
-  return new RedisLimiter(core, client, resolve(core, spec), options);
+  return new RedisLimiter(core, client, [resolve(core, spec)], options);
+}
+
+/**
+ * Returns a limiter applying every spec to each key, all-or-nothing, in one script call (Go's
+ * redisbackend.NewMultiLimiter, with its keys: a Go multi-limiter of the same specs and
+ * prefix shares the state). The client stays the caller's.
+ */
+export async function createRedisMultiLimiter(client: RedisClient, specs: readonly Spec[], options: RedisLimiterOptions = {}): Promise<RedisLimiter> {
+  const core = await loadCore();
+  if (!Array.isArray(specs) || specs.length === 0) {
+    throw new RedstreamError('INVALID_CONFIG', 'no limits');
+  }
+  return new RedisLimiter(core, client, specs.map((s) => resolve(core, s)), options, true);
 }
 
 /** Options of a Redis deduplicator. */

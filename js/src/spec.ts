@@ -223,3 +223,29 @@ export function idle(l: Limit, s: KeyState, now: number): boolean {
 export function decision(d: RawDecision): Decision {
   return { allowed: d.allowed, limit: d.limit, remaining: d.remaining, retryAfter: d.retryAfter, resetAfter: d.resetAfter, delay: d.delay };
 }
+
+/**
+ * Go's core.Combine: the decision of several limits applied to one request all-or-nothing.
+ * Allowed only if every limit allows; the smallest remaining (with that limit's limit); the
+ * largest retryAfter, resetAfter and delay (delay 0 when denied).
+ */
+export function combine(ds: readonly RawDecision[]): RawDecision {
+  if (ds.length === 0) {
+    return { allowed: true, limit: 0, remaining: 0, retryAfter: 0, resetAfter: 0, delay: 0 };
+  }
+  const out = { ...ds[0]! };
+  for (const d of ds.slice(1)) {
+    out.allowed = out.allowed && d.allowed;
+    if (d.remaining < out.remaining) {
+      out.remaining = d.remaining;
+      out.limit = d.limit;
+    }
+    out.retryAfter = Math.max(out.retryAfter, d.retryAfter);
+    out.resetAfter = Math.max(out.resetAfter, d.resetAfter);
+    out.delay = Math.max(out.delay, d.delay);
+  }
+  if (!out.allowed) {
+    out.delay = 0;
+  }
+  return out;
+}

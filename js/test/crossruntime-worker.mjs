@@ -13,6 +13,7 @@ import Redis from 'ioredis';
 import {
   createRedisBloomDeduplicator,
   createRedisLimiter,
+  createRedisMultiLimiter,
   createRedisSetDeduplicator,
   createRedisWindowDeduplicator,
 } from '../dist/index.js';
@@ -49,8 +50,9 @@ function shuffle(xs, seed) {
 
 const prepared = [];
 for (const task of cfg.tasks) {
-  if (task.spec) {
-    const l = await createRedisLimiter(client, task.spec, { keyPrefix: task.prefix, timeoutMs: 10000 });
+  if (task.spec || task.multi) {
+    const o = { keyPrefix: task.prefix, timeoutMs: 10000 };
+    const l = task.multi ? await createRedisMultiLimiter(client, task.multi, o) : await createRedisLimiter(client, task.spec, o);
     prepared.push({ task, l });
   } else {
     let d;

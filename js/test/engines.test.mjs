@@ -12,8 +12,10 @@ import {
   algorithms,
   createBloomDeduplicator,
   createLimiter,
+  createMultiLimiter,
   createRedisBloomDeduplicator,
   createRedisLimiter,
+  createRedisMultiLimiter,
   createRedisSetDeduplicator,
   createRedisWindowDeduplicator,
   createSetDeduplicator,
@@ -58,6 +60,24 @@ test('Redis engine decides as the core, every algorithm', async (t) => {
     }
   }
   console.log(`engines agree on ${decisions} decisions`);
+});
+
+test('Redis multi-limit limiter decides as the in-process one', async (t) => {
+  const r = await startRedis(t);
+  if (!r) return;
+  const client = r.client();
+  const specs = [specsOf['token-bucket'][0], specsOf.sliding[0], specsOf.fixed[0], specsOf['leaky-bucket'][0]];
+  const mem = await createMultiLimiter(specs);
+  const red = await createRedisMultiLimiter(client, specs, { keyPrefix: 'conf:multi' });
+  const rand = rng(99);
+  let now = t0;
+  for (let i = 0; i < 400; i++) {
+    now = Math.max(0, now + (rand(4) === 0 ? -rand(200_000) : rand(400_000)));
+    const key = `k${rand(3)}`;
+    const n = 1 + rand(2);
+    assert.deepEqual(await red.allow(key, { n, now }), mem.allow(key, { n, now }), `step ${i}`);
+  }
+  await assert.rejects(red.allow('k', { n: 5 }), (e) => e.code === 'COST_TOO_LARGE');
 });
 
 test('Redis deduplicators decide as the in-process ones', async (t) => {

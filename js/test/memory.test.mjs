@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
 
-import { createLimiter, createWindowDeduplicator } from '../dist/index.js';
+import { createLimiter, createMultiLimiter, createWindowDeduplicator } from '../dist/index.js';
 
 const vectors = JSON.parse(await readFile(new URL('./generated/memory-vectors.json', import.meta.url), 'utf8'));
 
@@ -19,11 +19,12 @@ test('in-process limiters decide and sweep as Go\'s memory engine', async () => 
   let ops = 0;
   let sweeps = 0;
   for (const v of vectors.limiters) {
-    const l = await createLimiter(specOf(v.spec), { sweepThreshold: v.sweepThreshold });
+    const o = { sweepThreshold: v.sweepThreshold };
+    const l = v.multi ? await createMultiLimiter(v.multi.map(specOf), o) : await createLimiter(specOf(v.spec), o);
     let prev = 0;
     v.ops.forEach((op, i) => {
       const d = l.allow(op.key, { n: op.n, now: op.now });
-      const what = `${v.spec.algorithm} op ${i} (${op.key} n=${op.n} now=${op.now})`;
+      const what = `${v.multi ? 'multi ' + v.multi.map((s) => s.algorithm) : v.spec.algorithm} op ${i} (${op.key} n=${op.n} now=${op.now})`;
       assert.deepEqual([d.allowed, d.limit, d.remaining, d.retryAfter, d.resetAfter, d.delay], [op.allowed, ...op.d], what);
       assert.equal(l.trackedKeys, op.tracked, `${what}: keys held`);
       if (op.tracked < prev) sweeps++;

@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import {
   createRedisBloomDeduplicator,
   createRedisLimiter,
+  createRedisMultiLimiter,
   createRedisSetDeduplicator,
   createRedisWindowDeduplicator,
   fingerprint,
@@ -46,7 +47,7 @@ function recorder() {
           case 'dedup_window_check':
             return 0;
           default:
-            return [1, 1, 0, 0, 0, 0];
+            return keys.flatMap(() => [1, 1, 0, 0, 0, 0]);
         }
       };
     },
@@ -69,7 +70,19 @@ function specOf(s) {
 test('limiter keys, scripts and ARGV are Go\'s', async () => {
   const core = await loadCore();
   assert.ok(vectors.limiters.length >= 100);
+  let multi = 0;
   for (const v of vectors.limiters) {
+    if (v.multi) {
+      const what = `multi ${v.multi.map((s) => s.algorithm)} key ${JSON.stringify(v.key)}`;
+      v.multi.forEach((s, i) => assert.deepEqual(resolve(core, specOf(s)).ints.map(String), v.multiInts[i], `${what}: ints ${i}`));
+      const c = recorder();
+      const l = await createRedisMultiLimiter(c, v.multi.map(specOf), { keyPrefix: v.prefix, expiryMarginMs: v.marginUs / 1000 });
+      assert.deepEqual(l.keys(v.key), v.redisKeys, `${what}: keys`);
+      await l.allow(v.key, { n: v.n, now: v.now ?? undefined });
+      assert.deepEqual(c.calls, v.calls, `${what}: calls`);
+      multi++;
+      continue;
+    }
     const what = `${v.spec.algorithm} key ${JSON.stringify(v.key)} prefix ${JSON.stringify(v.prefix)}`;
     const limit = resolve(core, specOf(v.spec));
     assert.deepEqual(limit.ints.map(String), v.ints, `${what}: core ints`);
@@ -80,7 +93,8 @@ test('limiter keys, scripts and ARGV are Go\'s', async () => {
     await l.allow(v.key, { n: v.n, now: v.now ?? undefined });
     assert.deepEqual(c.calls, v.calls, `${what}: calls`);
   }
-  console.log(`limiter schema vectors: ${vectors.limiters.length} passed`);
+  assert.ok(multi >= 10, `${multi} multi-limit vectors`);
+  console.log(`limiter schema vectors: ${vectors.limiters.length} passed (${multi} multi-limit)`);
 });
 
 test('deduplicator keys, scripts and ARGV are Go\'s', async () => {

@@ -142,13 +142,16 @@ type Spec struct {
 
 // LimiterVector is one decision of a redisbackend.Limiter.
 type LimiterVector struct {
-	Spec     Spec     `json:"spec"`
+	Spec     *Spec    `json:"spec,omitempty"`
 	Prefix   string   `json:"prefix"`
 	MarginUs int64    `json:"marginUs"`
 	Key      string   `json:"key"`
 	Now      *int64   `json:"now"` // µs; null for the server's TIME
 	N        int64    `json:"n"`
 	Ints     []string `json:"ints"` // core.Limit.Ints of the spec
+	// Multi holds the specs of a multi-limit limiter (Spec is then empty), MultiInts their ints.
+	Multi     []Spec     `json:"multi,omitempty"`
+	MultiInts [][]string `json:"multiInts,omitempty"`
 	// Fingerprint is redisbackend.Fingerprint of the spec, the role of its keys.
 	Fingerprint string   `json:"fingerprint"`
 	RedisKeys   []string `json:"redisKeys"`
@@ -187,6 +190,16 @@ type AlgorithmSchema struct {
 	Extra  []string `json:"extra"`
 }
 
+// MultiSchema is how a multi-limit limiter runs: ARGV is now, n, the margin, then per limit
+// its algorithm's code and Params integers (padded with "0"); limit i's key role is
+// "m<i>." + its fingerprint.
+type MultiSchema struct {
+	Prefix string            `json:"prefix"`
+	Script string            `json:"script"`
+	Codes  map[string]string `json:"codes"`
+	Params int               `json:"params"`
+}
+
 // Schema is schema.ts's table.
 type Schema struct {
 	Algorithms      map[string]AlgorithmSchema `json:"algorithms"`
@@ -197,6 +210,7 @@ type Schema struct {
 	RoleWindowMark  string                     `json:"roleWindowMark"`
 	BloomRole       string                     `json:"bloomRole"`
 	DedupScripts    map[string]string          `json:"dedupScripts"`
+	Multi           MultiSchema                `json:"multi"`
 	KeyTTLMarginUs  int64                      `json:"keyTtlMarginUs"`
 	DefaultMarginUs int64                      `json:"defaultMarginUs"`
 }
@@ -396,7 +410,8 @@ func (g *gen) decide(spec redstream.Spec, prefix string, margin time.Duration, k
 		m = redisbackend.DefaultExpiryMargin
 	}
 	p, _ := spec.Core()
-	return LimiterVector{Spec: specOf(spec), Prefix: prefix, MarginUs: m.Microseconds(), Key: key, Now: now, N: n,
+	sp := specOf(spec)
+	return LimiterVector{Spec: &sp, Prefix: prefix, MarginUs: m.Microseconds(), Key: key, Now: now, N: n,
 		Ints: ints, Fingerprint: redisbackend.Fingerprint(p), RedisKeys: l.Keys(key), Calls: cs}, nil
 }
 
@@ -451,6 +466,26 @@ func (g *gen) limiterVectors() ([]LimiterVector, error) {
 			}
 			out = append(out, v)
 		}
+	}
+	all := specs()
+	for j, k := range keys {
+		ss := []redstream.Spec{all[j%len(all)], all[(j+3)%len(all)], all[(j+7)%len(all)]}
+		if j%4 == 0 {
+			ss = ss[:1]
+		}
+		prefix := ""
+		if j%3 == 0 {
+			prefix = "app:multi"
+		}
+		var now *int64
+		if j%5 != 4 {
+			now = ptr(t0 + int64(j)*1000)
+		}
+		v, err := g.decideMulti(ss, prefix, time.Duration(j%2)*1500*time.Millisecond, k, now, 1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -585,7 +620,83 @@ func (g *gen) schema() (Schema, error) {
 		}
 		s.DedupScripts[op.name] = cs[0].Script
 	}
+	if s.Multi, err = g.multiSchema(); err != nil {
+		return s, err
+	}
 	return s, nil
+}
+
+// multiSchema reads the multi-limit layout off one call with a limit of every algorithm.
+func (g *gen) multiSchema() (MultiSchema, error) {
+	var ss []redstream.Spec
+	for i, sp := range specs() {
+		if i%2 == 0 {
+			ss = append(ss, sp)
+		}
+	}
+	v, err := g.decideMulti(ss, "", 0, "k", ptr(t0), 1)
+	if err != nil {
+		return MultiSchema{}, err
+	}
+	if len(v.Calls) != 1 || v.Calls[0].Script == "" {
+		return MultiSchema{}, fmt.Errorf("multi: want one script call, got %+v", v.Calls)
+	}
+	c := v.Calls[0]
+	l, _ := redisbackend.NewMultiLimiter(g.rec, ss, redisbackend.Options{})
+	m := MultiSchema{Prefix: l.KeyPrefix(), Script: c.Script, Codes: map[string]string{}, Params: 3}
+	if len(c.Args) != 3+4*len(ss) || c.Args[0] != strconv.FormatInt(t0, 10) || c.Args[1] != "1" || c.Args[2] != "1000" {
+		return m, fmt.Errorf("multi: ARGV %q is not now, n, margin and 4 per limit: update tools/jsgen and js/src/redis.ts", c.Args)
+	}
+	for i, sp := range ss {
+		p, _ := sp.Core()
+		group := c.Args[3+4*i : 7+4*i]
+		ints := v.MultiInts[i]
+		for len(ints) < m.Params {
+			ints = append(ints, "0")
+		}
+		if !slices.Equal(group[1:], ints) {
+			return m, fmt.Errorf("multi: limit %d ARGV %q, want a code then %q", i, group, ints)
+		}
+		m.Codes[p.Name()] = group[0]
+		if want := m.Prefix + ":{k}:m" + strconv.Itoa(i) + "." + redisbackend.Fingerprint(p); c.Keys[i] != want {
+			return m, fmt.Errorf("multi: key %q, want %q: update tools/jsgen and js/src/redis.ts", c.Keys[i], want)
+		}
+	}
+	return m, nil
+}
+
+// decideMulti runs one decision of a multi-limit limiter and returns its vector.
+func (g *gen) decideMulti(ss []redstream.Spec, prefix string, margin time.Duration, key string, now *int64, n int64) (LimiterVector, error) {
+	l, err := redisbackend.NewMultiLimiter(g.rec, ss, redisbackend.Options{KeyPrefix: prefix, ExpiryMargin: margin})
+	if err != nil {
+		return LimiterVector{}, err
+	}
+	g.flush()
+	var at time.Time
+	if now != nil {
+		at = time.UnixMicro(*now)
+	}
+	if _, err := l.AllowN(g.ctx, key, at, n); err != nil {
+		return LimiterVector{}, fmt.Errorf("multi key %q: %w", key, err)
+	}
+	cs, err := calls(g.rec.take())
+	if err != nil {
+		return LimiterVector{}, err
+	}
+	m := margin
+	if m == 0 {
+		m = redisbackend.DefaultExpiryMargin
+	}
+	v := LimiterVector{Prefix: prefix, MarginUs: m.Microseconds(), Key: key, Now: now, N: n, RedisKeys: l.Keys(key), Calls: cs}
+	for _, sp := range ss {
+		ints, err := intsOf(sp)
+		if err != nil {
+			return v, err
+		}
+		v.Multi = append(v.Multi, specOf(sp))
+		v.MultiInts = append(v.MultiInts, ints)
+	}
+	return v, nil
 }
 
 func (g *gen) dedupVectors() ([]DedupVector, error) {

@@ -53,6 +53,18 @@ export const schema = {
     "window": "dedup_window",
     "windowCheck": "dedup_window_check"
   },
+  "multi": {
+    "prefix": "streaming:ml",
+    "script": "multi",
+    "codes": {
+      "fixed": "fw",
+      "leaky-bucket": "lb",
+      "sliding": "sl",
+      "sliding-counter": "sc",
+      "token-bucket": "tb"
+    },
+    "params": 3
+  },
   "keyTtlMarginUs": 60000000,
   "defaultMarginUs": 1000000
 } as const;
