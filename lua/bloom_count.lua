@@ -7,5 +7,82 @@
 -- ARGV[]   none
 --
 -- Reply: {X, bytes}: X the number of set bits (BITCOUNT), bytes the string's length (STRLEN)
+-- Errors: 'ERR bloom_count: foreign state: key ...' for a key that is not a string.
 
-return {redis.call('BITCOUNT', KEYS[1]), redis.call('STRLEN', KEYS[1])}
+local fmod, fmt = math.fmod, string.format
+-- quo is Go's a / b (truncated).
+local function quo(a, b) return (a - fmod(a, b)) / b end
+-- ceildiv is a / b rounded up, for a >= 0 and b >= 1.
+local function ceildiv(a, b)
+  local q = quo(a, b)
+  if fmod(a, b) > 0 then q = q + 1 end
+  return q
+end
+
+-- quote returns the first 64 bytes of s in double quotes, '"' and '\' escaped and other
+-- bytes than printable ASCII as \xHH, so that an error reply stays one line.
+local function quote(s)
+  local q = string.gsub(string.sub(s, 1, 64), '["\\]', '\\%0')
+  q = string.gsub(q, '[^ -~]', function(c) return fmt('\\x%02x', string.byte(c)) end)
+  if #s > 64 then q = q .. '...' end
+  return '"' .. q .. '"'
+end
+
+-- describe returns what key holds, briefly: its type and a sample of its contents.
+local function describe(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'string' then
+    return 'a string ' .. quote(redis.call('GETRANGE', key, 0, 64))
+  elseif t == 'zset' then
+    local e = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+    return fmt('a sorted set of %d members (highest score %s, member %s)', redis.call('ZCARD', key), e[2] or '', quote(e[1] or ''))
+  elseif t == 'hash' then
+    local s = redis.call('HSCAN', key, '0', 'COUNT', '8')[2]
+    local names = {}
+    for i = 1, #s, 2 do names[#names + 1] = quote(s[i]) end
+    return fmt('a hash with fields %s', table.concat(names, ', '))
+  end
+  return 'a ' .. t
+end
+
+-- foreign returns the error reply for key, which f failed to read with err.
+local function foreign(key, err)
+  if type(err) == 'table' then err = err.err or err.ok or '?' end
+  return redis.error_reply(fmt('ERR bloom_count: foreign state: key %s holds %s, which this script cannot read (%s)',
+    quote(key), describe(key), (string.gsub(err, '^[%w_@]*:%d+: ', ''))))
+end
+
+-- sane reports whether a decision {allowed, limit, remaining, retry, reset, delay} is one
+-- the algorithms produce on their own state: 0 or 1, then integers in [0, 2^53) (remaining
+-- may be below 0; decided raises it to 0). A stored value that parses but is out of range
+-- (a huge number, inf, nan) gives one that is not, and nothing is recorded.
+local function sane(d)
+  if d[1] ~= 0 and d[1] ~= 1 then return false end
+  for k = 2, 6 do
+    local v = d[k]
+    if type(v) ~= 'number' or v ~= v or v >= 9007199254740992 or v < 0 and k ~= 3 or v <= -9007199254740992 or fmod(v, 1) ~= 0 then
+      return false
+    end
+  end
+  return true
+end
+
+local function guard(f, key, ...)
+  local ok, a, b = pcall(f, key, ...)
+  if ok then return true, a, b end
+  return false, foreign(key, a)
+end
+
+-- decided is guard for a function returning a decision and its commit: the decision must be
+-- sane (else nothing is recorded), and a negative remaining is raised to 0.
+local function decided(f, key, ...)
+  local ok, d, commit = guard(f, key, ...)
+  if not ok then return false, d end
+  if not sane(d) then return false, foreign(key, 'a decision out of range') end
+  if d[3] < 0 then d[3] = 0 end
+  return true, d, commit
+end
+
+local function count(key) return {redis.call('BITCOUNT', key), redis.call('STRLEN', key)} end
+local ok, r = guard(count, KEYS[1])
+return r

@@ -17,6 +17,14 @@
 // [DedupWindowCheck]), an exact set ([DedupSet]) and a Bloom filter whose bit positions the
 // client computes with core.Bloom ([BloomAdd], [BloomExists], [BloomCount]).
 //
+// Every limiter script decides each key under pcall (src/lib/guard.lua): a key holding
+// state it cannot read (another type, another format, out-of-range numbers) is an error reply
+// "<script>: foreign state: key ... holds ...", and nothing of that key is written.
+//
+// [JavaSlidingWindow] and [JavaTokenBucket] decide in the Java implementation's layout and
+// arithmetic (milliseconds; the token bucket's fractional tokens are the one use of floating
+// point), for limiters shared with Java processes; they are not core's algorithms.
+//
 // The five single-limit scripts take one or more keys (of one cluster slot) and decide them
 // in turn, which lets a client batch many decisions into one call; a denial writes nothing.
 //

@@ -87,7 +87,22 @@ end
 local function foreign(key, err)
   if type(err) == 'table' then err = err.err or err.ok or '?' end
   return redis.error_reply(fmt('ERR java_sliding_window: foreign state: key %s holds %s, which this script cannot read (%s)',
-    quote(key), describe(key), (string.gsub(err, '^user_script:%d+: ', ''))))
+    quote(key), describe(key), (string.gsub(err, '^[%w_@]*:%d+: ', ''))))
+end
+
+-- sane reports whether a decision {allowed, limit, remaining, retry, reset, delay} is one
+-- the algorithms produce on their own state: 0 or 1, then integers in [0, 2^53) (remaining
+-- may be below 0; decided raises it to 0). A stored value that parses but is out of range
+-- (a huge number, inf, nan) gives one that is not, and nothing is recorded.
+local function sane(d)
+  if d[1] ~= 0 and d[1] ~= 1 then return false end
+  for k = 2, 6 do
+    local v = d[k]
+    if type(v) ~= 'number' or v ~= v or v >= 9007199254740992 or v < 0 and k ~= 3 or v <= -9007199254740992 or fmod(v, 1) ~= 0 then
+      return false
+    end
+  end
+  return true
 end
 
 local function guard(f, key, ...)
@@ -96,11 +111,22 @@ local function guard(f, key, ...)
   return false, foreign(key, a)
 end
 
--- check fails on a key that is not the Java layout (its newest member is not '<ms>:<seq>').
+-- decided is guard for a function returning a decision and its commit: the decision must be
+-- sane (else nothing is recorded), and a negative remaining is raised to 0.
+local function decided(f, key, ...)
+  local ok, d, commit = guard(f, key, ...)
+  if not ok then return false, d end
+  if not sane(d) then return false, foreign(key, 'a decision out of range') end
+  if d[3] < 0 then d[3] = 0 end
+  return true, d, commit
+end
+
+-- check fails on a key that is not the Java layout: its newest member is not '<ms>:<seq>',
+-- or its score is not a time in ms.
 local function check(key)
-  local newest = redis.call('ZRANGE', key, -1, -1)[1]
-  if newest and not string.match(newest, '^%d+:%d+$') then
-    error('not a member of the form <ms>:<seq>')
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if newest[1] and (not string.match(newest[1], '^%d+:%d+$') or tonumber(newest[2]) > quo(MAX_TIME, MICROS_PER_MILLI)) then
+    error('not a member <ms>:<seq> with a time in ms')
   end
   return true
 end
@@ -140,6 +166,7 @@ for i = 1, #KEYS, 2 do
     if remaining < 0 then remaining = 0 end
     d = {0, limit, remaining, (oldest + window) * MICROS_PER_MILLI - now, (newest + window) * MICROS_PER_MILLI - now, 0}
   end
+  if not sane(d) then return foreign(key, 'a decision out of range') end
   if single then return d end
   for j = 1, 6 do out[#out + 1] = d[j] end
 end

@@ -136,7 +136,22 @@ end
 local function foreign(key, err)
   if type(err) == 'table' then err = err.err or err.ok or '?' end
   return redis.error_reply(fmt('ERR sliding_log: foreign state: key %s holds %s, which this script cannot read (%s)',
-    quote(key), describe(key), (string.gsub(err, '^user_script:%d+: ', ''))))
+    quote(key), describe(key), (string.gsub(err, '^[%w_@]*:%d+: ', ''))))
+end
+
+-- sane reports whether a decision {allowed, limit, remaining, retry, reset, delay} is one
+-- the algorithms produce on their own state: 0 or 1, then integers in [0, 2^53) (remaining
+-- may be below 0; decided raises it to 0). A stored value that parses but is out of range
+-- (a huge number, inf, nan) gives one that is not, and nothing is recorded.
+local function sane(d)
+  if d[1] ~= 0 and d[1] ~= 1 then return false end
+  for k = 2, 6 do
+    local v = d[k]
+    if type(v) ~= 'number' or v ~= v or v >= 9007199254740992 or v < 0 and k ~= 3 or v <= -9007199254740992 or fmod(v, 1) ~= 0 then
+      return false
+    end
+  end
+  return true
 end
 
 local function guard(f, key, ...)
@@ -145,9 +160,19 @@ local function guard(f, key, ...)
   return false, foreign(key, a)
 end
 
+-- decided is guard for a function returning a decision and its commit: the decision must be
+-- sane (else nothing is recorded), and a negative remaining is raised to 0.
+local function decided(f, key, ...)
+  local ok, d, commit = guard(f, key, ...)
+  if not ok then return false, d end
+  if not sane(d) then return false, foreign(key, 'a decision out of range') end
+  if d[3] < 0 then d[3] = 0 end
+  return true, d, commit
+end
+
 local out, single = {}, #KEYS == 1
 for i = 1, #KEYS do
-  local ok, d, commit = guard(decide, KEYS[i])
+  local ok, d, commit = decided(decide, KEYS[i])
   if not ok then return d end
   if commit then commit() end
   if single then return d end

@@ -18,9 +18,15 @@
 //
 // Keys: all the keys of one call share a hash tag derived from the user key in one key
 // schema (keys.go), so user keys holding '{', '}', spaces, binary bytes or megabytes of data
-// work and stay in one cluster slot. Default key prefixes: [DefaultTokenBucketPrefix]
-// (the Java starter's "streaming:tb"), [DefaultSlidingWindowPrefix] (the Java starter's "streaming:rl") and
-// one per other engine.
+// work and stay in one cluster slot. A limiter's keys end with its Spec's [Fingerprint], so
+// limiters of different parameters never share state. Default key prefixes:
+// [DefaultTokenBucketPrefix] (the Java starter's "streaming:tb"), [DefaultSlidingWindowPrefix]
+// (the Java starter's "streaming:rl") and one per other engine. A key holding state a script
+// did not write is [ErrForeignState], naming the key and what it holds.
+//
+// Java interop: by default no key meets the Java implementation's. [Options.JavaCompatible]
+// (sliding window, token bucket) and [DedupOptions.JavaCompatible] (set deduplicator) read
+// and write the Java layout instead, so a mixed Go/Java fleet shares limits and dedup state.
 //
 // Failures: a limiter follows its [Options.FailurePolicy] when Redis fails (fail-closed by
 // default, fail-open, or a fallback limiter); bad input is always an error. Every call

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/redistest"
 )
 
 // The Java implementation's Redis scripts, reconstructed from its description (the seed):
@@ -489,6 +490,7 @@ func TestForeignState(t *testing.T) {
 						if !errors.Is(err, ErrForeignState) || d.Allowed {
 							t.Fatalf("AllowAt = %+v, %v; want denied with ErrForeignState", d, err)
 						}
+						t.Log(err)
 						for _, want := range []string{"foreign state", strconv.Quote(k)[1 : len(k)+1], f.holds} {
 							if !strings.Contains(err.Error(), want) {
 								t.Errorf("error %q does not contain %q", err, want)
@@ -507,6 +509,42 @@ func TestForeignState(t *testing.T) {
 					})
 				}
 			}
+			t.Run("dedup", func(t *testing.T) {
+				name := uniq("foreign-dedup")
+				w, err := NewWindowDeduplicator(c, name, time.Minute, DedupOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				bl, err := NewBloomDeduplicator(c, name, redstream.DedupSpec{Insertions: 100, FPRate: 0.01}, DedupOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, tc := range []struct {
+					what string
+					key  string
+					cmd  rueidis.Completed
+					call func() error
+				}{
+					{"window set", w.Keys()[0], c.B().Set().Key(w.Keys()[0]).Value("x").Build(), func() error { _, err := w.CheckAndMarkAt(ctx, "e", t0); return err }},
+					{"window check", w.Keys()[0], c.B().Set().Key(w.Keys()[0]).Value("x").Build(), func() error { _, err := w.IsDuplicateAt(ctx, "e", t0); return err }},
+					{"window mark", w.Keys()[1], c.B().Set().Key(w.Keys()[1]).Value("soon").Build(), func() error { _, err := w.CheckAndMarkAt(ctx, "e", t0); return err }},
+					{"window count", w.Keys()[1], c.B().Set().Key(w.Keys()[1]).Value("inf").Build(), func() error { _, err := w.UniqueCountAt(ctx, t0); return err }},
+					{"bloom add", bl.Keys()[0], c.B().Hset().Key(bl.Keys()[0]).FieldValue().FieldValue("f", "v").Build(), func() error { _, err := bl.CheckAndMark(ctx, "e"); return err }},
+					{"bloom exists", bl.Keys()[0], c.B().Hset().Key(bl.Keys()[0]).FieldValue().FieldValue("f", "v").Build(), func() error { _, err := bl.IsDuplicate(ctx, "e"); return err }},
+					{"bloom count", bl.Keys()[0], c.B().Hset().Key(bl.Keys()[0]).FieldValue().FieldValue("f", "v").Build(), func() error { _, err := bl.Count(ctx); return err }},
+				} {
+					c.Do(ctx, c.B().Del().Key(w.Keys()...).Build())
+					c.Do(ctx, c.B().Del().Key(bl.Keys()...).Build())
+					do(t, c, tc.cmd)
+					before := snapshot(t, c, tc.key)
+					if err := tc.call(); !errors.Is(err, ErrForeignState) || !strings.Contains(err.Error(), tc.key) {
+						t.Errorf("%s: err = %v, want ErrForeignState naming %s", tc.what, err, tc.key)
+					}
+					if after := snapshot(t, c, tc.key); after != before {
+						t.Errorf("%s: foreign key changed: %s, was %s", tc.what, after, before)
+					}
+				}
+			})
 			t.Run("multi", func(t *testing.T) {
 				prefix := uniq("foreign-multi")
 				m, err := NewMultiLimiter(c, []redstream.Spec{redstream.FixedWindow(time.Second, 5), redstream.SlidingWindow(time.Second, 5)}, Options{KeyPrefix: prefix})
@@ -580,4 +618,64 @@ func TestJavaOddKeysOnCluster(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fuzzSpecs are the limiters FuzzForeignState writes foreign values under: the five
+// algorithms, then the two Java layouts.
+var fuzzSpecs = []struct {
+	spec redstream.Spec
+	java bool
+}{
+	{redstream.TokenBucket(10, 10), false}, {redstream.LeakyBucket(10, 10), false},
+	{redstream.SlidingWindow(time.Second, 10), false}, {redstream.SlidingCounter(time.Second, 10), false},
+	{redstream.FixedWindow(time.Second, 10), false},
+	{redstream.SlidingWindow(time.Second, 10), true}, {redstream.TokenBucket(10, 10), true},
+}
+
+// FuzzForeignState writes arbitrary values at a limiter's key (a string, a sorted-set member
+// and score, a hash's tokens and ts) on a real redis-server and decides: the answer is a
+// sane decision (Remaining, RetryAfter, ResetAfter >= 0, no RetryAfter when admitted) or
+// ErrForeignState, never another script error.
+func FuzzForeignState(f *testing.F) {
+	for i := range fuzzSpecs {
+		for _, v := range []string{"12:3", "1e308", "nan", "inf", "-5", "99999999999999999999:1", "1:2:3", "", "\x00", "1767225600000:1", "0x10", "5"} {
+			f.Add(uint8(i), uint8(0), v, 1767225600000.0)
+			f.Add(uint8(i), uint8(1), v, 1767225600000000.0)
+			f.Add(uint8(i), uint8(2), v, -1.0)
+		}
+	}
+	c := redistest.Client(f)
+	f.Fuzz(func(t *testing.T, which, kind uint8, v string, score float64) {
+		s := fuzzSpecs[int(which)%len(fuzzSpecs)]
+		l := mustLimiter(t, c, s.spec, Options{KeyPrefix: uniq("fuzz"), JavaCompatible: s.java})
+		k := l.Keys("k")[0]
+		ctx := context.Background()
+		var cmd rueidis.Completed
+		switch kind % 3 {
+		case 0:
+			cmd = c.B().Set().Key(k).Value(v).Build()
+		case 1:
+			if math.IsNaN(score) {
+				score = 0
+			}
+			cmd = c.B().Zadd().Key(k).ScoreMember().ScoreMember(score, v).Build()
+		default:
+			cmd = c.B().Hset().Key(k).FieldValue().FieldValue("tokens", v).FieldValue("ts", strconv.FormatFloat(score, 'g', -1, 64)).Build()
+		}
+		if err := c.Do(ctx, cmd).Error(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			d, err := l.AllowAt(ctx, "k", t0.Add(time.Duration(i)*time.Millisecond))
+			if err != nil {
+				if !errors.Is(err, ErrForeignState) {
+					t.Fatalf("%v java=%v on %q (score %g): %v, want a decision or ErrForeignState", s.spec, s.java, v, score, err)
+				}
+				return
+			}
+			if d.Remaining < 0 || d.RetryAfter < 0 || d.ResetAfter < 0 || d.Delay < 0 || d.Allowed && d.RetryAfter != 0 {
+				t.Fatalf("%v java=%v on %q (score %g): %+v", s.spec, s.java, v, score, d)
+			}
+		}
+	})
 }

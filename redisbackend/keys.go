@@ -17,14 +17,22 @@ import (
 //	<prefix>:{#<hash>}[:<role>]|<user>   otherwise
 //
 // A user key is plain when it is 1 to maxPlainTag bytes of printable ASCII without '{', '}'
-// or a space and does not start with '#'; its tag is the key itself, so plain keys read as in
-// the Java starter ("streaming:rl:{user:1}"). Any other key (braces, spaces, binary bytes, very long)
-// gets the tag "#" + 16 hex digits of MurmurHash3 x64 128 (core.Murmur3x64_128, seed 0, the
-// first half) and is appended whole after a '|', so two different user keys never share a
-// Redis key. Roles never contain ':', '|', '{' or '}'. Redis Cluster hashes only the text
-// between the first '{' and the first '}' after it; prefixes may not contain braces, so that
-// text is always the tag, and every key built for one user key (all the keys of one script)
-// lands in one slot whatever the user key holds.
+// or a space and does not start with '#'; its tag is the key itself, so plain keys stay
+// readable ("streaming:rl:{user:1}:sliding.60000000.10"). Any other key (braces, spaces,
+// binary bytes, very long) gets the tag "#" + 16 hex digits of MurmurHash3 x64 128
+// (core.Murmur3x64_128, seed 0, the first half, big-endian) and is appended whole after a
+// '|', so two different user keys never share a Redis key. Roles never contain ':', '|', '{'
+// or '}'. Redis Cluster hashes only the text between the first '{' and the first '}' after
+// it; prefixes may not contain braces, so that text is always the tag, and every key built
+// for one user key (all the keys of one script) lands in one slot whatever the user key
+// holds.
+//
+// Roles: a limiter's is its Spec's Fingerprint ("m<i>." + Fingerprint for limit i of a
+// multi-limiter), so limiters of different parameters never share a key; the
+// deduplicators' are "set", "win" and "winhw", and "bf.<k>.<shard bits>.<shards>" for the
+// Bloom filter. The Java implementation's layout (JavaCompatible, java.go) is the one
+// exception to this schema: its keys are built by javaKey. testdata/keys.json holds
+// vectors of the schema for other runtimes.
 
 // maxPlainTag is the longest user key used as its own hash tag.
 const maxPlainTag = 128

@@ -73,9 +73,11 @@ type Options struct {
 	// limit: keys "<KeyPrefix>:{<key>}" (sorted set) and "<KeyPrefix>:{<key>}:seq" for the
 	// sliding window, "<KeyPrefix>:{<key>}:tb" (hash of tokens and ts) for the token
 	// bucket, decided with the Java side's arithmetic in milliseconds (see java.go). Only
-	// those two algorithms have a Java layout: any other Spec, and NewMultiLimiter, are
-	// errors wrapping redstream.ErrInvalidConfig. Default false: redstream's own keys, which
-	// carry the Spec's Fingerprint and never meet the Java implementation's.
+	// those two algorithms have a Java layout: any other Spec (and a sliding window that is
+	// not a whole number of milliseconds), and NewMultiLimiter, are errors wrapping
+	// redstream.ErrInvalidConfig. ExpiryMargin does not apply: keys expire as the Java side
+	// sets them. Default false: redstream's own keys, which carry the Spec's Fingerprint and
+	// never meet the Java implementation's.
 	JavaCompatible bool
 }
 
@@ -238,7 +240,8 @@ func (l *Limiter) Specs() []redstream.Spec { return append([]redstream.Spec(nil)
 func (l *Limiter) KeyPrefix() string { return l.prefix }
 
 // Keys returns the Redis keys holding key's state, one per limit (for inspection, MEMORY
-// USAGE or deletion).
+// USAGE or deletion); in the Java layout of the sliding window, the sorted set and its
+// counter.
 func (l *Limiter) Keys(key string) []string {
 	return limiterKeys(l.prefix, key, l.roles, l.java)
 }

@@ -9,14 +9,22 @@
 --
 -- Reply: one integer per element: 1 if every bit was already set (a duplicate, or a false
 --        positive), 0 if the element is new.
--- Errors: 'ERR bloom_add: ...' for malformed arguments.
+-- Errors: 'ERR bloom_add: ...' for malformed arguments; 'ERR bloom_add: foreign state: key
+--         ...' for a key that is not a string (lib/guard.lua).
 
 --@include lib/bloom_args.lua
-for i = 2, #ARGV, k do
-  local dup = 1
-  for j = i, i + k - 1 do
-    if redis.call('SETBIT', key, ARGV[j], 1) == 0 then dup = 0 end
+--@include lib/math.lua
+--@include lib/guard.lua
+-- add sets the bits; on a key of another type the first SETBIT fails before any write.
+local function add(shard)
+  for i = 2, #ARGV, k do
+    local dup = 1
+    for j = i, i + k - 1 do
+      if redis.call('SETBIT', shard, ARGV[j], 1) == 0 then dup = 0 end
+    end
+    out[#out + 1] = dup
   end
-  out[#out + 1] = dup
+  return out
 end
-return out
+local ok, r = guard(add, key)
+return r

@@ -6,5 +6,10 @@
 -- ARGV[]   none
 --
 -- Reply: {X, bytes}: X the number of set bits (BITCOUNT), bytes the string's length (STRLEN)
+-- Errors: 'ERR bloom_count: foreign state: key ...' for a key that is not a string.
 
-return {redis.call('BITCOUNT', KEYS[1]), redis.call('STRLEN', KEYS[1])}
+--@include lib/math.lua
+--@include lib/guard.lua
+local function count(key) return {redis.call('BITCOUNT', key), redis.call('STRLEN', key)} end
+local ok, r = guard(count, KEYS[1])
+return r

@@ -7,17 +7,24 @@
 --
 -- Reply: one integer per element: 1 if every bit is set (probably present), 0 if not
 --        (certainly absent).
--- Errors: 'ERR bloom_exists: ...' for malformed arguments.
+-- Errors: 'ERR bloom_exists: ...' for malformed arguments; 'ERR bloom_exists: foreign state:
+--         key ...' for a key that is not a string (lib/guard.lua).
 
 --@include lib/bloom_args.lua
-for i = 2, #ARGV, k do
-  local all = 1
-  for j = i, i + k - 1 do
-    if redis.call('GETBIT', key, ARGV[j]) == 0 then
-      all = 0
-      break
+--@include lib/math.lua
+--@include lib/guard.lua
+local function exists(shard)
+  for i = 2, #ARGV, k do
+    local all = 1
+    for j = i, i + k - 1 do
+      if redis.call('GETBIT', shard, ARGV[j]) == 0 then
+        all = 0
+        break
+      end
     end
+    out[#out + 1] = all
   end
-  out[#out + 1] = all
+  return out
 end
-return out
+local ok, r = guard(exists, key)
+return r

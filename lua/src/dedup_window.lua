@@ -11,14 +11,22 @@
 -- ARGV[3]  the element (non-empty)
 --
 -- Reply: 1 if the element was a duplicate, 0 if it is new (or its last sighting expired)
--- Errors: 'ERR dedup_window: ...' for malformed arguments.
+-- Errors: 'ERR dedup_window: ...' for malformed arguments; 'ERR dedup_window: foreign state:
+--         key ...' for a key of another type or a mark that is not a time (lib/guard.lua).
 
 --@include lib/prelude.lua
---@include lib/dedup_time.lua
 --@include lib/math.lua
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', fmt('%d', t - window))
-local added = redis.call('ZADD', KEYS[1], fmt('%d', t), ARGV[3])
-local ttl = fmt('%d', ceildiv(window + KEY_TTL_MARGIN, MICROS_PER_MILLI))
-redis.call('SET', KEYS[2], fmt('%d', t), 'PX', ttl)
-redis.call('PEXPIRE', KEYS[1], ttl)
-return 1 - added
+--@include lib/guard.lua
+--@include lib/dedup_time.lua
+-- seen records the sighting; on a key of another type its first command fails before any
+-- write.
+local function seen(key)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt('%d', t - window))
+  local added = redis.call('ZADD', key, fmt('%d', t), ARGV[3])
+  local ttl = fmt('%d', ceildiv(window + KEY_TTL_MARGIN, MICROS_PER_MILLI))
+  redis.call('SET', KEYS[2], fmt('%d', t), 'PX', ttl)
+  redis.call('PEXPIRE', key, ttl)
+  return 1 - added
+end
+local ok, dup = guard(seen, KEYS[1])
+return dup

@@ -10,13 +10,20 @@
 --
 -- Reply: for an element, 1 if it is a duplicate at t, else 0; for '', the number of
 --        elements still within the window at t (last > t - W).
--- Errors: 'ERR dedup_window_check: ...' for malformed arguments.
+-- Errors: 'ERR dedup_window_check: ...' for malformed arguments; 'ERR dedup_window_check:
+--         foreign state: key ...' for a key of another type or a mark that is not a time.
 
 --@include lib/prelude.lua
+--@include lib/math.lua
+--@include lib/guard.lua
 --@include lib/dedup_time.lua
-if ARGV[3] == '' then
-  return redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', t - window), '+inf')
+local function check(key)
+  if ARGV[3] == '' then
+    return redis.call('ZCOUNT', key, '(' .. fmt('%d', t - window), '+inf')
+  end
+  local last = redis.call('ZSCORE', key, ARGV[3])
+  if last and t - tonumber(last) < window then return 1 end
+  return 0
 end
-local last = redis.call('ZSCORE', KEYS[1], ARGV[3])
-if last and t - tonumber(last) < window then return 1 end
-return 0
+local ok, r = guard(check, KEYS[1])
+return r

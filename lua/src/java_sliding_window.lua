@@ -33,11 +33,12 @@ local sweep = fmt('%d', nowms - window)
 local pwindow = fmt('%d', window)
 --@include lib/guard.lua
 
--- check fails on a key that is not the Java layout (its newest member is not '<ms>:<seq>').
+-- check fails on a key that is not the Java layout: its newest member is not '<ms>:<seq>',
+-- or its score is not a time in ms.
 local function check(key)
-  local newest = redis.call('ZRANGE', key, -1, -1)[1]
-  if newest and not string.match(newest, '^%d+:%d+$') then
-    error('not a member of the form <ms>:<seq>')
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if newest[1] and (not string.match(newest[1], '^%d+:%d+$') or tonumber(newest[2]) > quo(MAX_TIME, MICROS_PER_MILLI)) then
+    error('not a member <ms>:<seq> with a time in ms')
   end
   return true
 end
@@ -77,6 +78,7 @@ for i = 1, #KEYS, 2 do
     if remaining < 0 then remaining = 0 end
     d = {0, limit, remaining, (oldest + window) * MICROS_PER_MILLI - now, (newest + window) * MICROS_PER_MILLI - now, 0}
   end
+  if not sane(d) then return foreign(key, 'a decision out of range') end
   if single then return d end
   for j = 1, 6 do out[#out + 1] = d[j] end
 end

@@ -62,7 +62,7 @@ local function read(key)
   local v = redis.call('HMGET', key, 'tokens', 'ts')
   if not v[1] and not v[2] then return capacity, nowms end
   local tokens, ts = tonumber(v[1]), tonumber(v[2])
-  if not tokens or not ts or tokens ~= tokens or ts < 0 or ts > MAX_TIME then
+  if not tokens or not ts or tokens ~= tokens or ts < 0 or ts > quo(MAX_TIME, MICROS_PER_MILLI) then
     error('tokens and ts are not numbers')
   end
   return tokens, ts
@@ -82,11 +82,14 @@ for i = 1, #KEYS do
   local d
   if tokens >= n then
     tokens = tokens - n
-    redis.call('HSET', key, 'tokens', fmt('%.17g', tokens), 'ts', fmt('%d', ts))
-    redis.call('PEXPIRE', key, ttl)
     d = {1, limit, down(tokens), 0, after(ts, tokens, capacity), 0}
   else
     d = {0, limit, down(tokens), after(ts, tokens, n), after(ts, tokens, capacity), 0}
+  end
+  if not sane(d) then return foreign(key, 'a decision out of range') end
+  if d[1] == 1 then
+    redis.call('HSET', key, 'tokens', fmt('%.17g', tokens), 'ts', fmt('%d', ts))
+    redis.call('PEXPIRE', key, ttl)
   end
   if single then return d end
   for j = 1, 6 do out[#out + 1] = d[j] end

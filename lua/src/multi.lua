@@ -49,13 +49,13 @@ for i = 1, #KEYS do
   local alg, p1, p2, p3 = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
   local ok, d, commit
   if alg == 'tb' or alg == 'lb' then
-    ok, d, commit = guard(gcra, KEYS[i], p1, p2, p3, alg == 'lb')
+    ok, d, commit = decided(gcra, KEYS[i], p1, p2, p3, alg == 'lb')
   elseif alg == 'sl' then
-    ok, d, commit = guard(slidinglog, KEYS[i], p1, p2)
+    ok, d, commit = decided(slidinglog, KEYS[i], p1, p2)
   elseif alg == 'sc' then
-    ok, d, commit = guard(slidingcounter, KEYS[i], p1, p2)
+    ok, d, commit = decided(slidingcounter, KEYS[i], p1, p2)
   else
-    ok, d, commit = guard(fixedwindow, KEYS[i], p1, p2)
+    ok, d, commit = decided(fixedwindow, KEYS[i], p1, p2)
   end
   if not ok then return d end
   for j = 1, 6 do out[#out + 1] = d[j] end

@@ -1,10 +1,11 @@
 -- guard.lua: foreign state. guard(f, key, ...) runs f(key, ...), a function that reads key
--- before it writes anything and returns at most two values, under pcall; it returns true and
--- f's results, or, when f failed
--- (key holds another type, or a value in another format: written by a limiter of other
--- parameters with the same key, by the Java implementation, by hand), false and an error
--- reply naming the key and what it holds, so that no script fails on foreign state with a
--- Lua error from deep inside an algorithm. It costs nothing when f succeeds. Needs fmt
+-- before it writes anything and returns at most two values, under pcall. It returns true and
+-- f's results, or, when f failed (key holds another type, or a value in another format:
+-- written by another library, an older key schema, the Java implementation, by hand), false
+-- and an error reply naming the key and what it holds, so that no script fails on foreign
+-- state with a Lua error from deep inside an algorithm; it costs nothing more when f
+-- succeeds. decided(f, key, ...) is guard for an algorithm's decide function: the decision
+-- must also be in range (sane), and a negative remaining is raised to 0. Needs fmt and fmod
 -- (lib/math.lua).
 
 -- quote returns the first 64 bytes of s in double quotes, '"' and '\' escaped and other
@@ -37,11 +38,36 @@ end
 local function foreign(key, err)
   if type(err) == 'table' then err = err.err or err.ok or '?' end
   return redis.error_reply(fmt('ERR {{script}}: foreign state: key %s holds %s, which this script cannot read (%s)',
-    quote(key), describe(key), (string.gsub(err, '^user_script:%d+: ', ''))))
+    quote(key), describe(key), (string.gsub(err, '^[%w_@]*:%d+: ', ''))))
+end
+
+-- sane reports whether a decision {allowed, limit, remaining, retry, reset, delay} is one
+-- the algorithms produce on their own state: 0 or 1, then integers in [0, 2^53) (remaining
+-- may be below 0; decided raises it to 0). A stored value that parses but is out of range
+-- (a huge number, inf, nan) gives one that is not, and nothing is recorded.
+local function sane(d)
+  if d[1] ~= 0 and d[1] ~= 1 then return false end
+  for k = 2, 6 do
+    local v = d[k]
+    if type(v) ~= 'number' or v ~= v or v >= 9007199254740992 or v < 0 and k ~= 3 or v <= -9007199254740992 or fmod(v, 1) ~= 0 then
+      return false
+    end
+  end
+  return true
 end
 
 local function guard(f, key, ...)
   local ok, a, b = pcall(f, key, ...)
   if ok then return true, a, b end
   return false, foreign(key, a)
+end
+
+-- decided is guard for a function returning a decision and its commit: the decision must be
+-- sane (else nothing is recorded), and a negative remaining is raised to 0.
+local function decided(f, key, ...)
+  local ok, d, commit = guard(f, key, ...)
+  if not ok then return false, d end
+  if not sane(d) then return false, foreign(key, 'a decision out of range') end
+  if d[3] < 0 then d[3] = 0 end
+  return true, d, commit
 end

@@ -7,7 +7,7 @@
 --@include lib/guard.lua
 local out, single = {}, #KEYS == 1
 for i = 1, #KEYS do
-  local ok, d, commit = guard(decide, KEYS[i])
+  local ok, d, commit = decided(decide, KEYS[i])
   if not ok then return d end
   if commit then commit() end
   if single then return d end
