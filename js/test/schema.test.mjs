@@ -154,3 +154,41 @@ test('redisKey keeps every key of one user key in one slot', async () => {
     assert.ok(k.endsWith('|' + u), k);
   }
 });
+
+// redisbackend/testdata/keys.json pins the key schema for every runtime; the package must
+// build the same keys (Java-layout and binary, non-UTF-8 keys are not supported here).
+test('the keys of redisbackend/testdata/keys.json', async () => {
+  const file = JSON.parse(await readFile(new URL('../../redisbackend/testdata/keys.json', import.meta.url), 'utf8'));
+  const c = recorder();
+  const spec = (s) => (s.algorithm.endsWith('bucket')
+    ? { algorithm: s.algorithm, capacity: s.capacity, rate: s.rate }
+    : { algorithm: s.algorithm, windowMs: s.window_us / 1000, limit: s.limit });
+  let checked = 0;
+  let unsupported = 0;
+  for (const v of file.limiters) {
+    if (v.java_compatible || v.key === undefined) {
+      unsupported++;
+      continue;
+    }
+    const specs = v.specs.map(spec);
+    const l = v.multi ? await createRedisMultiLimiter(c, specs, { keyPrefix: v.prefix }) : await createRedisLimiter(c, specs[0], { keyPrefix: v.prefix });
+    assert.deepEqual(l.limits.map((x) => x.ints), v.ints, JSON.stringify(v.specs));
+    assert.deepEqual(l.limits.map((x) => fingerprint(x)), v.fingerprints);
+    assert.deepEqual(l.keys(v.key), v.redis_keys, `${JSON.stringify(v.specs)} key ${JSON.stringify(v.key)}`);
+    checked++;
+  }
+  for (const v of file.deduplicators) {
+    if (v.java_compatible) {
+      unsupported++;
+      continue;
+    }
+    const o = { keyPrefix: v.prefix };
+    const d = v.strategy === 'set' ? await createRedisSetDeduplicator(c, v.name, o)
+      : v.strategy === 'windowed' ? await createRedisWindowDeduplicator(c, v.name, undefined, o)
+      : await createRedisBloomDeduplicator(c, v.name, {}, o);
+    assert.deepEqual(v.strategy === 'set' ? [d.key] : [...d.keys], v.redis_keys, `${v.strategy} ${v.name}`);
+    checked++;
+  }
+  assert.ok(checked >= 15, `${checked} checked`);
+  console.log(`redisbackend/testdata/keys.json: ${checked} checked, ${unsupported} Java-layout or binary (not supported)`);
+});
