@@ -3,6 +3,7 @@ package crossruntime
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -64,7 +65,8 @@ type task struct {
 	Spec     map[string]any `json:"spec,omitempty"`
 	Multi    []any          `json:"multi,omitempty"` // the specs of a multi-limit limiter
 	Key      string         `json:"key,omitempty"`
-	Now      int64          `json:"now,omitempty"` // µs; 0 for the server's TIME
+	KeyHex   string         `json:"keyHex,omitempty"` // the key's bytes, for a key that is not UTF-8
+	Now      int64          `json:"now,omitempty"`    // µs; 0 for the server's TIME
 	Attempts int            `json:"attempts,omitempty"`
 	Strategy string         `json:"strategy,omitempty"`
 	Name     string         `json:"name,omitempty"`
@@ -109,6 +111,10 @@ func tasks(prefix string) []task {
 		}
 		ts = append(ts, t)
 	}
+	// A key that is not UTF-8 text: Node.js names it by its bytes.
+	bin := "\xff\x00{bytes}"
+	ts = append(ts, task{ID: "bytes-key", Prefix: prefix + ":bytes", Key: bin, KeyHex: hex.EncodeToString([]byte(bin)), Attempts: attempts, limit: limit,
+		spec: redstream.TokenBucket(limit, 0.001), Spec: map[string]any{"algorithm": redstream.AlgorithmTokenBucket, "capacity": limit, "rate": 0.001}})
 	// Two limits on one key, all-or-nothing: the tighter one (100 per window) decides.
 	ts = append(ts, task{ID: "multi", Prefix: prefix + ":multi", Key: "shared {key}", Attempts: attempts, limit: 100, Now: mid,
 		multi: []redstream.Spec{redstream.TokenBucket(limit, 0.001), redstream.FixedWindow(time.Hour, 100)},

@@ -30,7 +30,7 @@ export {
   type Limit,
   type Spec,
 } from './spec.js';
-export { MAX_TIME, micros, systemClock, type Clock, type Time } from './time.js';
+export { MAX_TIME, micros, systemClock, type Bytes, type Clock, type Time } from './time.js';
 export {
   DEFAULT_BLOOM_FP_RATE,
   DEFAULT_BLOOM_INSERTIONS,
@@ -63,7 +63,9 @@ export {
   createRedisSetDeduplicator,
   createRedisWindowDeduplicator,
   defaultPrefixes,
+  type Arg,
   type FailurePolicy,
+  type ScriptCall,
   type Logger,
   type RedisClient,
   type RedisDedupOptions,

@@ -4,6 +4,7 @@
 
 import { RedstreamError } from './errors.js';
 import { schema } from './generated/schema.js';
+import { latin1, type Bytes } from './time.js';
 import type { Core } from './wasm.js';
 
 const encoder = new TextEncoder();
@@ -27,14 +28,20 @@ export function hashTag(core: Core, u: Uint8Array): string {
   return '#' + h1.toString(16).padStart(16, '0');
 }
 
-/** The Redis key of role for user key u under prefix, exactly as Go's redisKey builds it. */
-export function redisKey(core: Core, prefix: string, u: string, role = ''): string {
-  const b = encoder.encode(u);
+/**
+ * The Redis key of role for user key u under prefix, exactly as Go's redisKey builds it: a
+ * string for a text key, and for a byte key that is not plain a Buffer (its bytes follow the '|').
+ */
+export function redisKey(core: Core, prefix: string, u: string, role?: string): string;
+export function redisKey(core: Core, prefix: string, u: Bytes, role?: string): string | Buffer;
+export function redisKey(core: Core, prefix: string, u: Bytes, role = ''): string | Buffer {
+  const b = typeof u === 'string' ? encoder.encode(u) : u;
   const r = role === '' ? '' : ':' + role;
   if (plain(b)) {
-    return `${prefix}:{${u}}${r}`;
+    return `${prefix}:{${typeof u === 'string' ? u : latin1(b)}}${r}`;
   }
-  return `${prefix}:{${hashTag(core, b)}}${r}|${u}`;
+  const head = `${prefix}:{${hashTag(core, b)}}${r}|`;
+  return typeof u === 'string' ? head + u : Buffer.concat([Buffer.from(head), b]);
 }
 
 /** Validates a key prefix (no braces, at most 4096 bytes). */

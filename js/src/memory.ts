@@ -3,7 +3,7 @@
 
 import { RedstreamError } from './errors.js';
 import { combine, decision, idle, resolve, step, type Decision, type KeyState, type Limit, type Spec } from './spec.js';
-import { checkCost, elementBytes, keyBytes, systemClock, toMicros, type Clock, type Time } from './time.js';
+import { checkCost, elementBytes, keyBytes, systemClock, tableKey, toMicros, type Bytes, type Clock, type Time } from './time.js';
 import { loadCore, type BloomParams, type Core } from './wasm.js';
 
 /** The number of keys a table may hold before its first sweep (Go's memory.DefaultSweepThreshold). */
@@ -121,27 +121,27 @@ export class MemoryLimiter {
    * Throws a RedstreamError for bad input: EMPTY_KEY, INVALID_KEY, INVALID_COST,
    * COST_TOO_LARGE (n above the limit), INVALID_TIME.
    */
-  allow(key: string, options: AllowOptions = {}): Decision {
-    keyBytes(key);
+  allow(key: Bytes, options: AllowOptions = {}): Decision {
+    const k = tableKey(key, keyBytes(key));
     const n = options.n ?? 1;
     checkCost(n, this.max);
     const now = toMicros(options.now ?? this.clock());
-    const s = this.table.map.get(key);
+    const s = this.table.map.get(k);
     const steps = this.limits.map((l, i) => step(this.core, l, s?.[i], now, n));
     if (steps.every((x) => x.next)) {
       const next = steps.map((x) => x.next!);
       if (s) {
-        this.table.map.set(key, next);
+        this.table.map.set(k, next);
       } else {
-        this.table.insert(key, next, (v) => v.every((st, i) => idle(this.limits[i]!, st, now)));
+        this.table.insert(k, next, (v) => v.every((st, i) => idle(this.limits[i]!, st, now)));
       }
     }
     return decision(steps.length === 1 ? steps[0]!.d : combine(steps.map((x) => x.d)));
   }
 
   /** Forgets key's state, so its next request sees a new key. */
-  reset(key: string): void {
-    this.table.map.delete(key);
+  reset(key: Bytes): void {
+    this.table.map.delete(tableKey(key, keyBytes(key)));
   }
 
   /** The number of keys whose state the table holds, counting recovered keys not swept yet (Go's TrackedKeys). */
@@ -172,11 +172,11 @@ export async function createMultiLimiter(specs: readonly Spec[], options: Memory
 /** An in-process deduplicator. The empty element is never a duplicate and never recorded. */
 export interface MemoryDeduplicator {
   /** Whether element was seen (at now, for the windowed one), without recording it. */
-  isDuplicate(element: string, now?: Time): boolean;
+  isDuplicate(element: Bytes, now?: Time): boolean;
   /** Records element. */
-  markSeen(element: string, now?: Time): void;
+  markSeen(element: Bytes, now?: Time): void;
   /** Records element and reports whether it was already seen. */
-  checkAndMark(element: string, now?: Time): boolean;
+  checkAndMark(element: Bytes, now?: Time): boolean;
   /** Forgets every element. */
   clear(): void;
   /** The number of distinct elements held (within the window, for the windowed one; this filter's adds, for Bloom). */
@@ -187,30 +187,31 @@ export interface MemoryDeduplicator {
 export class MemorySetDeduplicator implements MemoryDeduplicator {
   private readonly set = new Set<string>();
 
-  isDuplicate(element: string): boolean {
-    elementBytes(element);
-    return element !== '' && this.set.has(element);
+  isDuplicate(element: Bytes): boolean {
+    const b = elementBytes(element);
+    return b.length > 0 && this.set.has(tableKey(element, b));
   }
 
-  markSeen(element: string): void {
+  markSeen(element: Bytes): void {
     this.checkAndMark(element);
   }
 
-  checkAndMark(element: string): boolean {
-    elementBytes(element);
-    if (element === '') {
+  checkAndMark(element: Bytes): boolean {
+    const b = elementBytes(element);
+    if (b.length === 0) {
       return false;
     }
-    if (this.set.has(element)) {
+    const k = tableKey(element, b);
+    if (this.set.has(k)) {
       return true;
     }
-    this.set.add(element);
+    this.set.add(k);
     return false;
   }
 
   /** Forgets element. */
-  remove(element: string): void {
-    this.set.delete(element);
+  remove(element: Bytes): void {
+    this.set.delete(tableKey(element, elementBytes(element)));
   }
 
   clear(): void {
@@ -244,31 +245,32 @@ export class MemoryWindowDeduplicator implements MemoryDeduplicator {
     this.clock = clockOf(options);
   }
 
-  isDuplicate(element: string, now?: Time): boolean {
-    elementBytes(element);
-    if (element === '') {
+  isDuplicate(element: Bytes, now?: Time): boolean {
+    const b = elementBytes(element);
+    if (b.length === 0) {
       return false;
     }
     const t = toMicros(now ?? this.clock());
-    return this.core.windowDedupCheck(this.windowUs, this.high, this.table.map.get(element), t).duplicate;
+    return this.core.windowDedupCheck(this.windowUs, this.high, this.table.map.get(tableKey(element, b)), t).duplicate;
   }
 
-  markSeen(element: string, now?: Time): void {
+  markSeen(element: Bytes, now?: Time): void {
     this.checkAndMark(element, now);
   }
 
-  checkAndMark(element: string, now?: Time): boolean {
-    elementBytes(element);
-    if (element === '') {
+  checkAndMark(element: Bytes, now?: Time): boolean {
+    const b = elementBytes(element);
+    if (b.length === 0) {
       return false;
     }
+    const k = tableKey(element, b);
     const at = toMicros(now ?? this.clock());
-    const last = this.table.map.get(element);
+    const last = this.table.map.get(k);
     const { duplicate, t } = this.core.windowDedupCheck(this.windowUs, this.high, last, at);
     if (last !== undefined) {
-      this.table.map.set(element, t);
+      this.table.map.set(k, t);
     } else {
-      this.table.insert(element, t, (v) => this.core.windowDedupExpired(this.windowUs, v, t));
+      this.table.insert(k, t, (v) => this.core.windowDedupExpired(this.windowUs, v, t));
     }
     this.high = Math.max(this.high, t);
     return duplicate;
@@ -316,9 +318,9 @@ export class MemoryBloomDeduplicator implements MemoryDeduplicator {
     this.shards = Array.from({ length: params.shards }, () => new Uint8Array(Math.ceil(params.shardBits / 8)));
   }
 
-  private run(element: string, add: boolean): boolean {
+  private run(element: Bytes, add: boolean): boolean {
     const bytes = elementBytes(element);
-    if (element === '') {
+    if (bytes.length === 0) {
       return false;
     }
     const { shard, positions } = this.core.bloomPositions(this.params, bytes);
@@ -340,15 +342,15 @@ export class MemoryBloomDeduplicator implements MemoryDeduplicator {
     return all;
   }
 
-  isDuplicate(element: string): boolean {
+  isDuplicate(element: Bytes): boolean {
     return this.run(element, false);
   }
 
-  markSeen(element: string): void {
+  markSeen(element: Bytes): void {
     this.run(element, true);
   }
 
-  checkAndMark(element: string): boolean {
+  checkAndMark(element: Bytes): boolean {
     return this.run(element, true);
   }
 

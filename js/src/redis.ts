@@ -10,7 +10,7 @@ import { scripts, type ScriptSource } from './generated/scripts.js';
 import { bloomRole, bloomShardKey, fingerprint, prefixOr, redisKey } from './keys.js';
 import { bloomParams, windowMicros, type AllowOptions, type BloomOptions, type MemoryLimiter } from './memory.js';
 import { combine, resolve, type Algorithm, type Decision, type Limit, type Spec } from './spec.js';
-import { checkCost, elementBytes, keyBytes, toMicros, type Time } from './time.js';
+import { checkCost, elementBytes, keyBytes, toMicros, wire, type Bytes, type Time } from './time.js';
 import { loadCore, type BloomParams, type Core } from './wasm.js';
 
 /** An ioredis client: a single server or a cluster. The engine never closes it. */
@@ -55,7 +55,7 @@ export interface RedisLimiterOptions {
 
 // A client on which the engine's scripts are defined (defineCommand: EVALSHA, falling back
 // to EVAL when the server does not know the script).
-type Scripted = { [name: string]: (...args: (string | number)[]) => Promise<unknown> };
+type Scripted = { [name: string]: (...args: (string | number | Buffer)[]) => Promise<unknown> };
 
 const defined = new WeakMap<object, Set<string>>();
 
@@ -63,8 +63,20 @@ function commandName(s: ScriptSource): string {
   return `redstream_${s.name}`;
 }
 
+/** A key or an argument as sent: text, or a Buffer of bytes. */
+export type Arg = string | Buffer;
+
+/** One script call: the script's name, KEYS and ARGV. */
+export interface ScriptCall {
+  readonly script: string;
+  readonly keys: Arg[];
+  readonly args: Arg[];
+}
+
+type Run = (keys: Arg[], args: Arg[]) => Promise<unknown>;
+
 // script returns the function that runs script name on client, defining it once.
-function script(client: RedisClient, name: string): (keys: string[], args: string[]) => Promise<unknown> {
+function script(client: RedisClient, name: string): Run {
   const s = scripts[name];
   if (!s) {
     throw new RedstreamError('INTERNAL', `no script ${name}`);
@@ -157,7 +169,7 @@ function checkSize(what: string, bytes: number): void {
 export class RedisLimiter {
   /** The prefix of the limiter's keys. */
   readonly keyPrefix: string;
-  private readonly run: (keys: string[], args: string[]) => Promise<unknown>;
+  private readonly run: Run;
   private readonly params: string[];
   private readonly timeout: number;
   private readonly policy: FailurePolicy;
@@ -233,12 +245,12 @@ export class RedisLimiter {
    * `<prefix>:{<key>}:<fingerprint>`, or `<prefix>:{<key>}:m<i>.<fingerprint>` for limit i of
    * a multi-limit limiter.
    */
-  keys(key: string): string[] {
+  keys(key: Bytes): Arg[] {
     return this.roles.map((r) => redisKey(this.core, this.keyPrefix, key, r));
   }
 
   /** The script, keys and ARGV of one decision (what {@link allow} sends). */
-  command(key: string, options: AllowOptions = {}): { script: string; keys: string[]; args: string[] } {
+  command(key: Bytes, options: AllowOptions = {}): ScriptCall {
     const kb = keyBytes(key);
     const n = options.n ?? 1;
     checkCost(n, this.max);
@@ -253,7 +265,7 @@ export class RedisLimiter {
    * rejects with EMPTY_KEY, INVALID_KEY, INVALID_COST, COST_TOO_LARGE, INVALID_TIME or
    * TOO_LARGE and sends nothing. A Redis failure follows the failure policy.
    */
-  async allow(key: string, options: AllowOptions = {}): Promise<Decision> {
+  async allow(key: Bytes, options: AllowOptions = {}): Promise<Decision> {
     const c = this.command(key, options);
     let r: number[];
     try {
@@ -307,7 +319,7 @@ export class RedisLimiter {
   }
 
   /** Deletes key's state, so its next request sees a new key. */
-  async reset(key: string): Promise<void> {
+  async reset(key: Bytes): Promise<void> {
     keyBytes(key);
     await deadline('reset', this.timeout, this.client.del(...this.keys(key)));
   }
@@ -362,10 +374,11 @@ abstract class RedisDedupBase {
     this.timeout = timeoutOf(options.timeoutMs);
   }
 
-  protected element(e: string): boolean {
+  // element validates e and reports whether it is not empty.
+  protected element(e: Bytes): boolean {
     const b = elementBytes(e);
     checkSize('element', b.length);
-    return e !== '';
+    return b.length > 0;
   }
 }
 
@@ -374,7 +387,7 @@ export class RedisSetDeduplicator extends RedisDedupBase {
   /** The Redis key of the set. */
   readonly key: string;
   private readonly ttl: string;
-  private readonly run: (keys: string[], args: string[]) => Promise<unknown>;
+  private readonly run: Run;
 
   /** Use {@link createRedisSetDeduplicator}. */
   constructor(core: Core, client: RedisClient, name: string, options: RedisDedupOptions & { setTtlMs?: number } = {}) {
@@ -389,55 +402,55 @@ export class RedisSetDeduplicator extends RedisDedupBase {
   }
 
   /** The script call of checkAndMarkBatch (undefined when every element is empty). */
-  command(elements: string[]): { script: string; keys: string[]; args: string[] } | undefined {
-    const args = [this.ttl];
-    for (const e of elements) {
+  /** The script call of checkAndMarkBatch (undefined when every element is empty) and the indexes it decides. */
+  command(elements: Bytes[]): (ScriptCall & { idx: number[] }) | undefined {
+    const args: Arg[] = [this.ttl];
+    const idx: number[] = [];
+    elements.forEach((e, i) => {
       if (this.element(e)) {
-        args.push(e);
+        args.push(wire(e));
+        idx.push(i);
       }
-    }
-    return args.length === 1 ? undefined : { script: schema.dedupScripts.set, keys: [this.key], args };
+    });
+    return idx.length === 0 ? undefined : { script: schema.dedupScripts.set, keys: [this.key], args, idx };
   }
 
   /** Records every element in order, in one script call; result i is whether elements[i] was already recorded. */
-  async checkAndMarkBatch(elements: string[]): Promise<boolean[]> {
+  async checkAndMarkBatch(elements: Bytes[]): Promise<boolean[]> {
     const c = this.command(elements);
     const out = elements.map(() => false);
     if (!c) {
       return out;
     }
-    const r = ints(c.script, await deadline(c.script, this.timeout, this.run(c.keys, c.args)), c.args.length - 1);
-    let j = 0;
-    elements.forEach((e, i) => {
-      if (e !== '') {
-        out[i] = r[j++] === 1;
-      }
+    const r = ints(c.script, await deadline(c.script, this.timeout, this.run(c.keys, c.args)), c.idx.length);
+    c.idx.forEach((i, j) => {
+      out[i] = r[j] === 1;
     });
     return out;
   }
 
   /** Records element and reports whether it was already recorded; across processes and runtimes exactly one caller sees it as new. */
-  async checkAndMark(element: string): Promise<boolean> {
+  async checkAndMark(element: Bytes): Promise<boolean> {
     return (await this.checkAndMarkBatch([element]))[0]!;
   }
 
   /** Records element. */
-  async markSeen(element: string): Promise<void> {
+  async markSeen(element: Bytes): Promise<void> {
     await this.checkAndMark(element);
   }
 
   /** Whether element was recorded (SISMEMBER). */
-  async isDuplicate(element: string): Promise<boolean> {
+  async isDuplicate(element: Bytes): Promise<boolean> {
     if (!this.element(element)) {
       return false;
     }
-    return (await deadline('set dedup', this.timeout, this.client.sismember(this.key, element))) === 1;
+    return (await deadline('set dedup', this.timeout, this.client.sismember(this.key, wire(element)))) === 1;
   }
 
   /** Forgets element. */
-  async remove(element: string): Promise<void> {
+  async remove(element: Bytes): Promise<void> {
     if (this.element(element)) {
-      await deadline('set dedup', this.timeout, this.client.srem(this.key, element));
+      await deadline('set dedup', this.timeout, this.client.srem(this.key, wire(element)));
     }
   }
 
@@ -458,8 +471,8 @@ export class RedisWindowDeduplicator extends RedisDedupBase {
   readonly keys: readonly string[];
   /** The window in µs. */
   readonly windowUs: number;
-  private readonly mark: (keys: string[], args: string[]) => Promise<unknown>;
-  private readonly check: (keys: string[], args: string[]) => Promise<unknown>;
+  private readonly mark: Run;
+  private readonly check: Run;
 
   /** Use {@link createRedisWindowDeduplicator}. */
   constructor(core: Core, client: RedisClient, name: string, windowMs: number | undefined, options: RedisDedupOptions = {}) {
@@ -471,13 +484,13 @@ export class RedisWindowDeduplicator extends RedisDedupBase {
   }
 
   /** The script call of an operation ('' element for uniqueCount). */
-  command(op: 'checkAndMark' | 'isDuplicate' | 'uniqueCount', element: string, now?: Time): { script: string; keys: string[]; args: string[] } {
+  command(op: 'checkAndMark' | 'isDuplicate' | 'uniqueCount', element: Bytes, now?: Time): ScriptCall {
     const t = now === undefined ? '' : String(toMicros(now));
     const s = op === 'checkAndMark' ? schema.dedupScripts.window : schema.dedupScripts.windowCheck;
-    return { script: s, keys: [...this.keys], args: [t, String(this.windowUs), op === 'uniqueCount' ? '' : element] };
+    return { script: s, keys: [...this.keys], args: [t, String(this.windowUs), op === 'uniqueCount' ? '' : wire(element)] };
   }
 
-  private async one(op: 'checkAndMark' | 'isDuplicate' | 'uniqueCount', element: string, now?: Time): Promise<number> {
+  private async one(op: 'checkAndMark' | 'isDuplicate' | 'uniqueCount', element: Bytes, now?: Time): Promise<number> {
     const c = this.command(op, element, now);
     const r = await deadline(c.script, this.timeout, (op === 'checkAndMark' ? this.mark : this.check)(c.keys, c.args));
     if (typeof r !== 'number') {
@@ -487,17 +500,17 @@ export class RedisWindowDeduplicator extends RedisDedupBase {
   }
 
   /** Records a sighting at now (default the server's TIME) and reports whether it was a duplicate, atomically. */
-  async checkAndMark(element: string, now?: Time): Promise<boolean> {
+  async checkAndMark(element: Bytes, now?: Time): Promise<boolean> {
     return this.element(element) ? (await this.one('checkAndMark', element, now)) === 1 : false;
   }
 
   /** Records a sighting. */
-  async markSeen(element: string, now?: Time): Promise<void> {
+  async markSeen(element: Bytes, now?: Time): Promise<void> {
     await this.checkAndMark(element, now);
   }
 
   /** Whether element is a duplicate at now, without recording it. */
-  async isDuplicate(element: string, now?: Time): Promise<boolean> {
+  async isDuplicate(element: Bytes, now?: Time): Promise<boolean> {
     return this.element(element) ? (await this.one('isDuplicate', element, now)) === 1 : false;
   }
 
@@ -532,13 +545,13 @@ export class RedisBloomDeduplicator extends RedisDedupBase {
   }
 
   /** The script calls of a batch, one per shard touched, in order of first touch, and each element's call. */
-  commands(elements: string[], add: boolean): { calls: { script: string; keys: string[]; args: string[]; idx: number[] }[] } {
+  commands(elements: Bytes[], add: boolean): { calls: (ScriptCall & { idx: number[] })[] } {
     const s = add ? schema.dedupScripts.bloomAdd : schema.dedupScripts.bloomExists;
-    const groups = new Map<number, { script: string; keys: string[]; args: string[]; idx: number[] }>();
+    const groups = new Map<number, { script: string; keys: Arg[]; args: Arg[]; idx: number[] }>();
     elements.forEach((e, i) => {
       const b = elementBytes(e);
       checkSize('element', b.length);
-      if (e === '') {
+      if (b.length === 0) {
         return;
       }
       const { shard, positions } = this.core.bloomPositions(this.params, b);
@@ -555,8 +568,9 @@ export class RedisBloomDeduplicator extends RedisDedupBase {
     return { calls: [...groups.values()] };
   }
 
-  private async run(elements: string[], add: boolean): Promise<boolean[]> {
+  private async run(elements: Bytes[], add: boolean): Promise<{ out: boolean[]; decided: number[] }> {
     const out = elements.map(() => false);
+    const decided: number[] = [];
     const { calls } = this.commands(elements, add);
     const replies = await deadline(
       'bloom',
@@ -567,40 +581,41 @@ export class RedisBloomDeduplicator extends RedisDedupBase {
       const r = ints(c.script, replies[j], c.idx.length);
       c.idx.forEach((i, k) => {
         out[i] = r[k] === 1;
+        decided.push(i);
       });
     });
-    return out;
+    return { out, decided };
   }
 
   /** Adds every element and reports, for each, whether it was already present (every bit set), atomically per element. */
-  async checkAndMarkBatch(elements: string[]): Promise<boolean[]> {
-    const out = await this.run(elements, true);
-    out.forEach((dup, i) => {
-      if (!dup && elements[i] !== '') {
+  async checkAndMarkBatch(elements: Bytes[]): Promise<boolean[]> {
+    const { out, decided } = await this.run(elements, true);
+    for (const i of decided) {
+      if (!out[i]) {
         this.unique++;
       }
-    });
+    }
     return out;
   }
 
   /** Adds element and reports whether it was already present: of two clients (in any runtime) racing on a new element exactly one sees it as new. */
-  async checkAndMark(element: string): Promise<boolean> {
+  async checkAndMark(element: Bytes): Promise<boolean> {
     return (await this.checkAndMarkBatch([element]))[0]!;
   }
 
   /** Adds element. */
-  async markSeen(element: string): Promise<void> {
+  async markSeen(element: Bytes): Promise<void> {
     await this.checkAndMarkBatch([element]);
   }
 
   /** Whether every bit of element is set (false: certainly never added). */
-  async isDuplicate(element: string): Promise<boolean> {
-    return (await this.run([element], false))[0]!;
+  async isDuplicate(element: Bytes): Promise<boolean> {
+    return (await this.run([element], false)).out[0]!;
   }
 
   /** Whether each element is present. */
-  async isDuplicateBatch(elements: string[]): Promise<boolean[]> {
-    return this.run(elements, false);
+  async isDuplicateBatch(elements: Bytes[]): Promise<boolean[]> {
+    return (await this.run(elements, false)).out;
   }
 
   /** The adds by this deduplicator that set at least one bit (this process only). */

@@ -47,10 +47,23 @@ export function checkCost(n: number, max: number): void {
 
 const encoder = new TextEncoder();
 
-/** Validates a key (non-empty, well-formed Unicode) and returns its UTF-8 bytes. */
-export function keyBytes(key: string, what = 'key'): Uint8Array {
+/**
+ * A key or an element: text, sent to Redis and hashed as its UTF-8 bytes, or bytes (a
+ * Uint8Array or Buffer), as Go's string keys hold any bytes. A text and bytes equal to its
+ * UTF-8 form are the same key, in every engine.
+ */
+export type Bytes = string | Uint8Array;
+
+/** Validates a key (non-empty; text must be well-formed Unicode) and returns its bytes. */
+export function keyBytes(key: Bytes, what = 'key'): Uint8Array {
+  if (key instanceof Uint8Array) {
+    if (key.length === 0) {
+      throw new RedstreamError('EMPTY_KEY', `empty ${what}`);
+    }
+    return key;
+  }
   if (typeof key !== 'string') {
-    throw new RedstreamError('INVALID_KEY', `${what} is ${typeof key}, want a string`);
+    throw new RedstreamError('INVALID_KEY', `${what} is ${typeof key}, want a string or a Uint8Array`);
   }
   if (key === '') {
     throw new RedstreamError('EMPTY_KEY', `empty ${what}`);
@@ -61,13 +74,36 @@ export function keyBytes(key: string, what = 'key'): Uint8Array {
   return encoder.encode(key);
 }
 
-/** Validates an element (a string, well-formed Unicode; may be empty) and returns its UTF-8 bytes. */
-export function elementBytes(e: string): Uint8Array {
+/** Validates an element (may be empty; text must be well-formed Unicode) and returns its bytes. */
+export function elementBytes(e: Bytes): Uint8Array {
+  if (e instanceof Uint8Array) {
+    return e;
+  }
   if (typeof e !== 'string') {
-    throw new RedstreamError('INVALID_KEY', `element is ${typeof e}, want a string`);
+    throw new RedstreamError('INVALID_KEY', `element is ${typeof e}, want a string or a Uint8Array`);
   }
   if (!e.isWellFormed()) {
     throw new RedstreamError('INVALID_KEY', 'element has a lone surrogate, which has no UTF-8 encoding');
   }
   return encoder.encode(e);
+}
+
+const ascii = /^[\x00-\x7f]*$/;
+
+/** The bytes read as Latin-1: one character per byte, so distinct bytes give distinct strings. */
+export function latin1(b: Uint8Array): string {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('latin1');
+}
+
+/**
+ * The in-process table key of k (whose bytes are b): its bytes read as Latin-1, so that text
+ * and bytes that are equal as bytes are one key, as in Go. ASCII text is its own table key.
+ */
+export function tableKey(k: Bytes, b: Uint8Array): string {
+  return typeof k === 'string' && ascii.test(k) ? k : latin1(b);
+}
+
+/** What to send to Redis for k: the text, or a Buffer of the bytes. */
+export function wire(k: Bytes): string | Buffer {
+  return typeof k === 'string' ? k : Buffer.from(k.buffer, k.byteOffset, k.byteLength);
 }

@@ -73,7 +73,7 @@ await Promise.all(prepared.map(async ({ task, l, d }) => {
     let admitted = 0;
     let denied = 0;
     await pool(Array.from({ length: task.attempts }, () => async () => {
-      const dec = await l.allow(task.key, task.now ? { now: task.now } : {});
+      const dec = await l.allow(task.keyHex ? Buffer.from(task.keyHex, 'hex') : task.key, task.now ? { now: task.now } : {});
       if (dec.allowed) admitted++; else denied++;
     }), 8);
     results[task.id] = { admitted, denied };

@@ -111,6 +111,43 @@ test('Redis deduplicators decide as the in-process ones', async (t) => {
   assert.equal(await rbloom.uniqueCount(), bloom.uniqueCount());
 });
 
+test('byte keys and elements: the same decisions in both engines, and text is its UTF-8 bytes', async (t) => {
+  const r = await startRedis(t);
+  if (!r) return;
+  const client = r.client();
+  const spec = specsOf['token-bucket'][0];
+  const mem = await createLimiter(spec);
+  const red = await createRedisLimiter(client, spec, { keyPrefix: 'bytes' });
+  const keys = [Uint8Array.of(0xff, 0x00, 0x7b), Uint8Array.of(0xc3, 0xa9), 'é', Buffer.from('plain'), 'plain'];
+  const rand = rng(5);
+  for (let i = 0; i < 200; i++) {
+    const key = keys[rand(keys.length)];
+    const now = t0 + i * 50_000;
+    assert.deepEqual(await red.allow(key, { now }), mem.allow(key, { now }), `step ${i} key ${Buffer.from(key).toString('hex')}`);
+  }
+  assert.equal(mem.trackedKeys, 3, "'é' and its UTF-8 bytes are one key; 'plain' and its bytes too");
+  const bin = red.keys(Uint8Array.of(0xff, 0x00, 0x7b))[0];
+  assert.ok(Buffer.isBuffer(bin) && (await client.exists(bin)) === 1, 'the byte key holds the state');
+  assert.deepEqual(red.keys(Buffer.from('é')).map(String), red.keys('é'));
+
+  const els = [Uint8Array.of(0x80), Uint8Array.of(0xc3, 0xa9), 'é', Uint8Array.of(), ''];
+  const set = createSetDeduplicator();
+  const rset = await createRedisSetDeduplicator(client, 'bytes-set');
+  const win = await createWindowDeduplicator(1000);
+  const rwin = await createRedisWindowDeduplicator(client, 'bytes-win', 1000);
+  const bloom = await createBloomDeduplicator({ insertions: 100, fpRate: 0.01 });
+  const rbloom = await createRedisBloomDeduplicator(client, 'bytes-bloom', { insertions: 100, fpRate: 0.01 });
+  for (const [i, e] of els.entries()) {
+    const now = t0 + i;
+    assert.equal(await rset.checkAndMark(e), set.checkAndMark(e), `set ${i}`);
+    assert.equal(await rwin.checkAndMark(e, now), win.checkAndMark(e, now), `window ${i}`);
+    assert.equal(await rbloom.checkAndMark(e), bloom.checkAndMark(e), `bloom ${i}`);
+  }
+  assert.equal(set.checkAndMark('é'), true);
+  assert.equal(await rset.uniqueCount(), 2);
+  assert.deepEqual(await rset.checkAndMarkBatch([Uint8Array.of(0x80), '', 'new']), [true, false, false]);
+});
+
 test('a script flushed from the server is sent again', async (t) => {
   const r = await startRedis(t);
   if (!r) return;
