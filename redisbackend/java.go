@@ -77,7 +77,7 @@ func shortKey(s string) string {
 }
 
 // useJava makes l a limiter of the Java layout (Options.JavaCompatible).
-func (l *Limiter) useJava(spec redstream.Spec, p core.Limit, opts Options) error {
+func (l *Limiter) useJava(spec redstream.Spec, p core.Limit) error {
 	switch spec.Algorithm {
 	case redstream.AlgorithmSlidingWindow:
 		if spec.Window%time.Millisecond != 0 {

@@ -122,7 +122,7 @@ func NewLimiter(client rueidis.Client, spec redstream.Spec, opts Options) (*Limi
 	l.params = append(append(algParams(p), l.params...), as.extra...)
 	l.script = as.script
 	if opts.JavaCompatible {
-		if err := l.useJava(spec, p, opts); err != nil {
+		if err := l.useJava(spec, p); err != nil {
 			return nil, err
 		}
 	}
