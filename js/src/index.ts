@@ -4,8 +4,9 @@
  *
  * - In process ({@link createLimiter}, {@link createWindowDeduplicator}, ...): every decision
  *   is made by redstream's Go core compiled to WebAssembly, loaded with
- *   WebAssembly.instantiate and a few WASI imports of this package (no experimental Node.js
+ *   WebAssembly.compile and a few WASI imports of this package (no experimental Node.js
  *   feature); the per-key state lives in a key table swept as Go's memory engine sweeps.
+ *   {@link createMultiLimiter} applies several limits to each key, all-or-nothing.
  * - On Redis ({@link createRedisLimiter}, ...): the Go engine's Lua scripts, key schema and
  *   arguments, generated from the Go code, on an ioredis client or cluster, so a Node.js
  *   service and a Go service share one limit on the same keys.

@@ -2,8 +2,6 @@
 // arguments (generated from redisbackend), on an ioredis client or cluster. A limiter or
 // deduplicator here shares its state with a Go one of the same spec, prefix and key.
 
-import type { Cluster, Redis } from 'ioredis';
-
 import { RedstreamError } from './errors.js';
 import { schema } from './generated/schema.js';
 import { scripts, type ScriptSource } from './generated/scripts.js';
@@ -13,8 +11,19 @@ import { combine, resolve, type Algorithm, type Decision, type Limit, type Spec 
 import { checkCost, elementBytes, keyBytes, toMicros, wire, type Bytes, type Time } from './time.js';
 import { loadCore, type BloomParams, type Core } from './wasm.js';
 
-/** An ioredis client: a single server or a cluster. The engine never closes it. */
-export type RedisClient = Redis | Cluster;
+/**
+ * An ioredis client: a `Redis` (one server) or a `Cluster`; the part of its API the engine
+ * uses, so that the package's types do not need ioredis installed. The engine defines its
+ * scripts on the client (`defineCommand`, commands named `redstream_<script>`) and never
+ * closes it.
+ */
+export interface RedisClient {
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number; readOnly?: boolean }): void;
+  del(...keys: Arg[]): Promise<number>;
+  sismember(key: Arg, member: Arg): Promise<number>;
+  srem(key: Arg, ...members: Arg[]): Promise<number>;
+  scard(key: Arg): Promise<number>;
+}
 
 /** The default deadline of every call that reaches Redis, in milliseconds. */
 export const DEFAULT_TIMEOUT_MS = 1000;
