@@ -1,24 +1,15 @@
-// Example: a per-key token bucket (capacity 3, 1 token per second) decided by redstream's
-// core WebAssembly module. The state of a key is one integer, its TAT, kept here in a Map.
+// Example: a per-key token bucket (capacity 3, 1 token per second) decided in process by
+// redstream's Node.js package (js/), on the same core as Go; the package keeps each key's
+// state in its key table. Build the package first: cd js && npm ci && npm run build.
 //
-//	node examples/node/example.mjs [path/to/core.wasm]
-import { load } from './core.mjs';
+//	node examples/node/example.mjs
+import { createLimiter, tokenBucket } from '../../js/dist/index.js';
 
-const path = process.argv[2] ?? new URL('../../wasmcore/core.wasm', import.meta.url);
-const core = await load(path);
+const limiter = await createLimiter(tokenBucket(3, 1));
 
-const tats = new Map(); // key -> TAT (µs)
-function allow(key, now) {
-  const d = core.tokenBucketStep(3, 1, tats.get(key) ?? 0n, now);
-  if (d.allowed) {
-    tats.set(key, d.tat);
-  }
-  return d;
-}
-
-const t0 = 1767225600000000n; // 2026-01-01T00:00:00Z in µs
-const second = 1000000n;
-for (const [at, key] of [[0n, 'alice'], [0n, 'alice'], [0n, 'alice'], [0n, 'alice'], [0n, 'bob'], [second, 'alice']]) {
-  const d = allow(key, t0 + at);
+const t0 = 1767225600000000; // 2026-01-01T00:00:00Z in µs
+const second = 1000000;
+for (const [at, key] of [[0, 'alice'], [0, 'alice'], [0, 'alice'], [0, 'alice'], [0, 'bob'], [second, 'alice']]) {
+  const d = limiter.allow(key, { now: t0 + at });
   console.log(`t=${at / second}s ${key}: allowed=${d.allowed} remaining=${d.remaining} retryAfter=${d.retryAfter}µs`);
 }

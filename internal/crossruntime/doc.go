@@ -1,0 +1,7 @@
+// Package crossruntime holds the cross-runtime tests of the Node.js package in js/: Go
+// (redisbackend) and Node.js (the package's Redis engine, in a child process) decide on the
+// same keys of one real redis-server and of a real 3-master cluster at the same time, and
+// the total admitted must equal each limit exactly, for every algorithm, and every element
+// must be seen first exactly once across both runtimes, for every deduplicator. It has no
+// code of its own.
+package crossruntime

@@ -1,0 +1,53 @@
+/**
+ * What went wrong, as a stable string. The first six are the core module's status codes
+ * (wasmcore/ABI.md) and Go's sentinel errors of the same meaning.
+ *
+ * - `INVALID_CONFIG`: a spec or option is out of range (Go: `redstream.ErrInvalidConfig`).
+ * - `INVALID_COST`: the cost `n` is not an integer of at least 1 (`ErrInvalidCost`).
+ * - `COST_TOO_LARGE`: `n` is above what the key can ever hold (`ErrCostTooLarge`).
+ * - `INVALID_TIME`: a time is before the Unix epoch or after 2^52 µs (`ErrInvalidTime`).
+ * - `INVALID_STATE`: stored state the algorithm cannot have produced.
+ * - `EMPTY_KEY`: the key is the empty string (`ErrEmptyKey`).
+ * - `INVALID_KEY`: a key or element is not well-formed Unicode (it has lone surrogates, which
+ *   have no UTF-8 encoding: Go would see other bytes).
+ * - `TOO_LARGE`: a key or element larger than Redis accepts in one argument.
+ * - `TIMEOUT`: Redis did not answer within the call's deadline.
+ * - `REDIS`: Redis answered with an error or the connection failed.
+ * - `INTERNAL`: the core module failed (a bug); the module instance is replaced.
+ */
+export type ErrorCode =
+  | 'INVALID_CONFIG'
+  | 'INVALID_COST'
+  | 'COST_TOO_LARGE'
+  | 'INVALID_TIME'
+  | 'INVALID_STATE'
+  | 'EMPTY_KEY'
+  | 'INVALID_KEY'
+  | 'TOO_LARGE'
+  | 'TIMEOUT'
+  | 'REDIS'
+  | 'INTERNAL';
+
+/** The error every function of the package throws (or rejects with). */
+export class RedstreamError extends Error {
+  /** What went wrong. */
+  readonly code: ErrorCode;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(`redstream: ${message}`, options);
+    this.name = 'RedstreamError';
+    this.code = code;
+  }
+}
+
+/** Maps the core module's status codes to error codes. */
+export const statusCodes: readonly ErrorCode[] = [
+  'INTERNAL', // 0 is OK, never an error
+  'INVALID_CONFIG',
+  'INVALID_COST',
+  'COST_TOO_LARGE',
+  'INVALID_TIME',
+  'INVALID_STATE',
+  'INTERNAL', // 6 BUFFER: the package sizes the buffer itself, so this is a bug
+  'INTERNAL',
+];

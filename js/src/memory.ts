@@ -1,0 +1,438 @@
+// In-process engines on the core module: a limiter with a key table and deduplicators, the
+// counterparts of Go's package memory.
+
+import { RedstreamError } from './errors.js';
+import { combine, decision, idle, resolve, step, type Decision, type KeyState, type Limit, type Spec } from './spec.js';
+import { checkCost, elementBytes, keyBytes, systemClock, tableKey, toMicros, type Bytes, type Clock, type Time } from './time.js';
+import { loadCore, type BloomParams, type Core } from './wasm.js';
+
+/** The number of keys a table may hold before its first sweep (Go's memory.DefaultSweepThreshold). */
+export const DEFAULT_SWEEP_THRESHOLD = 256;
+
+/** Options of the in-process engines. Every field is optional. */
+export interface MemoryOptions {
+  /** The clock read when a call passes no time (default {@link systemClock}). */
+  readonly clock?: Clock;
+  /**
+   * The number of keys the table may hold before it is first swept of keys whose state has
+   * fully recovered (limiters) or expired (windowed deduplicator). The table is swept when a
+   * new key arrives and it already holds its mark of keys; the mark starts at sweepThreshold
+   * and after each sweep is max(sweepThreshold, 2 × keys left): Go's rule for one shard, so
+   * the table never holds more than about twice its live keys. At least 1; default
+   * {@link DEFAULT_SWEEP_THRESHOLD}.
+   */
+  readonly sweepThreshold?: number;
+}
+
+/** Options of one decision. */
+export interface AllowOptions {
+  /** The cost, an integer in [1, limit] (default 1). */
+  readonly n?: number;
+  /** The time of the request (default: the engine's clock; for Redis, the server's TIME). */
+  readonly now?: Time;
+}
+
+function threshold(o: MemoryOptions): number {
+  const t = o.sweepThreshold ?? DEFAULT_SWEEP_THRESHOLD;
+  if (!Number.isSafeInteger(t) || t < 1) {
+    throw new RedstreamError('INVALID_CONFIG', `sweepThreshold = ${t}, want an integer of at least 1`);
+  }
+  return t;
+}
+
+function clockOf(o: MemoryOptions): Clock {
+  if (o.clock !== undefined && typeof o.clock !== 'function') {
+    throw new RedstreamError('INVALID_CONFIG', 'clock is not a function');
+  }
+  return o.clock ?? systemClock;
+}
+
+/**
+ * A map whose inserts sweep it first when it holds its mark of keys: the entries for which
+ * gone is true are dropped and the mark becomes max(threshold, 2 × entries left).
+ */
+class Table<V> {
+  readonly map = new Map<string, V>();
+  private mark: number;
+
+  constructor(private readonly threshold: number) {
+    this.mark = threshold;
+  }
+
+  insert(key: string, v: V, gone: (v: V) => boolean): void {
+    if (this.map.size >= this.mark) {
+      for (const [k, x] of this.map) {
+        if (gone(x)) {
+          this.map.delete(k);
+        }
+      }
+      this.mark = Math.max(this.threshold, 2 * this.map.size);
+    }
+    this.map.set(key, v);
+  }
+
+  clear(): void {
+    this.map.clear();
+    this.mark = this.threshold;
+  }
+}
+
+/**
+ * An in-process rate limiter of one spec, or of several limits on each key all-or-nothing
+ * ({@link createMultiLimiter}), on the core module: every decision is the Go core's, and the
+ * per-key state lives in a key table swept as Go's memory engine sweeps its shards. Methods
+ * are synchronous. Create one with {@link createLimiter}.
+ */
+export class MemoryLimiter {
+  private readonly table: Table<KeyState[]>;
+  private readonly clock: Clock;
+  /** The largest admissible cost: the smallest limit's. */
+  readonly max: number;
+
+  /** Use {@link createLimiter} or {@link createMultiLimiter}. */
+  constructor(
+    private readonly core: Core,
+    /** The validated specs in core units: one, unless built by createMultiLimiter. */
+    readonly limits: readonly Limit[],
+    options: MemoryOptions = {},
+  ) {
+    if (limits.length === 0) {
+      throw new RedstreamError('INVALID_CONFIG', 'no limits');
+    }
+    this.table = new Table(threshold(options));
+    this.clock = clockOf(options);
+    this.max = Math.min(...limits.map((l) => l.max));
+  }
+
+  /** The first (for a single limit, the only) limit. */
+  get limit(): Limit {
+    return this.limits[0]!;
+  }
+
+  /** The limiter's spec (the first, for a multi-limit limiter). */
+  get spec(): Spec {
+    return this.limit.spec;
+  }
+
+  /**
+   * Decides a request for key: cost options.n (default 1) at options.now (default the
+   * clock). With several limits the request is admitted only if every limit admits it, and
+   * only then does every limit record it; the decisions are combined as Go's core.Combine.
+   * Throws a RedstreamError for bad input: EMPTY_KEY, INVALID_KEY, INVALID_COST,
+   * COST_TOO_LARGE (n above the limit), INVALID_TIME.
+   */
+  allow(key: Bytes, options: AllowOptions = {}): Decision {
+    const k = tableKey(key, keyBytes(key));
+    const n = options.n ?? 1;
+    checkCost(n, this.max);
+    const now = toMicros(options.now ?? this.clock());
+    const s = this.table.map.get(k);
+    const steps = this.limits.map((l, i) => step(this.core, l, s?.[i], now, n));
+    if (steps.every((x) => x.next)) {
+      const next = steps.map((x) => x.next!);
+      if (s) {
+        this.table.map.set(k, next);
+      } else {
+        this.table.insert(k, next, (v) => v.every((st, i) => idle(this.limits[i]!, st, now)));
+      }
+    }
+    return decision(steps.length === 1 ? steps[0]!.d : combine(steps.map((x) => x.d)));
+  }
+
+  /** Forgets key's state, so its next request sees a new key. */
+  reset(key: Bytes): void {
+    this.table.map.delete(tableKey(key, keyBytes(key)));
+  }
+
+  /** The number of keys whose state the table holds, counting recovered keys not swept yet (Go's TrackedKeys). */
+  get trackedKeys(): number {
+    return this.table.map.size;
+  }
+}
+
+/** Returns an in-process limiter of spec. Rejects with INVALID_CONFIG for a bad spec or option. */
+export async function createLimiter(spec: Spec, options: MemoryOptions = {}): Promise<MemoryLimiter> {
+  const core = await loadCore();
+  return new MemoryLimiter(core, [resolve(core, spec)], options);
+}
+
+/**
+ * Returns an in-process limiter applying every spec to each key, all-or-nothing (e.g. 10/s
+ * and 10,000/day), as Go's memory.NewMultiLimiter. A cost above the smallest limit is
+ * COST_TOO_LARGE.
+ */
+export async function createMultiLimiter(specs: readonly Spec[], options: MemoryOptions = {}): Promise<MemoryLimiter> {
+  const core = await loadCore();
+  if (!Array.isArray(specs) || specs.length === 0) {
+    throw new RedstreamError('INVALID_CONFIG', 'no limits');
+  }
+  return new MemoryLimiter(core, specs.map((s) => resolve(core, s)), options);
+}
+
+/** An in-process deduplicator. The empty element is never a duplicate and never recorded. */
+export interface MemoryDeduplicator {
+  /** Whether element was seen (at now, for the windowed one), without recording it. */
+  isDuplicate(element: Bytes, now?: Time): boolean;
+  /** Records element. */
+  markSeen(element: Bytes, now?: Time): void;
+  /** Records element and reports whether it was already seen. */
+  checkAndMark(element: Bytes, now?: Time): boolean;
+  /** Forgets every element. */
+  clear(): void;
+  /** The number of distinct elements held (within the window, for the windowed one; this filter's adds, for Bloom). */
+  uniqueCount(now?: Time): number;
+}
+
+/** The exact in-process deduplicator: a Set of every element seen. */
+export class MemorySetDeduplicator implements MemoryDeduplicator {
+  private readonly set = new Set<string>();
+
+  isDuplicate(element: Bytes): boolean {
+    const b = elementBytes(element);
+    return b.length > 0 && this.set.has(tableKey(element, b));
+  }
+
+  markSeen(element: Bytes): void {
+    this.checkAndMark(element);
+  }
+
+  checkAndMark(element: Bytes): boolean {
+    const b = elementBytes(element);
+    if (b.length === 0) {
+      return false;
+    }
+    const k = tableKey(element, b);
+    if (this.set.has(k)) {
+      return true;
+    }
+    this.set.add(k);
+    return false;
+  }
+
+  /** Forgets element. */
+  remove(element: Bytes): void {
+    this.set.delete(tableKey(element, elementBytes(element)));
+  }
+
+  clear(): void {
+    this.set.clear();
+  }
+
+  uniqueCount(): number {
+    return this.set.size;
+  }
+}
+
+/**
+ * The windowed in-process deduplicator (Go's core.WindowDedup): an element is a duplicate iff
+ * seen less than the window ago; check-and-mark refreshes a duplicate's last-seen time; every
+ * operation runs at max(high-water mark, now), so time going backwards is defined. Expired
+ * elements are swept by the table's rule.
+ */
+export class MemoryWindowDeduplicator implements MemoryDeduplicator {
+  private readonly table: Table<number>;
+  private readonly clock: Clock;
+  private high = 0;
+
+  /** Use {@link createWindowDeduplicator}. */
+  constructor(
+    private readonly core: Core,
+    /** The window in µs. */
+    readonly windowUs: number,
+    options: MemoryOptions = {},
+  ) {
+    this.table = new Table(threshold(options));
+    this.clock = clockOf(options);
+  }
+
+  isDuplicate(element: Bytes, now?: Time): boolean {
+    const b = elementBytes(element);
+    if (b.length === 0) {
+      return false;
+    }
+    const t = toMicros(now ?? this.clock());
+    return this.core.windowDedupCheck(this.windowUs, this.high, this.table.map.get(tableKey(element, b)), t).duplicate;
+  }
+
+  markSeen(element: Bytes, now?: Time): void {
+    this.checkAndMark(element, now);
+  }
+
+  checkAndMark(element: Bytes, now?: Time): boolean {
+    const b = elementBytes(element);
+    if (b.length === 0) {
+      return false;
+    }
+    const k = tableKey(element, b);
+    const at = toMicros(now ?? this.clock());
+    const last = this.table.map.get(k);
+    const { duplicate, t } = this.core.windowDedupCheck(this.windowUs, this.high, last, at);
+    if (last !== undefined) {
+      this.table.map.set(k, t);
+    } else {
+      this.table.insert(k, t, (v) => this.core.windowDedupExpired(this.windowUs, v, t));
+    }
+    this.high = Math.max(this.high, t);
+    return duplicate;
+  }
+
+  /** Forgets every element; the high-water mark stays. */
+  clear(): void {
+    this.table.clear();
+  }
+
+  /** The elements still within the window at max(high-water mark, now), pruning the expired ones. */
+  uniqueCount(now?: Time): number {
+    const t = Math.max(this.high, toMicros(now ?? this.clock()));
+    let n = 0;
+    for (const [k, last] of this.table.map) {
+      if (this.core.windowDedupExpired(this.windowUs, last, this.high)) {
+        this.table.map.delete(k);
+      } else if (!this.core.windowDedupExpired(this.windowUs, last, t)) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** The number of elements held, counting expired ones not swept yet. */
+  get trackedKeys(): number {
+    return this.table.map.size;
+  }
+}
+
+/**
+ * The in-process Bloom filter, with the bit positions every runtime computes (MurmurHash3 x64
+ * 128 double hashing in the core module), laid out as Redis's SETBIT lays them out.
+ */
+export class MemoryBloomDeduplicator implements MemoryDeduplicator {
+  private readonly shards: Uint8Array[];
+  private unique = 0;
+
+  /** Use {@link createBloomDeduplicator}. */
+  constructor(
+    private readonly core: Core,
+    /** The filter's sizing. */
+    readonly params: BloomParams,
+  ) {
+    this.shards = Array.from({ length: params.shards }, () => new Uint8Array(Math.ceil(params.shardBits / 8)));
+  }
+
+  private run(element: Bytes, add: boolean): boolean {
+    const bytes = elementBytes(element);
+    if (bytes.length === 0) {
+      return false;
+    }
+    const { shard, positions } = this.core.bloomPositions(this.params, bytes);
+    const bits = this.shards[shard]!;
+    let all = true;
+    for (const p of positions) {
+      const mask = 0x80 >> (p & 7);
+      const i = Math.floor(p / 8);
+      if ((bits[i]! & mask) === 0) {
+        all = false;
+        if (add) {
+          bits[i]! |= mask;
+        }
+      }
+    }
+    if (add && !all) {
+      this.unique++;
+    }
+    return all;
+  }
+
+  isDuplicate(element: Bytes): boolean {
+    return this.run(element, false);
+  }
+
+  markSeen(element: Bytes): void {
+    this.run(element, true);
+  }
+
+  checkAndMark(element: Bytes): boolean {
+    return this.run(element, true);
+  }
+
+  clear(): void {
+    for (const s of this.shards) {
+      s.fill(0);
+    }
+    this.unique = 0;
+  }
+
+  /** The adds that set at least one bit since creation or the last clear. */
+  uniqueCount(): number {
+    return this.unique;
+  }
+
+  /** The filter's own estimate of its distinct elements, from its set bits. */
+  count(): number {
+    let total = 0;
+    for (const s of this.shards) {
+      let ones = 0;
+      for (const b of s) {
+        ones += popcount(b);
+      }
+      total += this.core.bloomEstimateCount(this.params, ones);
+    }
+    return Math.min(total, 2 ** 40);
+  }
+}
+
+function popcount(b: number): number {
+  b = b - ((b >> 1) & 0x55);
+  b = (b & 0x33) + ((b >> 2) & 0x33);
+  return (b + (b >> 4)) & 0x0f;
+}
+
+/** Options of a Bloom filter, as Go's redstream.DedupSpec. */
+export interface BloomOptions {
+  /** Expected distinct elements n, in [1, 2^40] (default 1,000,000). */
+  readonly insertions?: number;
+  /** Target false-positive rate p, in [1e-12, 1) (default 0.03). */
+  readonly fpRate?: number;
+  /** Blocks the filter is split into (default 1; raised until a block holds at most 2^32 bits). */
+  readonly shards?: number;
+}
+
+/** Go's redstream.DefaultBloomInsertions, DefaultBloomFPRate and DefaultDedupWindow. */
+export const DEFAULT_BLOOM_INSERTIONS = 1_000_000;
+/** The default false-positive rate. */
+export const DEFAULT_BLOOM_FP_RATE = 0.03;
+/** The default window of the windowed deduplicator: one hour, in ms. */
+export const DEFAULT_DEDUP_WINDOW_MS = 3_600_000;
+
+/** Validates Bloom options with the core and returns the sizing. */
+export function bloomParams(core: Core, o: BloomOptions = {}): BloomParams {
+  const fp = o.fpRate ?? DEFAULT_BLOOM_FP_RATE;
+  if (Number.isNaN(fp)) {
+    throw new RedstreamError('INVALID_CONFIG', 'fpRate is NaN');
+  }
+  return core.bloomParams(o.insertions ?? DEFAULT_BLOOM_INSERTIONS, fp, o.shards ?? 0);
+}
+
+/** Validates a window in ms and returns it in µs. */
+export function windowMicros(windowMs: number = DEFAULT_DEDUP_WINDOW_MS): number {
+  const w = Math.round(windowMs * 1000);
+  if (typeof windowMs !== 'number' || !Number.isSafeInteger(w) || w < 1 || w > 2 ** 51) {
+    throw new RedstreamError('INVALID_CONFIG', `windowMs = ${windowMs}, want a window in [1 µs, 2^51 µs]`);
+  }
+  return w;
+}
+
+/** Returns an in-process exact deduplicator. */
+export function createSetDeduplicator(): MemorySetDeduplicator {
+  return new MemorySetDeduplicator();
+}
+
+/** Returns an in-process windowed deduplicator forgetting an element windowMs (default one hour) after it was last seen. */
+export async function createWindowDeduplicator(windowMs?: number, options: MemoryOptions = {}): Promise<MemoryWindowDeduplicator> {
+  return new MemoryWindowDeduplicator(await loadCore(), windowMicros(windowMs), options);
+}
+
+/** Returns an in-process Bloom filter deduplicator. */
+export async function createBloomDeduplicator(options: BloomOptions = {}): Promise<MemoryBloomDeduplicator> {
+  const core = await loadCore();
+  return new MemoryBloomDeduplicator(core, bloomParams(core, options));
+}

@@ -1,0 +1,680 @@
+// The Redis engine: the Go engine's Lua scripts (generated from package lua), key schema and
+// arguments (generated from redisbackend), on an ioredis client or cluster. A limiter or
+// deduplicator here shares its state with a Go one of the same spec, prefix and key.
+
+import { RedstreamError } from './errors.js';
+import { schema } from './generated/schema.js';
+import { scripts, type ScriptSource } from './generated/scripts.js';
+import { bloomRole, bloomShardKey, fingerprint, prefixOr, redisKey } from './keys.js';
+import { bloomParams, windowMicros, type AllowOptions, type BloomOptions, type MemoryLimiter } from './memory.js';
+import { combine, resolve, type Algorithm, type Decision, type Limit, type Spec } from './spec.js';
+import { checkCost, elementBytes, keyBytes, toMicros, wire, type Bytes, type Time } from './time.js';
+import { loadCore, type BloomParams, type Core } from './wasm.js';
+
+/**
+ * An ioredis client: a `Redis` (one server) or a `Cluster`; the part of its API the engine
+ * uses, so that the package's types do not need ioredis installed. The engine defines its
+ * scripts on the client (`defineCommand`, commands named `redstream_<script>`) and never
+ * closes it.
+ */
+export interface RedisClient {
+  defineCommand(name: string, definition: { lua: string; numberOfKeys?: number; readOnly?: boolean }): void;
+  del(...keys: Arg[]): Promise<number>;
+  sismember(key: Arg, member: Arg): Promise<number>;
+  srem(key: Arg, ...members: Arg[]): Promise<number>;
+  scard(key: Arg): Promise<number>;
+}
+
+/** The default deadline of every call that reaches Redis, in milliseconds. */
+export const DEFAULT_TIMEOUT_MS = 1000;
+
+/** Go's Default*Prefix of each algorithm (redisbackend), from the generated schema. */
+export const defaultPrefixes: Readonly<Record<Algorithm, string>> = Object.fromEntries(
+  Object.entries(schema.algorithms).map(([a, s]) => [a, s.prefix]),
+) as Record<Algorithm, string>;
+
+/** Go's redisbackend.DefaultDedupPrefix. */
+export const DEFAULT_DEDUP_PREFIX: string = schema.dedupPrefix;
+
+/**
+ * What a decision does when Redis fails (an error reply, a lost connection, the deadline):
+ * `'fail-closed'` (default) rejects with a REDIS or TIMEOUT error, `'fail-open'` admits,
+ * and a {@link MemoryLimiter} decides in process instead. Bad input is never subject to it.
+ */
+export type FailurePolicy = 'fail-closed' | 'fail-open' | MemoryLimiter;
+
+/** Options of a Redis limiter. Every field is optional. */
+export interface RedisLimiterOptions {
+  /** Starts every key: `<keyPrefix>:{<key>}`. Blank selects Go's default of the algorithm. No braces. */
+  readonly keyPrefix?: string;
+  /** How long a key outlives the moment its state is back to the initial one, ms (default 1000; rounded up to whole ms). */
+  readonly expiryMarginMs?: number;
+  /** The deadline of each call, ms (default {@link DEFAULT_TIMEOUT_MS}). */
+  readonly timeoutMs?: number;
+  /** What a decision does when Redis fails (default 'fail-closed'). */
+  readonly failurePolicy?: FailurePolicy;
+  /**
+   * Receives the limiter's state changes, as Go's Options.Logger does: warn when Redis fails
+   * after answering (or on the first call), with the error and what decisions do now; info
+   * when it answers again. Once per change, however many calls fail meanwhile. Default
+   * `console`; `null` logs nothing.
+   */
+  readonly logger?: Logger | null;
+}
+
+// A client on which the engine's scripts are defined (defineCommand: EVALSHA, falling back
+// to EVAL when the server does not know the script).
+type Scripted = { [name: string]: (...args: (string | number | Buffer)[]) => Promise<unknown> };
+
+const defined = new WeakMap<object, Set<string>>();
+
+function commandName(s: ScriptSource): string {
+  return `redstream_${s.name}`;
+}
+
+/** A key or an argument as sent: text, or a Buffer of bytes. */
+export type Arg = string | Buffer;
+
+/** One script call: the script's name, KEYS and ARGV. */
+export interface ScriptCall {
+  readonly script: string;
+  readonly keys: Arg[];
+  readonly args: Arg[];
+}
+
+type Run = (keys: Arg[], args: Arg[]) => Promise<unknown>;
+
+// script returns the function that runs script name on client, defining it once.
+function script(client: RedisClient, name: string): Run {
+  const s = scripts[name];
+  if (!s) {
+    throw new RedstreamError('INTERNAL', `no script ${name}`);
+  }
+  checkClient(client);
+  let set = defined.get(client);
+  if (!set) {
+    set = new Set();
+    defined.set(client, set);
+  }
+  const cmd = commandName(s);
+  if (!set.has(cmd)) {
+    client.defineCommand(cmd, { lua: s.source, readOnly: s.readOnly });
+    set.add(cmd);
+  }
+  return (keys, args) => (client as unknown as Scripted)[cmd]!(keys.length, ...keys, ...args);
+}
+
+// checkClient rejects what is not an ioredis client, and a client with ioredis's keyPrefix
+// option: ioredis would prepend it to every key, so the keys would no longer be the Go
+// engine's (use the engines' keyPrefix option instead).
+function checkClient(client: RedisClient): void {
+  const c = client as unknown as { defineCommand?: unknown; options?: { keyPrefix?: string; redisOptions?: { keyPrefix?: string } } };
+  if (client === null || typeof client !== 'object' || typeof c.defineCommand !== 'function') {
+    throw new RedstreamError('INVALID_CONFIG', 'client is not an ioredis Redis or Cluster');
+  }
+  const kp = c.options?.keyPrefix || c.options?.redisOptions?.keyPrefix;
+  if (kp) {
+    throw new RedstreamError(
+      'INVALID_CONFIG',
+      `the client has ioredis's keyPrefix ${JSON.stringify(kp)}, which would change every key so that Go would not share them; use the keyPrefix option of the limiter or deduplicator instead`,
+    );
+  }
+}
+
+/** Receives a limiter's state changes (never one line per request); `console` fits. */
+export interface Logger {
+  warn(message: string, fields?: Record<string, unknown>): void;
+  info(message: string, fields?: Record<string, unknown>): void;
+}
+
+// deadline runs p with a timeout of ms.
+async function deadline<T>(what: string, ms: number, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new RedstreamError('TIMEOUT', `${what}: no answer from Redis within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([p, t]);
+  } catch (e) {
+    if (e instanceof RedstreamError) {
+      throw e;
+    }
+    throw new RedstreamError('REDIS', `${what}: ${(e as Error).message}`, { cause: e });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function timeoutOf(ms: number | undefined): number {
+  const t = ms ?? DEFAULT_TIMEOUT_MS;
+  if (typeof t !== 'number' || !(t > 0) || !Number.isFinite(t)) {
+    throw new RedstreamError('INVALID_CONFIG', `timeoutMs = ${t}, want a positive number`);
+  }
+  return t;
+}
+
+function ints(what: string, r: unknown, n: number): number[] {
+  if (!Array.isArray(r) || r.length !== n || r.some((x) => typeof x !== 'number')) {
+    throw new RedstreamError('REDIS', `${what}: unexpected reply ${JSON.stringify(r)}`);
+  }
+  return r as number[];
+}
+
+/** The largest string Redis accepts in one argument, less the room the schema adds. */
+const MAX_ARG = 512 * 1024 * 1024 - 64 - 4096;
+
+function checkSize(what: string, bytes: number): void {
+  if (bytes > MAX_ARG) {
+    throw new RedstreamError('TOO_LARGE', `${what} of ${bytes} bytes exceeds what Redis accepts in one argument`);
+  }
+}
+
+/**
+ * A rate limiter whose state lives in Redis, running the Go engine's script for its
+ * algorithm: a Go redisbackend.Limiter and this one with the same spec and prefix decide on
+ * the same keys, atomically, in one round trip each. Create one with {@link createRedisLimiter},
+ * or {@link createRedisMultiLimiter} for several limits on each key.
+ */
+export class RedisLimiter {
+  /** The prefix of the limiter's keys. */
+  readonly keyPrefix: string;
+  private readonly run: Run;
+  private readonly params: string[];
+  private readonly timeout: number;
+  private readonly policy: FailurePolicy;
+  private readonly roles: string[];
+  private readonly script: string;
+  /** The largest admissible cost: the smallest limit's. */
+  readonly max: number;
+  private readonly log: Logger | null;
+  private failing = false;
+  private failureCount = 0;
+
+  /** Use {@link createRedisLimiter} or {@link createRedisMultiLimiter}. */
+  constructor(
+    private readonly core: Core,
+    private readonly client: RedisClient,
+    /** The validated specs in core units: one, unless built by createRedisMultiLimiter. */
+    readonly limits: readonly Limit[],
+    options: RedisLimiterOptions = {},
+    /** The limiter is a multi-limit one (even of one limit): Go's NewMultiLimiter keys and script. */
+    readonly multi = false,
+  ) {
+    if (limits.length === 0 || (!multi && limits.length !== 1)) {
+      throw new RedstreamError('INVALID_CONFIG', multi ? 'no limits' : 'one limit, or a multi-limit limiter');
+    }
+    const single = schema.algorithms[limits[0]!.algorithm];
+    this.keyPrefix = prefixOr(options.keyPrefix, multi ? schema.multi.prefix : single.prefix);
+    this.max = Math.min(...limits.map((l) => l.max));
+    const margin = options.expiryMarginMs ?? schema.defaultMarginUs / 1000;
+    if (typeof margin !== 'number' || !(margin >= 0) || margin > 365 * 24 * 3600 * 1000) {
+      throw new RedstreamError('INVALID_CONFIG', `expiryMarginMs = ${margin}, want a number in [0, one year]`);
+    }
+    const ms = margin === 0 ? schema.defaultMarginUs / 1000 : Math.ceil(margin);
+    for (const l of limits) {
+      if (l.ints.length !== schema.algorithms[l.algorithm].ints || l.ints.length > schema.multi.params) {
+        throw new RedstreamError('INTERNAL', `${l.algorithm}: ${l.ints.length} parameters, the schema has ${schema.algorithms[l.algorithm].ints}`);
+      }
+    }
+    if (multi) {
+      this.params = [String(ms)];
+      for (const l of limits) {
+        const ps = l.ints.map(String);
+        while (ps.length < schema.multi.params) ps.push('0');
+        this.params.push(schema.multi.codes[l.algorithm], ...ps);
+      }
+      this.roles = limits.map((l, i) => `m${i}.${fingerprint(l)}`);
+      this.script = schema.multi.script;
+    } else {
+      this.params = [...limits[0]!.ints.map(String), String(ms), ...single.extra];
+      this.roles = [fingerprint(limits[0]!)];
+      this.script = single.script;
+    }
+    this.run = script(client, this.script);
+    this.timeout = timeoutOf(options.timeoutMs);
+    this.policy = options.failurePolicy ?? 'fail-closed';
+    this.log = options.logger === undefined ? console : options.logger;
+    if (this.policy !== 'fail-closed' && this.policy !== 'fail-open' && typeof (this.policy as MemoryLimiter).allow !== 'function') {
+      throw new RedstreamError('INVALID_CONFIG', 'failurePolicy is not fail-closed, fail-open or a MemoryLimiter');
+    }
+  }
+
+  /** The first (for a single limit, the only) limit. */
+  get limit(): Limit {
+    return this.limits[0]!;
+  }
+
+  /** The limiter's spec (the first, for a multi-limit limiter). */
+  get spec(): Spec {
+    return this.limit.spec;
+  }
+
+  /**
+   * The Redis keys holding key's state, one per limit (Go's Limiter.Keys):
+   * `<prefix>:{<key>}:<fingerprint>`, or `<prefix>:{<key>}:m<i>.<fingerprint>` for limit i of
+   * a multi-limit limiter.
+   */
+  keys(key: Bytes): Arg[] {
+    return this.roles.map((r) => redisKey(this.core, this.keyPrefix, key, r));
+  }
+
+  /** The script, keys and ARGV of one decision (what {@link allow} sends). */
+  command(key: Bytes, options: AllowOptions = {}): ScriptCall {
+    const kb = keyBytes(key);
+    const n = options.n ?? 1;
+    checkCost(n, this.max);
+    const now = options.now === undefined ? '' : String(toMicros(options.now));
+    checkSize('key', kb.length + this.keyPrefix.length);
+    return { script: this.script, keys: this.keys(key), args: [now, String(n), ...this.params] };
+  }
+
+  /**
+   * Decides a request for key: cost options.n (default 1) at options.now (default: the
+   * Redis server's TIME, read inside the script, so clients' clocks do not matter). Bad input
+   * rejects with EMPTY_KEY, INVALID_KEY, INVALID_COST, COST_TOO_LARGE, INVALID_TIME or
+   * TOO_LARGE and sends nothing. A Redis failure follows the failure policy.
+   */
+  async allow(key: Bytes, options: AllowOptions = {}): Promise<Decision> {
+    const c = this.command(key, options);
+    let r: number[];
+    try {
+      r = ints(c.script, await deadline(c.script, this.timeout, this.run(c.keys, c.args)), 6 * this.limits.length);
+    } catch (e) {
+      this.failed(e);
+      if (this.policy === 'fail-open') {
+        return { allowed: true, limit: 0, remaining: 0, retryAfter: 0, resetAfter: 0, delay: 0 };
+      }
+      if (this.policy !== 'fail-closed') {
+        return this.policy.allow(key, options);
+      }
+      throw e;
+    }
+    this.answered();
+    const ds = this.limits.map((_, i) => ({
+      allowed: r[6 * i] === 1,
+      limit: r[6 * i + 1]!,
+      remaining: Math.max(r[6 * i + 2]!, 0),
+      retryAfter: r[6 * i + 3]!,
+      resetAfter: r[6 * i + 4]!,
+      delay: r[6 * i + 5]!,
+    }));
+    return ds.length === 1 ? ds[0]! : combine(ds);
+  }
+
+  /** Redis failures of decisions so far, and whether the last decision that reached Redis failed. */
+  get health(): { failures: number; failing: boolean } {
+    return { failures: this.failureCount, failing: this.failing };
+  }
+
+  private failed(e: unknown): void {
+    this.failureCount++;
+    if (!this.failing) {
+      this.failing = true;
+      const then =
+        this.policy === 'fail-open'
+          ? 'decisions fail open (admitted)'
+          : this.policy === 'fail-closed'
+            ? 'decisions fail closed (rejected with the error)'
+            : 'decisions fall back to the in-process limiter';
+      this.log?.warn(`redstream: Redis failed; ${then}`, { prefix: this.keyPrefix, error: (e as Error).message });
+    }
+  }
+
+  private answered(): void {
+    if (this.failing) {
+      this.failing = false;
+      this.log?.info('redstream: Redis answers again; decisions are made in Redis', { prefix: this.keyPrefix });
+    }
+  }
+
+  /** Deletes key's state, so its next request sees a new key. */
+  async reset(key: Bytes): Promise<void> {
+    keyBytes(key);
+    await deadline('reset', this.timeout, this.client.del(...this.keys(key)));
+  }
+}
+
+/** Returns a limiter of spec whose state lives in Redis. The client stays the caller's. */
+export async function createRedisLimiter(client: RedisClient, spec: Spec, options: RedisLimiterOptions = {}): Promise<RedisLimiter> {
+  const core = await loadCore();
+  return new RedisLimiter(core, client, [resolve(core, spec)], options);
+}
+
+/**
+ * Returns a limiter applying every spec to each key, all-or-nothing, in one script call (Go's
+ * redisbackend.NewMultiLimiter, with its keys: a Go multi-limiter of the same specs and
+ * prefix shares the state). The client stays the caller's.
+ */
+export async function createRedisMultiLimiter(client: RedisClient, specs: readonly Spec[], options: RedisLimiterOptions = {}): Promise<RedisLimiter> {
+  const core = await loadCore();
+  if (!Array.isArray(specs) || specs.length === 0) {
+    throw new RedstreamError('INVALID_CONFIG', 'no limits');
+  }
+  return new RedisLimiter(core, client, specs.map((s) => resolve(core, s)), options, true);
+}
+
+/** Options of a Redis deduplicator. */
+export interface RedisDedupOptions {
+  /** Starts every key: `<keyPrefix>:{<name>}:<role>`. Blank selects Go's DefaultDedupPrefix. No braces. */
+  readonly keyPrefix?: string;
+  /** The deadline of each call, ms (default {@link DEFAULT_TIMEOUT_MS}). */
+  readonly timeoutMs?: number;
+}
+
+abstract class RedisDedupBase {
+  readonly keyPrefix: string;
+  protected readonly timeout: number;
+
+  constructor(
+    protected readonly core: Core,
+    protected readonly client: RedisClient,
+    /** The deduplicator's name: deduplicators of one name, prefix and strategy share their state, in Go too. */
+    readonly name: string,
+    options: RedisDedupOptions,
+  ) {
+    if (typeof name !== 'string' || name === '') {
+      throw new RedstreamError('INVALID_CONFIG', 'empty deduplicator name');
+    }
+    if (!name.isWellFormed()) {
+      throw new RedstreamError('INVALID_CONFIG', 'deduplicator name has a lone surrogate');
+    }
+    checkClient(client);
+    this.keyPrefix = prefixOr(options.keyPrefix, schema.dedupPrefix);
+    this.timeout = timeoutOf(options.timeoutMs);
+  }
+
+  // element validates e and reports whether it is not empty.
+  protected element(e: Bytes): boolean {
+    const b = elementBytes(e);
+    checkSize('element', b.length);
+    return b.length > 0;
+  }
+}
+
+/** The exact deduplicator on a Redis set (Go's redisbackend.SetDeduplicator). */
+export class RedisSetDeduplicator extends RedisDedupBase {
+  /** The Redis key of the set. */
+  readonly key: string;
+  private readonly ttl: string;
+  private readonly run: Run;
+
+  /** Use {@link createRedisSetDeduplicator}. */
+  constructor(core: Core, client: RedisClient, name: string, options: RedisDedupOptions & { setTtlMs?: number } = {}) {
+    super(core, client, name, options);
+    const ttl = options.setTtlMs ?? 0;
+    if (typeof ttl !== 'number' || !(ttl >= 0) || !Number.isFinite(ttl)) {
+      throw new RedstreamError('INVALID_CONFIG', `setTtlMs = ${ttl}, want >= 0`);
+    }
+    this.ttl = String(Math.ceil(ttl));
+    this.key = redisKey(core, this.keyPrefix, name, schema.roleSet);
+    this.run = script(client, schema.dedupScripts.set);
+  }
+
+  /** The script call of checkAndMarkBatch (undefined when every element is empty). */
+  /** The script call of checkAndMarkBatch (undefined when every element is empty) and the indexes it decides. */
+  command(elements: Bytes[]): (ScriptCall & { idx: number[] }) | undefined {
+    const args: Arg[] = [this.ttl];
+    const idx: number[] = [];
+    elements.forEach((e, i) => {
+      if (this.element(e)) {
+        args.push(wire(e));
+        idx.push(i);
+      }
+    });
+    return idx.length === 0 ? undefined : { script: schema.dedupScripts.set, keys: [this.key], args, idx };
+  }
+
+  /** Records every element in order, in one script call; result i is whether elements[i] was already recorded. */
+  async checkAndMarkBatch(elements: Bytes[]): Promise<boolean[]> {
+    const c = this.command(elements);
+    const out = elements.map(() => false);
+    if (!c) {
+      return out;
+    }
+    const r = ints(c.script, await deadline(c.script, this.timeout, this.run(c.keys, c.args)), c.idx.length);
+    c.idx.forEach((i, j) => {
+      out[i] = r[j] === 1;
+    });
+    return out;
+  }
+
+  /** Records element and reports whether it was already recorded; across processes and runtimes exactly one caller sees it as new. */
+  async checkAndMark(element: Bytes): Promise<boolean> {
+    return (await this.checkAndMarkBatch([element]))[0]!;
+  }
+
+  /** Records element. */
+  async markSeen(element: Bytes): Promise<void> {
+    await this.checkAndMark(element);
+  }
+
+  /** Whether element was recorded (SISMEMBER). */
+  async isDuplicate(element: Bytes): Promise<boolean> {
+    if (!this.element(element)) {
+      return false;
+    }
+    return (await deadline('set dedup', this.timeout, this.client.sismember(this.key, wire(element)))) === 1;
+  }
+
+  /** Forgets element. */
+  async remove(element: Bytes): Promise<void> {
+    if (this.element(element)) {
+      await deadline('set dedup', this.timeout, this.client.srem(this.key, wire(element)));
+    }
+  }
+
+  /** Forgets every element. */
+  async clear(): Promise<void> {
+    await deadline('set dedup', this.timeout, this.client.del(this.key));
+  }
+
+  /** The exact number of distinct elements recorded (SCARD). */
+  async uniqueCount(): Promise<number> {
+    return deadline('set dedup', this.timeout, this.client.scard(this.key));
+  }
+}
+
+/** The windowed deduplicator on a sorted set and a high-water mark (Go's redisbackend.WindowDeduplicator). */
+export class RedisWindowDeduplicator extends RedisDedupBase {
+  /** The sorted set and the high-water mark. */
+  readonly keys: readonly string[];
+  /** The window in µs. */
+  readonly windowUs: number;
+  private readonly mark: Run;
+  private readonly check: Run;
+
+  /** Use {@link createRedisWindowDeduplicator}. */
+  constructor(core: Core, client: RedisClient, name: string, windowMs: number | undefined, options: RedisDedupOptions = {}) {
+    super(core, client, name, options);
+    this.windowUs = windowMicros(windowMs);
+    this.keys = [redisKey(core, this.keyPrefix, name, schema.roleWindow), redisKey(core, this.keyPrefix, name, schema.roleWindowMark)];
+    this.mark = script(client, schema.dedupScripts.window);
+    this.check = script(client, schema.dedupScripts.windowCheck);
+  }
+
+  /** The script call of an operation ('' element for uniqueCount). */
+  command(op: 'checkAndMark' | 'isDuplicate' | 'uniqueCount', element: Bytes, now?: Time): ScriptCall {
+    const t = now === undefined ? '' : String(toMicros(now));
+    const s = op === 'checkAndMark' ? schema.dedupScripts.window : schema.dedupScripts.windowCheck;
+    return { script: s, keys: [...this.keys], args: [t, String(this.windowUs), op === 'uniqueCount' ? '' : wire(element)] };
+  }
+
+  private async one(op: 'checkAndMark' | 'isDuplicate' | 'uniqueCount', element: Bytes, now?: Time): Promise<number> {
+    const c = this.command(op, element, now);
+    const r = await deadline(c.script, this.timeout, (op === 'checkAndMark' ? this.mark : this.check)(c.keys, c.args));
+    if (typeof r !== 'number') {
+      throw new RedstreamError('REDIS', `${c.script}: unexpected reply ${JSON.stringify(r)}`);
+    }
+    return r;
+  }
+
+  /** Records a sighting at now (default the server's TIME) and reports whether it was a duplicate, atomically. */
+  async checkAndMark(element: Bytes, now?: Time): Promise<boolean> {
+    return this.element(element) ? (await this.one('checkAndMark', element, now)) === 1 : false;
+  }
+
+  /** Records a sighting. */
+  async markSeen(element: Bytes, now?: Time): Promise<void> {
+    await this.checkAndMark(element, now);
+  }
+
+  /** Whether element is a duplicate at now, without recording it. */
+  async isDuplicate(element: Bytes, now?: Time): Promise<boolean> {
+    return this.element(element) ? (await this.one('isDuplicate', element, now)) === 1 : false;
+  }
+
+  /** The number of elements still within the window at now. */
+  async uniqueCount(now?: Time): Promise<number> {
+    return this.one('uniqueCount', '', now);
+  }
+
+  /** Forgets every element and the high-water mark. */
+  async clear(): Promise<void> {
+    await deadline('window dedup', this.timeout, this.client.del(...this.keys));
+  }
+}
+
+/** The Bloom filter on plain Redis strings (Go's redisbackend.BloomDeduplicator): positions computed here, bits set by a script. */
+export class RedisBloomDeduplicator extends RedisDedupBase {
+  /** The filter's sizing. */
+  readonly params: BloomParams;
+  /** The Redis keys of the shards, in shard order. */
+  readonly keys: readonly string[];
+  private unique = 0;
+
+  /** Use {@link createRedisBloomDeduplicator}. */
+  constructor(core: Core, client: RedisClient, name: string, bloom: BloomOptions = {}, options: RedisDedupOptions = {}) {
+    super(core, client, name, options);
+    this.params = bloomParams(core, bloom);
+    const role = bloomRole(this.params.k, this.params.shardBits, this.params.shards);
+    this.keys = Array.from({ length: this.params.shards }, (_, i) => bloomShardKey(core, this.keyPrefix, name, role, this.params.shards, i));
+    script(client, schema.dedupScripts.bloomAdd);
+    script(client, schema.dedupScripts.bloomExists);
+    script(client, schema.dedupScripts.bloomCount);
+  }
+
+  /** The script calls of a batch, one per shard touched, in order of first touch, and each element's call. */
+  commands(elements: Bytes[], add: boolean): { calls: (ScriptCall & { idx: number[] })[] } {
+    const s = add ? schema.dedupScripts.bloomAdd : schema.dedupScripts.bloomExists;
+    const groups = new Map<number, { script: string; keys: Arg[]; args: Arg[]; idx: number[] }>();
+    elements.forEach((e, i) => {
+      const b = elementBytes(e);
+      checkSize('element', b.length);
+      if (b.length === 0) {
+        return;
+      }
+      const { shard, positions } = this.core.bloomPositions(this.params, b);
+      let g = groups.get(shard);
+      if (!g) {
+        g = { script: s, keys: [this.keys[shard]!], args: [String(this.params.k)], idx: [] };
+        groups.set(shard, g);
+      }
+      g.idx.push(i);
+      for (const p of positions) {
+        g.args.push(String(p));
+      }
+    });
+    return { calls: [...groups.values()] };
+  }
+
+  private async run(elements: Bytes[], add: boolean): Promise<{ out: boolean[]; decided: number[] }> {
+    const out = elements.map(() => false);
+    const decided: number[] = [];
+    const { calls } = this.commands(elements, add);
+    const replies = await deadline(
+      'bloom',
+      this.timeout,
+      Promise.all(calls.map((c) => script(this.client, c.script)(c.keys, c.args))),
+    );
+    calls.forEach((c, j) => {
+      const r = ints(c.script, replies[j], c.idx.length);
+      c.idx.forEach((i, k) => {
+        out[i] = r[k] === 1;
+        decided.push(i);
+      });
+    });
+    return { out, decided };
+  }
+
+  /** Adds every element and reports, for each, whether it was already present (every bit set), atomically per element. */
+  async checkAndMarkBatch(elements: Bytes[]): Promise<boolean[]> {
+    const { out, decided } = await this.run(elements, true);
+    for (const i of decided) {
+      if (!out[i]) {
+        this.unique++;
+      }
+    }
+    return out;
+  }
+
+  /** Adds element and reports whether it was already present: of two clients (in any runtime) racing on a new element exactly one sees it as new. */
+  async checkAndMark(element: Bytes): Promise<boolean> {
+    return (await this.checkAndMarkBatch([element]))[0]!;
+  }
+
+  /** Adds element. */
+  async markSeen(element: Bytes): Promise<void> {
+    await this.checkAndMarkBatch([element]);
+  }
+
+  /** Whether every bit of element is set (false: certainly never added). */
+  async isDuplicate(element: Bytes): Promise<boolean> {
+    return (await this.run([element], false)).out[0]!;
+  }
+
+  /** Whether each element is present. */
+  async isDuplicateBatch(elements: Bytes[]): Promise<boolean[]> {
+    return (await this.run(elements, false)).out;
+  }
+
+  /** The adds by this deduplicator that set at least one bit (this process only). */
+  async uniqueCount(): Promise<number> {
+    return this.unique;
+  }
+
+  /** The filter's estimate of its distinct elements from its set bits, whoever added them. */
+  async count(): Promise<number> {
+    const run = script(this.client, schema.dedupScripts.bloomCount);
+    const replies = await deadline('bloom', this.timeout, Promise.all(this.keys.map((k) => run([k], []))));
+    let total = 0;
+    for (const r of replies) {
+      total += this.core.bloomEstimateCount(this.params, ints(schema.dedupScripts.bloomCount, r, 2)[0]!);
+    }
+    return Math.min(total, 2 ** 40);
+  }
+
+  /** Deletes every shard and resets uniqueCount. */
+  async clear(): Promise<void> {
+    await deadline('bloom', this.timeout, Promise.all(this.keys.map((k) => this.client.del(k))));
+    this.unique = 0;
+  }
+}
+
+/** Returns the exact deduplicator named name on Redis. The client stays the caller's. */
+export async function createRedisSetDeduplicator(
+  client: RedisClient,
+  name: string,
+  options: RedisDedupOptions & { setTtlMs?: number } = {},
+): Promise<RedisSetDeduplicator> {
+  return new RedisSetDeduplicator(await loadCore(), client, name, options);
+}
+
+/** Returns the windowed deduplicator named name on Redis (window default one hour). */
+export async function createRedisWindowDeduplicator(
+  client: RedisClient,
+  name: string,
+  windowMs?: number,
+  options: RedisDedupOptions = {},
+): Promise<RedisWindowDeduplicator> {
+  return new RedisWindowDeduplicator(await loadCore(), client, name, windowMs, options);
+}
+
+/** Returns the Bloom deduplicator named name on Redis. */
+export async function createRedisBloomDeduplicator(
+  client: RedisClient,
+  name: string,
+  bloom: BloomOptions = {},
+  options: RedisDedupOptions = {},
+): Promise<RedisBloomDeduplicator> {
+  return new RedisBloomDeduplicator(await loadCore(), client, name, bloom, options);
+}

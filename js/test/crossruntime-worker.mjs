@@ -1,0 +1,89 @@
+// The Node.js side of the cross-runtime test (internal/crossruntime): decides the tasks it
+// is given on a real Redis (one server or a cluster) while Go decides the same tasks on the
+// same keys, and prints one JSON line with what it admitted and which elements it saw first.
+//
+//	node test/crossruntime-worker.mjs '<config JSON>'
+//
+// It prints "ready" once connected and starts when a line arrives on stdin, so that both
+// runtimes start together.
+import { createInterface } from 'node:readline';
+
+import Redis from 'ioredis';
+
+import {
+  createRedisBloomDeduplicator,
+  createRedisLimiter,
+  createRedisMultiLimiter,
+  createRedisSetDeduplicator,
+  createRedisWindowDeduplicator,
+} from '../dist/index.js';
+
+const cfg = JSON.parse(process.argv[2]);
+const nodes = cfg.addrs.map((a) => {
+  const i = a.lastIndexOf(':');
+  return { host: a.slice(0, i), port: Number(a.slice(i + 1)) };
+});
+const client = cfg.cluster ? new Redis.Cluster(nodes, { scaleReads: 'master' }) : new Redis(nodes[0]);
+client.on('error', (e) => console.error(`ioredis: ${e.message}`));
+
+// pool runs jobs with at most width at once.
+async function pool(jobs, width) {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < jobs.length) {
+      await jobs[next++]();
+    }
+  }));
+}
+
+// shuffle returns a copy of xs in a pseudo-random order (seeded, so runs repeat).
+function shuffle(xs, seed) {
+  const out = [...xs];
+  let x = seed >>> 0 || 1;
+  for (let i = out.length - 1; i > 0; i--) {
+    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+    const j = x % (i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
+const prepared = [];
+for (const task of cfg.tasks) {
+  if (task.spec || task.multi) {
+    const o = { keyPrefix: task.prefix, timeoutMs: 10000 };
+    const l = task.multi ? await createRedisMultiLimiter(client, task.multi, o) : await createRedisLimiter(client, task.spec, o);
+    prepared.push({ task, l });
+  } else {
+    let d;
+    const o = { keyPrefix: task.prefix, timeoutMs: 10000 };
+    if (task.strategy === 'set') d = await createRedisSetDeduplicator(client, task.name, o);
+    if (task.strategy === 'windowed') d = await createRedisWindowDeduplicator(client, task.name, task.windowMs, o);
+    if (task.strategy === 'bloom') d = await createRedisBloomDeduplicator(client, task.name, task.bloom, o);
+    prepared.push({ task, d });
+  }
+}
+await client.ping(); // a cluster client queues it until the slots are known
+console.log('ready');
+await new Promise((resolve) => createInterface({ input: process.stdin }).once('line', resolve));
+
+const results = {};
+await Promise.all(prepared.map(async ({ task, l, d }) => {
+  if (l) {
+    let admitted = 0;
+    let denied = 0;
+    await pool(Array.from({ length: task.attempts }, () => async () => {
+      const dec = await l.allow(task.keyHex ? Buffer.from(task.keyHex, 'hex') : task.key, task.now ? { now: task.now } : {});
+      if (dec.allowed) admitted++; else denied++;
+    }), 8);
+    results[task.id] = { admitted, denied };
+  } else {
+    const first = [];
+    await pool(shuffle(task.elements, task.seed).map((e) => async () => {
+      if (!(await d.checkAndMark(e))) first.push(e);
+    }), 8);
+    results[task.id] = { first };
+  }
+}));
+console.log(JSON.stringify(results));
+client.disconnect();

@@ -1,0 +1,39 @@
+// The README's examples (examples/node) run and print what the README says.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
+
+import { startRedis } from './helpers.mjs';
+
+const root = new URL('../..', import.meta.url);
+
+function run(script, env = {}) {
+  const r = spawnSync(process.execPath, [script], { cwd: root, encoding: 'utf8', env: { ...process.env, ...env } });
+  assert.equal(r.status, 0, `${script}: ${r.stderr}`);
+  assert.equal(r.stderr, '', `${script} wrote to stderr (a warning?)`);
+  return r.stdout;
+}
+
+test('examples/node/example.mjs', () => {
+  assert.equal(run('examples/node/example.mjs'), `t=0s alice: allowed=true remaining=2 retryAfter=0µs
+t=0s alice: allowed=true remaining=1 retryAfter=0µs
+t=0s alice: allowed=true remaining=0 retryAfter=0µs
+t=0s alice: allowed=false remaining=0 retryAfter=1000000µs
+t=0s bob: allowed=true remaining=2 retryAfter=0µs
+t=1s alice: allowed=true remaining=0 retryAfter=0µs
+`);
+});
+
+test('examples/node/vectors.mjs', () => {
+  assert.match(run('examples/node/vectors.mjs'), /^878 passed, 0 failed\n$/);
+});
+
+test('examples/node/redis.mjs', async (t) => {
+  const r = await startRedis(t);
+  if (!r) return;
+  assert.equal(run('examples/node/redis.mjs', { REDIS_URL: `redis://127.0.0.1:${r.port}` }), `streaming:rl:{user:1}:sliding.60000000.2
+allowed=true remaining=1
+allowed=true remaining=0
+allowed=false remaining=0
+`);
+});

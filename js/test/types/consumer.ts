@@ -1,0 +1,37 @@
+// A consumer of the published declarations (dist/*.d.ts), compiled with --strict by
+// test/types.test.mjs: the package's types are usable as an application would use them.
+import type { Cluster, Redis } from 'ioredis';
+
+import {
+  createLimiter,
+  createRedisLimiter,
+  createRedisBloomDeduplicator,
+  createWindowDeduplicator,
+  RedstreamError,
+  slidingWindow,
+  tokenBucket,
+  type Decision,
+  type ErrorCode,
+  type Spec,
+} from '@redstream-go/redstream';
+
+export async function use(redis: Redis, cluster: Cluster): Promise<number> {
+  const spec: Spec = tokenBucket(10, 5);
+  const mem = await createLimiter(spec, { clock: () => 1_767_225_600_000_000, sweepThreshold: 64 });
+  const d: Decision = mem.allow('user:1', { n: 2, now: new Date() });
+  const onRedis = await createRedisLimiter(redis, slidingWindow(60_000, 100), { keyPrefix: 'api', timeoutMs: 250, failurePolicy: mem });
+  const d2: Decision = await onRedis.allow('user:1');
+  const bloom = await createRedisBloomDeduplicator(cluster, 'orders', { insertions: 1e6, fpRate: 0.001 });
+  const isNew: boolean = !(await bloom.checkAndMark('order-1'));
+  const win = await createWindowDeduplicator(3_600_000);
+  win.checkAndMark('e');
+  try {
+    mem.allow('');
+  } catch (e) {
+    if (e instanceof RedstreamError) {
+      const code: ErrorCode = e.code;
+      void code;
+    }
+  }
+  return d.retryAfter + d2.resetAfter + (isNew ? 1 : 0) + mem.trackedKeys;
+}
