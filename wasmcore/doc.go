@@ -17,7 +17,8 @@
 // is one export taking its parameters and the key's state as arguments; the result comes
 // back as a status code plus 16 int64 slots in guest memory. ABI.md, next to this file,
 // documents every export for embedders in Node.js, browsers, wasmtime or Envoy; the Node.js
-// example in examples/node runs the committed test vectors with node:wasi.
+// package in js/ loads it with its own WASI imports, and examples/node runs the committed
+// test vectors through that package.
 //
 // # Instances and state
 //

@@ -14,12 +14,12 @@ import (
 // missing or too old node fails the Node.js tests instead of skipping them.
 func nodeRequired() bool { return os.Getenv("REDSTREAM_REQUIRE_NODE") == "1" }
 
-// node returns the path of a Node.js of version 20 or later, or skips (fails, when
-// required) loudly.
+// node returns the path of a Node.js of version 20 or later, once the Node.js package the
+// examples import is built (js/dist), or skips (fails, when required) loudly.
 func node(t *testing.T) string {
 	t.Helper()
 	unavailable := func(why string) string {
-		msg := fmt.Sprintf("\n*** wasmcore: NO NODE.JS: %s ***\n*** install Node.js 20 or later; set REDSTREAM_REQUIRE_NODE=1 to fail instead ***", why)
+		msg := fmt.Sprintf("\n*** wasmcore: NO NODE.JS: %s ***\n*** install Node.js 20 or later and run `npm ci && npm run build` in js/; set REDSTREAM_REQUIRE_NODE=1 to fail instead ***", why)
 		if nodeRequired() {
 			t.Fatal(msg)
 		}
@@ -38,15 +38,19 @@ func node(t *testing.T) string {
 	v := strings.TrimSpace(string(out))
 	major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(v, "v"), ".", 2)[0])
 	if major < 20 {
-		return unavailable(fmt.Sprintf("node %s is older than 20 (node:wasi needs version: 'preview1')", v))
+		return unavailable(fmt.Sprintf("node %s is older than 20", v))
+	}
+	if _, err := os.Stat("../js/dist/index.js"); err != nil {
+		return unavailable("the Node.js package is not built (../js/dist/index.js)")
 	}
 	return path
 }
 
 var nodeSummary = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`)
 
-// TestNodeVectors runs the committed test vectors against the committed module in Node.js
-// (node:wasi), the way examples/node/vectors.mjs documents.
+// TestNodeVectors runs the committed test vectors against the committed module in Node.js,
+// through the package in js/ (its own WASI imports), the way examples/node/vectors.mjs
+// documents.
 func TestNodeVectors(t *testing.T) {
 	bin := node(t)
 	out, err := exec.Command(bin, "--no-warnings", "../examples/node/vectors.mjs", "core.wasm", "../examples/node/vectors.json").CombinedOutput()
