@@ -1,0 +1,5 @@
+// docs/ holds no Go code. This file makes it a module of its own, so that the Go module
+// github.com/redstream-go/redstream does not carry it in every download.
+module github.com/redstream-go/redstream/docs
+
+go 1.25
