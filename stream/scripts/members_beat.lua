@@ -9,13 +9,14 @@
 --
 -- Reply: the number of live members, the caller included unless it left
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local usec = tonumber(t[2])
+local now = tonumber(t[1]) * 1000 + (usec - math.fmod(usec, 1000)) / 1000
 local ttl = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%d', now))
 if ARGV[3] == '1' then
   redis.call('ZREM', KEYS[1], ARGV[1])
 else
-  redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
-  redis.call('PEXPIRE', KEYS[1], 2 * ttl)
+  redis.call('ZADD', KEYS[1], string.format('%d', now + ttl), ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], string.format('%d', 2 * ttl))
 end
 return redis.call('ZCARD', KEYS[1])
