@@ -103,7 +103,7 @@ func TestLimitingSinkNullKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(rec.keys) != 1 || rec.keys[0] != "null" {
-		t.Errorf("limiter asked for %q, want the seed's \"null\"", rec.keys)
+		t.Errorf("limiter asked for %q, want the Java starter's \"null\"", rec.keys)
 	}
 }
 

@@ -60,7 +60,7 @@ func ExampleNewLimiter_slidingWindow() {
 	defer stop()
 	ctx := context.Background()
 
-	// The seed's Redis sliding window: 2 requests per 1000 ms, keys
+	// The Java starter's Redis sliding window: 2 requests per 1000 ms, keys
 	// "streaming:rl:{key}:sliding.1000000.2".
 	limiter, err := redisbackend.NewLimiter(client, redstream.SlidingWindow(time.Second, 2), redisbackend.Options{})
 	if err != nil {

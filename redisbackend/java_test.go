@@ -16,7 +16,7 @@ import (
 	"github.com/redstream-go/redstream/internal/redistest"
 )
 
-// The Java implementation's Redis scripts, reconstructed from its description (the seed):
+// The Java implementation's Redis scripts, reconstructed from its documentation:
 // RedisSlidingWindowRateLimiter prunes the scores <= now - window, counts, and below the
 // limit adds the member "<now>:<seq>" (seq from INCRBY on the ":seq" key) and PEXPIREs the
 // window; RedisTokenBucketRateLimiter refills a hash {tokens, ts} at rate per second for the

@@ -110,7 +110,7 @@ func TestDefaultPrefixes(t *testing.T) {
 		t.Errorf("Keys = %q, want %q", got, want)
 	}
 	if got, want := mustLimiter(t, c, redstream.SlidingWindow(time.Second, 1), Options{JavaCompatible: true}).Keys("user:1")[0], "streaming:rl:{user:1}"; got != want {
-		t.Errorf("JavaCompatible: Keys = %q, want the seed's %q", got, want)
+		t.Errorf("JavaCompatible: Keys = %q, want the Java layout %q", got, want)
 	}
 }
 

@@ -40,7 +40,7 @@ func NewTrimmer(client rueidis.Client, cfg Config) (*Trimmer, error) {
 //   - TrimSafe: towards Trim.MaxLen, and of the entries older than Trim.MaxAge when set,
 //     never removing an entry some group has not received and acknowledged (XTRIM MAXLEN =
 //     n ACKED and XTRIM MINID = id ACKED on Redis 8.2+, else trim_safe.lua's MINID);
-//   - TrimMaxLen: XTRIM MAXLEN = n, the seed's exact trimming, consumed or not (and XTRIM
+//   - TrimMaxLen: XTRIM MAXLEN = n, the Java starter's exact trimming, consumed or not (and XTRIM
 //     MINID = id for Trim.MaxAge);
 //   - TrimOff: nothing.
 //
