@@ -60,6 +60,13 @@ redis-stream:
   autoclaim.interval-ms: 40
   trim.mode: "off"
 `, stream.Config{ReadCount: 3, Autoclaim: stream.AutoclaimConfig{Interval: 40 * time.Millisecond}, Trim: stream.TrimConfig{Mode: stream.TrimOff}}},
+		{"partitions", `
+redis-stream:
+  partitions:
+    orders: 4
+    audit-log: 1
+  partition-lease-ms: 5000
+`, stream.Config{Partitions: map[string]int{"orders": 4, "audit-log": 1}, PartitionLease: 5 * time.Second}},
 		{"duration strings, as Spring reads them", `
 redis-stream:
   block-ms: 1s
@@ -95,6 +102,9 @@ func TestStreamSectionErrors(t *testing.T) {
 		{"out of range by Validate", "redis-stream:\n  max-retry: 99999999999\n", "config: redis-stream.max-retry (line 2): "},
 		{"duration overflow", "redis-stream:\n  block-ms: 9223372036855\n", "config: redis-stream.block-ms (line 2): is out of range"},
 		{"not yaml", "redis-stream: [\n", "config: yaml: line 1:"},
+		{"partitions not a mapping", "redis-stream:\n  partitions: 4\n", `config: redis-stream.partitions (line 2): must be a mapping, got "4"`},
+		{"partition count not an integer", "redis-stream:\n  partitions:\n    orders: many\n", `config: redis-stream.partitions.orders (line 3): must be an integer, got "many"`},
+		{"partition count out of range", "redis-stream:\n  partitions:\n    orders: 5000\n", "config: redis-stream.partitions.orders (line 3): "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Load([]byte(tc.yaml), quiet)

@@ -153,6 +153,7 @@ func FuzzLoadStream(f *testing.F) {
 		"read-count: 20\nblock-ms: 500\nmax-retry: 5\nautoclaim:\n  min-idle-ms: 1000\n  interval-ms: 200\ntrim:\n  maxlen: 50000\n  interval-ms: 10000\n  mode: maxlen\n",
 		"envIsolation: true\nenv: dev\nhandler-timeout-ms: 1s\nshutdown-timeout-ms: PT3S\nconsumer-timeout-ms: -1\ndead-letter: {maxlen: -1, max-age-ms: 86400000}\n",
 		"block-ms: 9223372036855\n",
+		"partitions:\n  orders: 4\n  \"{x}\": 2\n  a.b: 3\npartition-lease-ms: 5000\n",
 	} {
 		f.Add([]byte(s))
 	}

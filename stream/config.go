@@ -79,9 +79,10 @@ type Config struct {
 	// spread over a cluster's slots. The producer writes a message to the partition of its
 	// key (PartitionOf) and a consumer reads every partition of its topics. Producers and
 	// consumers of a topic must agree on its count; changing it moves keys to other
-	// partitions (drain the topic first). Set in Go only: the YAML section has no key for
-	// it (its binder takes no maps).
-	Partitions map[string]int `yaml:"-"`
+	// partitions (drain the topic first). In YAML, `partitions:` with one `topic: count`
+	// entry per topic (a topic whose name holds a '.' cannot be written there: YAML keys with
+	// dots are paths).
+	Partitions map[string]int `yaml:"partitions"`
 	// PartitionLease is the time to live of a partition lease and of a member's heartbeat
 	// when handlers own partitions (Handler.OwnPartitions): a consumer that stops renewing
 	// (killed, cut off) loses its partitions to the others after this long, and stops

@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -123,6 +124,11 @@ func bindable(t reflect.Type) bool {
 		return t.Elem().Kind() == reflect.String
 	case reflect.Pointer:
 		return t.Elem().Kind() != reflect.Pointer && t.Elem().Kind() != reflect.Struct && bindable(t.Elem())
+	case reflect.Map:
+		// Maps keyed by user names (topics), of scalar values.
+		e := t.Elem()
+		return t.Key().Kind() == reflect.String && e != durationType && e != nodeType && bindable(e) &&
+			e.Kind() != reflect.Pointer && e.Kind() != reflect.Struct && e.Kind() != reflect.Slice && e.Kind() != reflect.Map
 	}
 	return false
 }
@@ -362,6 +368,24 @@ func (b *binder) value(n Node, v reflect.Value, tag reflect.StructTag) error {
 		return nil
 	case reflect.Struct:
 		return b.structure(n, v)
+	case reflect.Map:
+		es, err := n.Entries()
+		if err != nil {
+			return err
+		}
+		m := reflect.MakeMapWithSize(t, len(es))
+		for _, e := range es {
+			if e.Name() == "" {
+				return e.Errorf("must have a non-empty key")
+			}
+			ev := reflect.New(t.Elem()).Elem()
+			if err := b.value(e, ev, tag); err != nil {
+				return err
+			}
+			m.SetMapIndex(reflect.ValueOf(e.Name()).Convert(t.Key()), ev)
+		}
+		v.Set(m)
+		return nil
 	case reflect.Slice:
 		var l []string
 		var err error
@@ -617,6 +641,15 @@ func settings(v reflect.Value, prefix string, out *[]Setting) {
 			*out = append(*out, Setting{Key: key, Value: time.Duration(fv.Int()).String()})
 		case fv.Kind() == reflect.Struct:
 			settings(fv, key, out)
+		case fv.Kind() == reflect.Map:
+			ks := make([]string, 0, fv.Len())
+			for _, k := range fv.MapKeys() {
+				ks = append(ks, k.String())
+			}
+			sort.Strings(ks)
+			for _, k := range ks {
+				*out = append(*out, Setting{Key: join(key, k), Value: fmt.Sprint(fv.MapIndex(reflect.ValueOf(k).Convert(fv.Type().Key())).Interface())})
+			}
 		case fv.Kind() == reflect.Slice:
 			var parts []string
 			for i := 0; i < fv.Len(); i++ {

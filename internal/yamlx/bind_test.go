@@ -109,7 +109,7 @@ func TestBindErrors(t *testing.T) {
 		t.Error("Bind accepted a non-pointer")
 	}
 	var bad struct {
-		M map[string]int `yaml:"m"`
+		M map[string][]string `yaml:"m"`
 	}
 	if err := yamlx.Bind(yamlx.Node{}, &bad, yamlx.BindOptions{}); err == nil || !strings.Contains(err.Error(), "does not support") {
 		t.Errorf("unsupported tagged field: %v", err)
@@ -152,5 +152,43 @@ func TestSettings(t *testing.T) {
 	want := `shared=""|name="n"|level=""|count=0|big=0|on=true|ttl-seconds=1m0s|plain=0s|nodes=[a, b]|inner.ratio=0|inner.wait-ms=1s|untagged=0`
 	if strings.Join(lines, "|") != want {
 		t.Errorf("Settings =\n%s\nwant\n%s", strings.Join(lines, "|"), want)
+	}
+}
+
+type withMap struct {
+	Counts map[string]int `yaml:"counts"`
+	Other  string         `yaml:"other"`
+}
+
+// TestBindMap: a map keyed by user names binds each entry as its element type, keeps the
+// names as written, reports a bad entry at its own path and line, and refuses a non-mapping.
+func TestBindMap(t *testing.T) {
+	root := mustParse(t, "s:\n  counts:\n    orders: 4\n    audit_log: 1\n  other: x\n")
+	sec, _, _ := root.Get("s")
+	sec.Path = "s"
+	var v withMap
+	if err := yamlx.Bind(sec, &v, yamlx.BindOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Counts) != 2 || v.Counts["orders"] != 4 || v.Counts["audit_log"] != 1 || v.Other != "x" {
+		t.Fatalf("bound %+v", v)
+	}
+	settings := yamlx.Settings(&v)
+	if len(settings) != 3 || settings[0].Key != "counts.audit_log" || settings[1].Key != "counts.orders" || settings[1].Value != "4" {
+		t.Errorf("Settings = %+v, want one setting per entry, sorted", settings)
+	}
+	for doc, want := range map[string]string{
+		"s:\n  counts:\n    orders: four\n": "s.counts.orders (line 3)",
+		"s:\n  counts: 4\n":                 "s.counts (line 2): must be a mapping",
+		"s:\n  counts:\n    - a\n":          "s.counts (line 2): must be a mapping",
+	} {
+		root := mustParse(t, doc)
+		sec, _, _ := root.Get("s")
+		sec.Path = "s"
+		var v withMap
+		err := yamlx.Bind(sec, &v, yamlx.BindOptions{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want it to contain %q", doc, err, want)
+		}
 	}
 }
