@@ -28,7 +28,8 @@ func TestMain(m *testing.M) {
 	code := redistest.Main(m)
 	if code == 0 {
 		// A closed rueidis cluster client leaves a goroutine sleeping out a 5s refresh delay.
-		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2")); err != nil {
+		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
+			goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1")); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
 			code = 1
 		}

@@ -33,7 +33,8 @@ func TestMain(m *testing.M) {
 	if code == 0 {
 		// rueidis closes connections dropped by a cluster topology refresh 5 s later, from a
 		// goroutine of its own.
-		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2")); err != nil {
+		if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
+			goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1")); err != nil {
 			os.Stderr.WriteString("goleak: " + err.Error() + "\n")
 			code = 1
 		}
