@@ -22,7 +22,7 @@ import (
 // what those did. Refresh it only for a change meant to be behaviour-preserving; a change
 // of behaviour updates the conformance suites instead.
 //
-//go:embed testdata/main/*.lua
+//go:embed testdata/previous/*.lua
 var baseline embed.FS
 
 // diffKeys is the pool of user keys a sequence draws from: few, so that keys are decided
@@ -216,10 +216,10 @@ func TestDifferentialAgainstBaseline(t *testing.T) {
 	ctx := context.Background()
 	shas := map[string][2]string{} // script -> {baseline, current}
 	for _, s := range lua.Scripts() {
-		old, err := baseline.ReadFile("testdata/main/" + s.Name + ".lua")
+		old, err := baseline.ReadFile("testdata/previous/" + s.Name + ".lua")
 		if err != nil {
 			// A script added after the baseline was taken has nothing to be compared with.
-			t.Logf("%s: no baseline in testdata/main, not compared", s.Name)
+			t.Logf("%s: no baseline in testdata/previous, not compared", s.Name)
 			continue
 		}
 		var pair [2]string
@@ -235,7 +235,7 @@ func TestDifferentialAgainstBaseline(t *testing.T) {
 	// The sequences pass explicit times only (the two sides would read different server
 	// times); the clock prelude, which reads TIME for '', must then be the same text.
 	for _, s := range lua.Scripts() {
-		old, err := baseline.ReadFile("testdata/main/" + s.Name + ".lua")
+		old, err := baseline.ReadFile("testdata/previous/" + s.Name + ".lua")
 		if err != nil {
 			continue
 		}
