@@ -23,7 +23,7 @@ func ExampleNamed() {
 	ctx := context.Background()
 	now := time.Unix(1_700_000_000, 0)
 	for range 3 {
-		d, _ := api.AllowAt(ctx, "user:1", now)
+		d, _ := api.AllowN(ctx, "user:1", now, 1)
 		fmt.Println(d.Allowed)
 	}
 	allowed, denied, _ := metrics.RateLimitCounters("example-api")
@@ -42,7 +42,7 @@ func ExampleRegistry() {
 	if err != nil {
 		panic(err)
 	}
-	for name := range reg.All() {
+	for _, name := range reg.Names() {
 		fmt.Println(name)
 	}
 	if _, err := reg.Get("api3"); errors.Is(err, redstream.ErrNotFound) {
@@ -54,39 +54,13 @@ func ExampleRegistry() {
 	// redstream: not found: limiter "api3"
 }
 
-func ExampleLimitingSink() {
-	limiter, _ := memory.NewLimiter(redstream.FixedWindow(time.Hour, 2), memory.Options{})
-	print := redstream.SinkFunc[string](func(ctx context.Context, msg string) error {
-		fmt.Println("delivered", msg)
-		return nil
-	})
-	bySender := func(msg string) string { return "user:1" }
-
-	drop, _ := redstream.NewLimitingSink(limiter, bySender, print, redstream.DenyDrop)
-	for _, msg := range []string{"msg-1", "msg-2", "msg-3"} {
-		if err := drop.Invoke(context.Background(), msg); err != nil {
-			fmt.Println(err)
-		}
-	}
-	fmt.Println("dropped:", drop.Dropped())
-
-	throw, _ := redstream.NewLimitingSink(limiter, bySender, print, redstream.DenyThrow)
-	err := throw.Invoke(context.Background(), "msg-4")
-	fmt.Println(errors.Is(err, redstream.ErrRateLimited))
-	// Output:
-	// delivered msg-1
-	// delivered msg-2
-	// dropped: 1
-	// true
-}
-
 func ExampleMulti() {
 	limiter, err := redstream.Multi(
 		func(specs []redstream.Spec) (redstream.Limiter, error) {
 			return memory.NewMultiLimiter(specs, memory.Options{})
 		},
-		redstream.Limit{Name: "burst", Spec: redstream.TokenBucket(2, 1)},
-		redstream.Limit{Name: "daily", Spec: redstream.FixedWindow(24*time.Hour, 3)},
+		redstream.Rule{Name: "burst", Spec: redstream.TokenBucket(2, 1)},
+		redstream.Rule{Name: "daily", Spec: redstream.FixedWindow(24*time.Hour, 3)},
 	)
 	if err != nil {
 		panic(err)
@@ -94,7 +68,7 @@ func ExampleMulti() {
 	ctx := context.Background()
 	day := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, at := range []time.Duration{0, 0, 0, time.Minute, 2 * time.Minute} {
-		d, _ := limiter.AllowAt(ctx, "user:1", day.Add(at))
+		d, _ := limiter.AllowN(ctx, "user:1", day.Add(at), 1)
 		fmt.Printf("+%v allowed=%v remaining=%d\n", at, d.Allowed, d.Remaining)
 	}
 	// Output:
@@ -108,14 +82,6 @@ func ExampleMulti() {
 // unreachable stands for a limiter whose backend is down: every call fails.
 type unreachable struct{}
 
-func (unreachable) Allow(ctx context.Context, key string) (redstream.Decision, error) {
-	return unreachable{}.AllowN(ctx, key, time.Time{}, 1)
-}
-
-func (unreachable) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	return unreachable{}.AllowN(ctx, key, now, 1)
-}
-
 func (unreachable) AllowN(context.Context, string, time.Time, int64) (redstream.Decision, error) {
 	return redstream.Decision{}, errors.New("redis: connection refused")
 }
@@ -128,9 +94,9 @@ func ExampleWithFailurePolicy() {
 	fallback, _ := redstream.WithFailurePolicy(broken, redstream.FailFallback, local)
 	ctx := context.Background()
 	for range 2 {
-		o, _ := open.Allow(ctx, "k")
-		f, _ := fallback.Allow(ctx, "k")
-		_, err := broken.Allow(ctx, "k")
+		o, _ := redstream.Allow(ctx, open, "k")
+		f, _ := redstream.Allow(ctx, fallback, "k")
+		_, err := redstream.Allow(ctx, broken, "k")
 		fmt.Println("fail-open:", o.Allowed, "fallback:", f.Allowed, "fail-closed:", err)
 	}
 	// Output:

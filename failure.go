@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redstream-go/redstream/internal/failure"
 )
 
 // FailurePolicy declares what a limiter does when its backend fails (Redis down, timeout,
@@ -38,7 +40,7 @@ func (p FailurePolicy) String() string {
 // ErrCircuitOpen is returned, wrapped, by an engine whose circuit breaker is open: its
 // backend failed repeatedly, and until the breaker's cool-down ends calls fail at once
 // without reaching the backend. It is a backend failure: failure policies apply to it.
-var ErrCircuitOpen = errors.New("redstream: circuit breaker open")
+var ErrCircuitOpen = failure.ErrCircuitOpen
 
 // BreakerState is the state of a backend's circuit breaker. The zero value is
 // BreakerClosed. Values are ordered by severity, so a gauge of the state reads 0 when
@@ -70,114 +72,6 @@ func (s BreakerState) String() string {
 	return fmt.Sprintf("BreakerState(%d)", int(s))
 }
 
-// IsBadInput reports whether err is caused by the caller's arguments rather than by the
-// backend, in which case no failure policy applies: ErrEmptyKey, ErrInvalidCost,
-// ErrCostTooLarge, ErrInvalidTime, ErrInvalidConfig, or an error of an engine with a
-// method BadInput() bool that returns true (redisbackend.ErrTooLarge).
-func IsBadInput(err error) bool {
-	if errors.Is(err, ErrEmptyKey) || errors.Is(err, ErrInvalidCost) ||
-		errors.Is(err, ErrCostTooLarge) || errors.Is(err, ErrInvalidTime) || errors.Is(err, ErrInvalidConfig) {
-		return true
-	}
-	return badInput(err)
-}
-
-// badInput reports whether err or an error it wraps has a BadInput method returning true.
-// It walks the chain itself: errors.As would allocate its target on every failure.
-func badInput(err error) bool {
-	for err != nil {
-		if b, ok := err.(interface{ BadInput() bool }); ok && b.BadInput() {
-			return true
-		}
-		switch x := err.(type) {
-		case interface{ Unwrap() error }:
-			err = x.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, e := range x.Unwrap() {
-				if badInput(e) {
-					return true
-				}
-			}
-			return false
-		default:
-			return false
-		}
-	}
-	return false
-}
-
-// FailureReason says why a backend call failed, as the label of a fallback metric.
-type FailureReason string
-
-// The failure reasons ReasonOf tells apart.
-const (
-	// ReasonTimeout: the backend did not answer within the engine's deadline (for example
-	// redisbackend's Options.Timeout) or the caller's.
-	ReasonTimeout FailureReason = "timeout"
-	// ReasonBreakerOpen: the engine's circuit breaker is open, so the backend was not
-	// called (ErrCircuitOpen).
-	ReasonBreakerOpen FailureReason = "breaker_open"
-	// ReasonCanceled: the caller cancelled its context.
-	ReasonCanceled FailureReason = "canceled"
-	// ReasonError: any other backend failure (connection refused, an error reply).
-	ReasonError FailureReason = "error"
-)
-
-// ReasonOf classifies a backend error: ReasonBreakerOpen for ErrCircuitOpen,
-// ReasonTimeout for context.DeadlineExceeded, ReasonCanceled for context.Canceled,
-// ReasonError otherwise (and for nil).
-func ReasonOf(err error) FailureReason {
-	switch {
-	case errors.Is(err, ErrCircuitOpen):
-		return ReasonBreakerOpen
-	case errors.Is(err, context.DeadlineExceeded):
-		return ReasonTimeout
-	case errors.Is(err, context.Canceled):
-		return ReasonCanceled
-	}
-	return ReasonError
-}
-
-// Failure is one decision a failure policy answered because the backend failed.
-type Failure struct {
-	// Policy is the policy that answered (FailOpen or FailFallback).
-	Policy FailurePolicy
-	// Reason classifies Err (ReasonOf).
-	Reason FailureReason
-	// Err is the backend's error.
-	Err error
-}
-
-// FailureObserver is told of every decision a failure policy answered instead of the
-// backend. metrics.Named implements it to count redis_streaming_rl_fallback_total and
-// backend errors. ObserveFailure is called synchronously on the deciding goroutine; it
-// must be fast and safe for concurrent use.
-type FailureObserver interface {
-	ObserveFailure(Failure)
-}
-
-// Observable is implemented by the limiter WithFailurePolicy returns and by wrappers that
-// pass it on ([MultiLimiter], metrics.Named). Observe returns a limiter that decides
-// exactly as this one, over the same state and fallback, and also tells o of every
-// decision the failure policy answered. It is how a wrapper outside the policy (metrics
-// around WithFailurePolicy) learns of failures the policy hides from it, at no cost per
-// decision: Observe is called once, when the wrapper is built.
-type Observable interface {
-	Observe(o FailureObserver) Limiter
-}
-
-// BatchLimiter is implemented by limiters that decide many keys in one call (the Redis
-// engine pipelines them in one round trip). AllowBatch decides a request of cost n for
-// each of keys at now; decision i is for keys[i]. Bad input returns an error and no
-// decision. When the backend fails for some keys, the error is a *BatchError giving each
-// key's error, and the decisions of those keys are denied zero values. The limiter
-// WithFailurePolicy returns, MultiLimiter and metrics.Named implement it over any limiter
-// (one AllowN per key when the wrapped limiter does not batch).
-type BatchLimiter interface {
-	Limiter
-	AllowBatch(ctx context.Context, keys []string, now time.Time, n int64) ([]Decision, error)
-}
-
 // BatchError reports the keys of a batch decision whose backend call failed. Errs has one
 // entry per key of the batch: nil for a key that was decided, the error otherwise.
 // errors.Is and errors.As look into every key's error.
@@ -185,22 +79,11 @@ type BatchError struct {
 	Errs []error
 }
 
-// Failed returns the number of keys whose decision failed.
-func (e *BatchError) Failed() int {
-	n := 0
-	for _, err := range e.Errs {
-		if err != nil {
-			n++
-		}
-	}
-	return n
-}
-
 // Error reports how many keys failed and the first failure.
 func (e *BatchError) Error() string {
 	for i, err := range e.Errs {
 		if err != nil {
-			return fmt.Sprintf("redstream: batch: %d of %d decisions failed; key %d: %v", e.Failed(), len(e.Errs), i, err)
+			return fmt.Sprintf("redstream: batch: %d of %d decisions failed; key %d: %v", len(e.Unwrap()), len(e.Errs), i, err)
 		}
 	}
 	return fmt.Sprintf("redstream: batch: 0 of %d decisions failed", len(e.Errs))
@@ -226,13 +109,13 @@ func (e *BatchError) Unwrap() []error {
 // between them. fallback must be nil for FailClosed and FailOpen.
 //
 // Under FailClosed l is returned as is: a backend error is returned with a denied
-// Decision. Bad input (IsBadInput) is never subject to the policy.
+// Decision. Bad input (ErrEmptyKey, ErrInvalidCost, ErrCostTooLarge, ErrInvalidTime,
+// ErrInvalidConfig, redisbackend.ErrTooLarge) is never subject to the policy.
 //
-// The returned limiter also implements [BatchLimiter] (per key: the keys whose backend
-// call failed follow the policy, the others keep the backend's decision) and
-// [Observable]. Decisions the policy answers are reported to every [FailureObserver]
-// found in l's Unwrap chain (a metrics.Named inside counts them) and to the observers
-// given to Observe. It is safe for concurrent use if l and fallback are.
+// The returned limiter batches ([AllowBatch]; per key: the keys whose backend call failed
+// follow the policy, the others keep the backend's decision) and has a method Unwrap()
+// Limiter returning l. Decisions the policy answers are counted by a metrics.Named inside
+// l or around the returned limiter. It is safe for concurrent use if l and fallback are.
 func WithFailurePolicy(l Limiter, policy FailurePolicy, fallback Limiter) (Limiter, error) {
 	if l == nil {
 		return nil, fmt.Errorf("redstream: WithFailurePolicy: %w: nil limiter", ErrInvalidConfig)
@@ -258,7 +141,7 @@ func WithFailurePolicy(l Limiter, policy FailurePolicy, fallback Limiter) (Limit
 	}
 	p := &policyLimiter{l: l, policy: policy, fallback: fallback}
 	for u := l; u != nil; u = unwrap(u) {
-		if o, ok := u.(FailureObserver); ok {
+		if o, ok := u.(failure.Observer); ok {
 			p.observers = append(p.observers, o)
 		}
 	}
@@ -291,25 +174,14 @@ type policyLimiter struct {
 	l         Limiter
 	policy    FailurePolicy
 	fallback  Limiter
-	observers []FailureObserver // inside l (found by WithFailurePolicy), then from Observe
+	observers []failure.Observer // inside l (found by WithFailurePolicy), then from failure.View
 }
 
-var (
-	_ BatchLimiter = (*policyLimiter)(nil)
-	_ Observable   = (*policyLimiter)(nil)
-)
-
-func (p *policyLimiter) Allow(ctx context.Context, key string) (Decision, error) {
-	return p.AllowN(ctx, key, time.Time{}, 1)
-}
-
-func (p *policyLimiter) AllowAt(ctx context.Context, key string, now time.Time) (Decision, error) {
-	return p.AllowN(ctx, key, now, 1)
-}
+var _ batcher = (*policyLimiter)(nil)
 
 func (p *policyLimiter) AllowN(ctx context.Context, key string, now time.Time, n int64) (Decision, error) {
 	d, err := p.l.AllowN(ctx, key, now, n)
-	if err == nil || IsBadInput(err) {
+	if err == nil || failure.IsBadInput(err) {
 		return d, err
 	}
 	p.observe(err)
@@ -325,7 +197,7 @@ func (p *policyLimiter) AllowN(ctx context.Context, key string, now time.Time, n
 // otherwise); the keys whose backend call failed follow the policy.
 func (p *policyLimiter) AllowBatch(ctx context.Context, keys []string, now time.Time, n int64) ([]Decision, error) {
 	ds, err := AllowBatch(ctx, p.l, keys, now, n)
-	if err == nil || IsBadInput(err) && !isBatchError(err) {
+	if err == nil || failure.IsBadInput(err) && !isBatchError(err) {
 		return ds, err
 	}
 	var be *BatchError
@@ -343,7 +215,7 @@ func (p *policyLimiter) AllowBatch(ctx context.Context, keys []string, now time.
 		if kerr == nil {
 			continue
 		}
-		if IsBadInput(kerr) {
+		if failure.IsBadInput(kerr) {
 			if left == nil {
 				left = make([]error, len(keys))
 			}
@@ -401,18 +273,36 @@ func (p *policyLimiter) observe(err error) {
 	if len(p.observers) == 0 {
 		return
 	}
-	f := Failure{Policy: p.policy, Reason: ReasonOf(err), Err: err}
+	f := failure.Failure{Fallback: p.policy == FailFallback, Reason: failure.ReasonOf(err), Err: err}
 	for _, o := range p.observers {
 		o.ObserveFailure(f)
 	}
 }
 
-// Observe returns a copy of the wrapper that also reports to o.
-func (p *policyLimiter) Observe(o FailureObserver) Limiter {
+// view returns a copy of the wrapper that also reports to o.
+func (p *policyLimiter) view(o failure.Observer) Limiter {
 	q := *p
-	q.observers = append(append([]FailureObserver(nil), p.observers...), o)
+	q.observers = append(append([]failure.Observer(nil), p.observers...), o)
 	return &q
 }
+
+// viewOf is the failure.View of the wrappers of this package: a failure policy, and a
+// multi-limiter around one.
+func viewOf(l any, o failure.Observer) (any, bool) {
+	switch x := l.(type) {
+	case *policyLimiter:
+		return x.view(o), true
+	case *multiLimiter:
+		v, ok := failure.View(x.l, o)
+		if !ok {
+			return nil, false
+		}
+		return &multiLimiter{l: v.(Limiter), rules: x.rules}, true
+	}
+	return nil, false
+}
+
+func init() { failure.RegisterView(viewOf) }
 
 // Unwrap returns the limiter whose backend errors the policy handles.
 func (p *policyLimiter) Unwrap() Limiter { return p.l }
@@ -423,12 +313,20 @@ func (p *policyLimiter) FailurePolicy() FailurePolicy { return p.policy }
 // Fallback returns the limiter that decides under FailFallback (nil under FailOpen).
 func (p *policyLimiter) Fallback() Limiter { return p.fallback }
 
-// AllowBatch decides a request of cost n for each of keys at now with l: in one call when
-// l is a [BatchLimiter], else with one AllowN per key, in order. Decision i is for keys[i].
-// Bad input of any key returns an error before any decision when l batches; one AllowN
-// per key reports the keys that failed in a *BatchError, as a batching engine does.
+// batcher is implemented by limiters that decide many keys in one call.
+type batcher interface {
+	AllowBatch(ctx context.Context, keys []string, now time.Time, n int64) ([]Decision, error)
+}
+
+// AllowBatch decides a request of cost n for each of keys at now with l; decision i is for
+// keys[i]. It makes one call when l batches (l has a method AllowBatch of this signature:
+// redisbackend's Limiter pipelines the keys in one round trip, and the limiters of
+// [WithFailurePolicy], [Multi] and metrics.Named pass it on), else one AllowN per key, in
+// order. Bad input of any key returns an error before any decision when l batches. When
+// the backend fails for some keys, the error is a *[BatchError] giving each key's error,
+// and the decisions of those keys are denied zero values.
 func AllowBatch(ctx context.Context, l Limiter, keys []string, now time.Time, n int64) ([]Decision, error) {
-	if b, ok := l.(BatchLimiter); ok {
+	if b, ok := l.(batcher); ok {
 		return b.AllowBatch(ctx, keys, now, n)
 	}
 	if len(keys) == 0 {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/failure"
 	"github.com/redstream-go/redstream/memory"
 )
 
@@ -67,10 +68,10 @@ func (b *batchFake) NewLocal() (redstream.Limiter, error) {
 // recorder is a FailureObserver that keeps what it is told.
 type recorder struct {
 	mu sync.Mutex
-	fs []redstream.Failure
+	fs []failure.Failure
 }
 
-func (r *recorder) ObserveFailure(f redstream.Failure) {
+func (r *recorder) ObserveFailure(f failure.Failure) {
 	r.mu.Lock()
 	r.fs = append(r.fs, f)
 	r.mu.Unlock()
@@ -100,17 +101,6 @@ var (
 	errDown    = errors.New("engine: connection refused")
 )
 
-func TestReasonOf(t *testing.T) {
-	for err, want := range map[error]redstream.FailureReason{
-		errTimeout: redstream.ReasonTimeout, errOpen: redstream.ReasonBreakerOpen, errDown: redstream.ReasonError,
-		fmt.Errorf("x: %w", context.Canceled): redstream.ReasonCanceled, nil: redstream.ReasonError,
-	} {
-		if got := redstream.ReasonOf(err); got != want {
-			t.Errorf("ReasonOf(%v) = %q, want %q", err, got, want)
-		}
-	}
-}
-
 func TestPolicyBatchPerKey(t *testing.T) {
 	ctx := context.Background()
 	eng := &batchFake{down: map[string]error{"b": errTimeout, "d": errOpen}}
@@ -130,7 +120,11 @@ func TestPolicyBatchPerKey(t *testing.T) {
 				t.Fatal(err)
 			}
 			outer := &recorder{}
-			view := p.(redstream.Observable).Observe(outer)
+			v, ok := failure.View(p, outer)
+			if !ok {
+				t.Fatalf("failure.View(%T) found no policy", p)
+			}
+			view := v.(redstream.Limiter)
 			eng.calls = 0
 			ds, err := redstream.AllowBatch(ctx, view, []string{"a", "b", "c", "d"}, time.Time{}, 1)
 			if err != nil {
@@ -192,7 +186,7 @@ func TestAllowBatchHelper(t *testing.T) {
 	one := &fakeLimiter{err: errDown}
 	ds, err = redstream.AllowBatch(context.Background(), one, []string{"a", "b"}, time.Time{}, 1)
 	var be *redstream.BatchError
-	if !errors.As(err, &be) || be.Failed() != 2 || len(ds) != 2 || !errors.Is(err, errDown) {
+	if !errors.As(err, &be) || len(be.Unwrap()) != 2 || len(ds) != 2 || !errors.Is(err, errDown) {
 		t.Fatalf("AllowBatch over a failing limiter = %v, %v", ds, err)
 	}
 	if !strings.Contains(err.Error(), "2 of 2 decisions failed") {
@@ -210,7 +204,7 @@ func TestDefaultFallback(t *testing.T) {
 	}
 	ctx := context.Background()
 	for i, want := range []bool{true, false} {
-		if d, err := p.Allow(ctx, "k"); err != nil || d.Allowed != want {
+		if d, err := p.AllowN(ctx, "k", time.Time{}, 1); err != nil || d.Allowed != want {
 			t.Errorf("decision %d = %+v, %v; want the local limiter's %v", i, d, err, want)
 		}
 	}
@@ -234,19 +228,23 @@ func TestMultiForwardsPolicy(t *testing.T) {
 	eng := &batchFake{down: map[string]error{"k": errOpen}}
 	m, err := redstream.Multi(func([]redstream.Spec) (redstream.Limiter, error) {
 		return redstream.WithFailurePolicy(eng, redstream.FailOpen, nil)
-	}, redstream.Limit{Name: "a", Spec: redstream.FixedWindow(time.Second, 1)})
+	}, redstream.Rule{Name: "a", Spec: redstream.FixedWindow(time.Second, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	view := m.Observe(rec)
-	if _, ok := view.(*redstream.MultiLimiter); !ok {
-		t.Fatalf("Observe returned %T, want a *MultiLimiter", view)
+	v, ok := failure.View(m, rec)
+	view, isMulti := v.(interface {
+		redstream.Limiter
+		Rules() []redstream.Rule
+	})
+	if !ok || !isMulti {
+		t.Fatalf("failure.View returned %T, %v; want a multi-limiter", v, ok)
 	}
-	if d, err := view.Allow(context.Background(), "k"); err != nil || !d.Allowed {
+	if d, err := view.AllowN(context.Background(), "k", time.Time{}, 1); err != nil || !d.Allowed {
 		t.Fatal(d, err)
 	}
-	if ds, err := m.AllowBatch(context.Background(), []string{"k"}, time.Time{}, 1); err != nil || !ds[0].Allowed {
+	if ds, err := redstream.AllowBatch(context.Background(), m, []string{"k"}, time.Time{}, 1); err != nil || !ds[0].Allowed {
 		t.Fatal(ds, err)
 	}
 	if got := rec.reasons(); got != "breaker_open" {

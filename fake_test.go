@@ -13,14 +13,6 @@ type fakeLimiter struct {
 	err error
 }
 
-func (f *fakeLimiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
-	return f.AllowN(ctx, key, time.Time{}, 1)
-}
-
-func (f *fakeLimiter) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	return f.AllowN(ctx, key, now, 1)
-}
-
 func (f *fakeLimiter) AllowN(context.Context, string, time.Time, int64) (redstream.Decision, error) {
 	return f.d, f.err
 }

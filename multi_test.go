@@ -18,8 +18,8 @@ func memoryMulti(specs []redstream.Spec) (redstream.Limiter, error) {
 
 func TestMultiAllOrNothing(t *testing.T) {
 	m, err := redstream.Multi(memoryMulti,
-		redstream.Limit{Name: "per-second", Spec: redstream.SlidingWindow(time.Second, 3)},
-		redstream.Limit{Name: "per-minute", Spec: redstream.FixedWindow(time.Minute, 5)},
+		redstream.Rule{Name: "per-second", Spec: redstream.SlidingWindow(time.Second, 3)},
+		redstream.Rule{Name: "per-minute", Spec: redstream.FixedWindow(time.Minute, 5)},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -28,14 +28,14 @@ func TestMultiAllOrNothing(t *testing.T) {
 	t0 := time.Unix(1_700_000_040, 0) // aligned to a minute
 	var allowed []bool
 	for i := range 4 { // the per-second limit denies the 4th
-		d, err := m.AllowAt(ctx, "k", t0.Add(time.Duration(i)*time.Millisecond))
+		d, err := m.AllowN(ctx, "k", t0.Add(time.Duration(i)*time.Millisecond), 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		allowed = append(allowed, d.Allowed)
 	}
 	for i := range 3 { // one second later: 2 more fit the minute, then it denies
-		d, _ := m.AllowAt(ctx, "k", t0.Add(time.Second+time.Duration(i)*time.Millisecond))
+		d, _ := m.AllowN(ctx, "k", t0.Add(time.Second+time.Duration(i)*time.Millisecond), 1)
 		allowed = append(allowed, d.Allowed)
 	}
 	if got, want := fmt.Sprint(allowed), "[true true true false true true false]"; got != want {
@@ -44,37 +44,44 @@ func TestMultiAllOrNothing(t *testing.T) {
 	if _, err := m.AllowN(ctx, "k", t0, 4); !errors.Is(err, redstream.ErrCostTooLarge) {
 		t.Errorf("cost above the smallest limit: %v, want ErrCostTooLarge", err)
 	}
-	lims := m.Limits()
-	if len(lims) != 2 || lims[0].Name != "per-second" || lims[1].Name != "per-minute" {
-		t.Errorf("Limits() = %+v", lims)
+	mm, ok := m.(interface {
+		Rules() []redstream.Rule
+		Unwrap() redstream.Limiter
+	})
+	if !ok {
+		t.Fatalf("Multi returned %T, without Rules and Unwrap", m)
 	}
-	lims[0].Name = "changed"
-	if m.Limits()[0].Name != "per-second" {
-		t.Errorf("Limits() returned internal storage")
+	rules := mm.Rules()
+	if len(rules) != 2 || rules[0].Name != "per-second" || rules[1].Name != "per-minute" {
+		t.Errorf("Rules() = %+v", rules)
 	}
-	if _, ok := m.Unwrap().(*memory.Limiter); !ok {
-		t.Errorf("Unwrap() = %T, want *memory.Limiter", m.Unwrap())
+	rules[0].Name = "changed"
+	if mm.Rules()[0].Name != "per-second" {
+		t.Errorf("Rules() returned internal storage")
+	}
+	if _, ok := mm.Unwrap().(*memory.Limiter); !ok {
+		t.Errorf("Unwrap() = %T, want *memory.Limiter", mm.Unwrap())
 	}
 }
 
 func TestMultiBadInput(t *testing.T) {
-	ok := redstream.Limit{Name: "a", Spec: redstream.TokenBucket(10, 1)}
+	ok := redstream.Rule{Name: "a", Spec: redstream.TokenBucket(10, 1)}
 	tests := []struct {
-		name   string
-		build  redstream.MultiBuilder
-		limits []redstream.Limit
-		want   string
+		name  string
+		build func([]redstream.Spec) (redstream.Limiter, error)
+		rules []redstream.Rule
+		want  string
 	}{
-		{"nil builder", nil, []redstream.Limit{ok}, "nil MultiBuilder"},
-		{"no limits", memoryMulti, nil, "no limits"},
-		{"empty name", memoryMulti, []redstream.Limit{{Spec: ok.Spec}}, "limits[0].Name is empty"},
-		{"repeated name", memoryMulti, []redstream.Limit{ok, ok}, `limits[1].Name "a" is repeated`},
-		{"bad spec", memoryMulti, []redstream.Limit{ok, {Name: "b", Spec: redstream.SlidingWindow(0, 1)}}, `limits[1] ("b").Spec`},
-		{"nil from builder", func([]redstream.Spec) (redstream.Limiter, error) { return nil, nil }, []redstream.Limit{ok}, "nil limiter"},
+		{"nil builder", nil, []redstream.Rule{ok}, "nil build function"},
+		{"no limits", memoryMulti, nil, "no rules"},
+		{"empty name", memoryMulti, []redstream.Rule{{Spec: ok.Spec}}, "rules[0].Name is empty"},
+		{"repeated name", memoryMulti, []redstream.Rule{ok, ok}, `rules[1].Name "a" is repeated`},
+		{"bad spec", memoryMulti, []redstream.Rule{ok, {Name: "b", Spec: redstream.SlidingWindow(0, 1)}}, `rules[1] ("b").Spec`},
+		{"nil from builder", func([]redstream.Spec) (redstream.Limiter, error) { return nil, nil }, []redstream.Rule{ok}, "nil limiter"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := redstream.Multi(tt.build, tt.limits...)
+			_, err := redstream.Multi(tt.build, tt.rules...)
 			if !errors.Is(err, redstream.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Multi() error = %v, want ErrInvalidConfig mentioning %q", err, tt.want)
 			}
@@ -109,14 +116,14 @@ func TestFailurePolicyWrapper(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, want := range tt.allowed {
-				d, err := l.Allow(ctx, "k")
+				d, err := l.AllowN(ctx, "k", time.Time{}, 1)
 				if (err != nil) != tt.wantErr || d.Allowed != want {
 					t.Errorf("call %d: %+v, %v; want allowed %v, error %v", i, d, err, want, tt.wantErr)
 				}
 			}
 			// Bad input is never subject to the policy.
 			bad, _ := redstream.WithFailurePolicy(&fakeLimiter{err: fmt.Errorf("engine: %w", redstream.ErrEmptyKey)}, tt.policy, tt.fallback)
-			if _, err := bad.Allow(ctx, ""); !errors.Is(err, redstream.ErrEmptyKey) {
+			if _, err := bad.AllowN(ctx, "", time.Time{}, 1); !errors.Is(err, redstream.ErrEmptyKey) {
 				t.Errorf("bad input under %v = %v, want ErrEmptyKey", tt.policy, err)
 			}
 			if p, ok := l.(interface {
@@ -125,25 +132,6 @@ func TestFailurePolicyWrapper(t *testing.T) {
 				t.Errorf("wrapper does not report its policy %v", tt.policy)
 			}
 		})
-	}
-}
-
-func TestParseFailurePolicy(t *testing.T) {
-	for in, want := range map[string]redstream.FailurePolicy{
-		"fail-closed": redstream.FailClosed, "FAIL_OPEN": redstream.FailOpen, "failOpen": redstream.FailOpen,
-		"fallback": redstream.FailFallback, "local-fallback": redstream.FailFallback, "closed": redstream.FailClosed,
-	} {
-		if got, err := redstream.ParseFailurePolicy(in); err != nil || got != want {
-			t.Errorf("ParseFailurePolicy(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, p := range []redstream.FailurePolicy{redstream.FailClosed, redstream.FailOpen, redstream.FailFallback} {
-		if got, _ := redstream.ParseFailurePolicy(p.String()); got != p {
-			t.Errorf("%v does not round-trip", p)
-		}
-	}
-	if _, err := redstream.ParseFailurePolicy("maybe"); !errors.Is(err, redstream.ErrInvalidConfig) {
-		t.Errorf("ParseFailurePolicy(maybe) = %v", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/failure"
 )
 
 // Decision is the outcome of one rate-limit decision. It is a plain value, safe to copy.
@@ -25,6 +26,11 @@ type Decision struct {
 	// Delay is set by the leaky bucket only: how long an admitted request should wait so
 	// that admitted requests leave evenly spaced (traffic shaping). 0 otherwise.
 	Delay time.Duration
+	// Shadow reports a shadow denial: the limit denied the request, and a limiter in
+	// shadow mode ([Shadow]) admitted it anyway. Allowed is then true, nothing was
+	// consumed, and Limit, Remaining, RetryAfter and ResetAfter are the denial's (RetryAfter
+	// is what the caller would have waited). False for every other decision.
+	Shadow bool
 }
 
 // Limiter decides whether requests for a key may proceed. Implementations are safe for
@@ -33,15 +39,19 @@ type Decision struct {
 // A zero now means "the engine's clock": the injected clock of an in-process engine, or the
 // Redis server's TIME for a Redis engine (so clients need no synchronized clocks). A non-zero
 // now is used as is, which makes decisions reproducible in tests and replays.
+//
+// The interface holds only the full form; [Allow] is its shorthand for one request now.
 type Limiter interface {
-	// Allow is shorthand for AllowN(ctx, key, time.Time{}, 1): cost 1 at the engine's clock.
-	Allow(ctx context.Context, key string) (Decision, error)
-	// AllowAt is shorthand for AllowN(ctx, key, now, 1).
-	AllowAt(ctx context.Context, key string, now time.Time) (Decision, error)
 	// AllowN decides a request of cost n for key at now. It returns ErrEmptyKey for an
 	// empty key, ErrInvalidCost for n <= 0, ErrCostTooLarge when n exceeds the limit,
 	// ErrInvalidTime for a time before the Unix epoch or after core.MaxTime.
 	AllowN(ctx context.Context, key string, now time.Time, n int64) (Decision, error)
+}
+
+// Allow is shorthand for l.AllowN(ctx, key, time.Time{}, 1): a request of cost 1 at the
+// engine's clock.
+func Allow(ctx context.Context, l Limiter, key string) (Decision, error) {
+	return l.AllowN(ctx, key, time.Time{}, 1)
 }
 
 // Deduplicator tells whether an element was seen before. Implementations are safe for
@@ -64,11 +74,17 @@ type Deduplicator interface {
 }
 
 // TimedDeduplicator is implemented by deduplicators whose answer depends on time (the
-// windowed deduplicator). A zero now means the engine's clock, as for Limiter.
+// windowed deduplicator of every engine, found by type assertion on what the engines'
+// NewDeduplicator return). A zero now means the engine's clock, as for Limiter; the
+// methods of Deduplicator are these at the engine's clock (MarkSeen is CheckAndMarkAt
+// without its answer).
 type TimedDeduplicator interface {
 	Deduplicator
+	// IsDuplicateAt reports whether element was seen within the window before now,
+	// without recording it.
 	IsDuplicateAt(ctx context.Context, element string, now time.Time) (bool, error)
-	MarkSeenAt(ctx context.Context, element string, now time.Time) error
+	// CheckAndMarkAt atomically reports whether element is a duplicate at now and
+	// records the sighting.
 	CheckAndMarkAt(ctx context.Context, element string, now time.Time) (bool, error)
 }
 
@@ -85,10 +101,14 @@ var (
 	// ErrEmptyKey is returned by limiters for an empty key: an empty key is almost always a
 	// bug in the caller's key function, and silently sharing one bucket among all callers
 	// would be a wrong answer.
-	ErrEmptyKey = errors.New("redstream: empty key")
-	// ErrRateLimited is returned by components that turn a denial into an error
-	// (LimitingSink with the Throw policy).
-	ErrRateLimited = errors.New("redstream: rate limited")
+	ErrEmptyKey = failure.ErrEmptyKey
 	// ErrNotFound is returned when a name is not registered.
 	ErrNotFound = errors.New("redstream: not found")
 )
+
+// Sink receives values, one call per value: the end of a pipeline (a writer, a publisher, a
+// database). Implementations document whether they are safe for concurrent use.
+type Sink[T any] interface {
+	// Invoke delivers value. An error means the value was not delivered.
+	Invoke(ctx context.Context, value T) error
+}

@@ -2,7 +2,6 @@ package redstream
 
 import (
 	"fmt"
-	"iter"
 	"slices"
 )
 
@@ -14,8 +13,9 @@ type Registry struct {
 }
 
 // NewRegistry returns a registry of a copy of limiters: later changes to the map do not
-// affect the registry. It returns an error wrapping ErrInvalidConfig for an empty name or a
-// nil limiter. An empty or nil map gives an empty registry.
+// affect the registry. It returns an error wrapping ErrInvalidConfig for an empty name, a
+// nil limiter, or two limiters counted under one metrics name (metrics.Named, found
+// through Unwrap), whose counters would mix. An empty or nil map gives an empty registry.
 func NewRegistry(limiters map[string]Limiter) (*Registry, error) {
 	r := &Registry{m: make(map[string]Limiter, len(limiters)), names: make([]string, 0, len(limiters))}
 	for name, l := range limiters {
@@ -29,7 +29,35 @@ func NewRegistry(limiters map[string]Limiter) (*Registry, error) {
 		r.names = append(r.names, name)
 	}
 	slices.Sort(r.names)
+	counted := map[string]string{} // metrics name -> registry name, in name order
+	for _, name := range r.names {
+		m, ok := metricsName(r.m[name])
+		if !ok {
+			continue
+		}
+		if prev, dup := counted[m]; dup {
+			return nil, fmt.Errorf("redstream: NewRegistry: %w: limiters %q and %q are both counted as %q (metrics.Named); give each its own name",
+				ErrInvalidConfig, prev, name, m)
+		}
+		counted[m] = name
+	}
 	return r, nil
+}
+
+// metricsName returns the name l, or a limiter it wraps, counts its decisions under
+// (metrics.Named's), looking through Unwrap.
+func metricsName(l Limiter) (string, bool) {
+	for depth := 0; l != nil && depth < 16; depth++ {
+		if n, ok := l.(interface{ Name() string }); ok {
+			return n.Name(), true
+		}
+		u, ok := l.(interface{ Unwrap() Limiter })
+		if !ok {
+			break
+		}
+		l = u.Unwrap()
+	}
+	return "", false
 }
 
 // Get returns the limiter registered under name, or an error wrapping ErrNotFound.
@@ -42,33 +70,10 @@ func (r *Registry) Get(name string) (Limiter, error) {
 	return nil, fmt.Errorf("%w: limiter %q", ErrNotFound, name)
 }
 
-// Len returns the number of registered limiters.
-func (r *Registry) Len() int {
-	if r == nil {
-		return 0
-	}
-	return len(r.names)
-}
-
 // Names returns the registered names in ascending order, in a new slice.
 func (r *Registry) Names() []string {
 	if r == nil {
 		return nil
 	}
 	return slices.Clone(r.names)
-}
-
-// All yields every registered name and limiter in ascending order of name. It is a read-only
-// view: the registry cannot be changed through it.
-func (r *Registry) All() iter.Seq2[string, Limiter] {
-	return func(yield func(string, Limiter) bool) {
-		if r == nil {
-			return
-		}
-		for _, n := range r.names {
-			if !yield(n, r.m[n]) {
-				return
-			}
-		}
-	}
 }

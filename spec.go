@@ -11,7 +11,9 @@ import (
 // Algorithm names a rate-limiting algorithm. The names are those of the configuration files.
 type Algorithm string
 
-// The algorithms. Every engine implements all of them with the same semantics (package core).
+// The algorithms, rows of package core's registry (core.Algorithms). Every engine implements
+// every row with the same semantics; an algorithm added to the registry needs no constant
+// here (Spec{Algorithm: "name", ...} names it).
 const (
 	// AlgorithmTokenBucket is GCRA with a new key starting full (burst of Capacity).
 	AlgorithmTokenBucket Algorithm = "token-bucket"
@@ -25,13 +27,20 @@ const (
 	AlgorithmFixedWindow Algorithm = "fixed"
 )
 
-// Algorithms returns every algorithm, in a fixed order, in a new slice.
+// Algorithms returns every algorithm of core's registry, in its order, in a new slice.
 func Algorithms() []Algorithm {
-	return []Algorithm{AlgorithmTokenBucket, AlgorithmLeakyBucket, AlgorithmSlidingWindow, AlgorithmSlidingCounter, AlgorithmFixedWindow}
+	rows := core.Algorithms()
+	out := make([]Algorithm, len(rows))
+	for i, a := range rows {
+		out[i] = Algorithm(a.Name)
+	}
+	return out
 }
 
 // Spec describes a limiter in user-facing units; engines take a Spec and validate it with
-// [Spec.Core]. The buckets use Capacity and Rate, the windows use Window and Limit.
+// [Spec.Core]. An algorithm has one of two parameter shapes ([Spec.Shape]): the bucket
+// shape (core.Bucket) reads Capacity and Rate, the window shape (core.Window) reads Window
+// and Limit; the fields of the other shape are ignored.
 type Spec struct {
 	Algorithm Algorithm
 	// Capacity is the bucket size (burst), at least 1. Buckets only.
@@ -71,40 +80,28 @@ func FixedWindow(window time.Duration, limit int64) Spec {
 	return Spec{Algorithm: AlgorithmFixedWindow, Window: window, Limit: limit}
 }
 
-// String describes the spec, e.g. "token-bucket(capacity=10, rate=5/s)".
+// String describes the spec in the fields of its shape, e.g.
+// "token-bucket(capacity=10, rate=5/s)" or "fixed(window=1m0s, limit=100)"; a spec of an
+// unknown algorithm shows every field.
 func (s Spec) String() string {
-	switch s.Algorithm {
-	case AlgorithmTokenBucket, AlgorithmLeakyBucket:
+	row, _ := core.Lookup(string(s.Algorithm)) // an unknown algorithm has shape 0
+	switch row.Shape {
+	case core.Bucket:
 		return fmt.Sprintf("%s(capacity=%g, rate=%g/s)", s.Algorithm, s.Capacity, s.Rate)
+	case core.Window:
+		return fmt.Sprintf("%s(window=%v, limit=%d)", s.Algorithm, s.Window, s.Limit)
 	}
-	return fmt.Sprintf("%s(window=%v, limit=%d)", s.Algorithm, s.Window, s.Limit)
+	return fmt.Sprintf("%q(capacity=%g, rate=%g/s, window=%v, limit=%d)", string(s.Algorithm), s.Capacity, s.Rate, s.Window, s.Limit)
 }
 
 // Core validates the spec and returns its algorithm in core units, the one value every
 // engine decides with. Errors wrap ErrInvalidConfig and name the bad parameter.
 func (s Spec) Core() (core.Limit, error) {
-	w := s.Window.Microseconds()
-	switch s.Algorithm {
-	case AlgorithmTokenBucket:
-		return limitOf(core.NewTokenBucket(s.Capacity, s.Rate))
-	case AlgorithmLeakyBucket:
-		return limitOf(core.NewLeakyBucket(s.Capacity, s.Rate))
-	case AlgorithmSlidingWindow:
-		return limitOf(core.NewSlidingLog(w, s.Limit))
-	case AlgorithmSlidingCounter:
-		return limitOf(core.NewSlidingCounter(w, s.Limit))
-	case AlgorithmFixedWindow:
-		return limitOf(core.NewFixedWindow(w, s.Limit))
-	}
-	return nil, fmt.Errorf("%w: unknown algorithm %q", ErrInvalidConfig, s.Algorithm)
-}
-
-// limitOf returns l as a core.Limit, or nil with err.
-func limitOf[L core.Limit](l L, err error) (core.Limit, error) {
+	a, err := core.Lookup(string(s.Algorithm))
 	if err != nil {
-		return nil, err
+		return core.Limit{}, err
 	}
-	return l, nil
+	return a.New(core.Params{Capacity: s.Capacity, Rate: s.Rate, Window: s.Window.Microseconds(), Limit: s.Limit})
 }
 
 // DedupStrategy names a deduplication strategy.
@@ -122,21 +119,22 @@ const (
 
 // Defaults of DedupSpec, those of the Java starter's deduplicator factory.
 const (
-	DefaultBloomInsertions int64         = 1_000_000
-	DefaultBloomFPRate     float64       = 0.03
-	DefaultDedupWindow     time.Duration = time.Hour
+	defaultBloomInsertions int64         = 1_000_000
+	defaultBloomFPRate     float64       = 0.03
+	defaultDedupWindow     time.Duration = time.Hour
 )
 
-// DedupSpec describes a deduplicator. Zero fields take the defaults above.
+// DedupSpec describes a deduplicator. Zero fields take their defaults (DedupSpec.WithDefaults
+// shows them), those of the Java starter's deduplicator factory.
 type DedupSpec struct {
 	Strategy DedupStrategy
-	// Window is the windowed strategy's window (default DefaultDedupWindow), truncated to µs.
+	// Window is the windowed strategy's window (default 1 hour), truncated to µs.
 	Window time.Duration
 	// Insertions is the Bloom filter's expected number of distinct elements (default
-	// DefaultBloomInsertions).
+	// 1,000,000).
 	Insertions int64
 	// FPRate is the Bloom filter's target false-positive rate in (0, 1) (default
-	// DefaultBloomFPRate).
+	// 0.03).
 	FPRate float64
 	// Shards splits a Bloom filter into this many blocks (default 1, raised automatically
 	// when a block would exceed one Redis string).
@@ -146,19 +144,19 @@ type DedupSpec struct {
 // WithDefaults returns the spec with zero fields replaced by their defaults.
 func (s DedupSpec) WithDefaults() DedupSpec {
 	if s.Window == 0 {
-		s.Window = DefaultDedupWindow
+		s.Window = defaultDedupWindow
 	}
 	if s.Insertions == 0 {
-		s.Insertions = DefaultBloomInsertions
+		s.Insertions = defaultBloomInsertions
 	}
 	if s.FPRate == 0 {
-		s.FPRate = DefaultBloomFPRate
+		s.FPRate = defaultBloomFPRate
 	}
 	return s
 }
 
-// WindowParams returns the validated core parameters of the windowed strategy.
-func (s DedupSpec) WindowParams() (core.WindowDedup, error) {
+// windowParams returns the validated core parameters of the windowed strategy.
+func (s DedupSpec) windowParams() (core.WindowDedup, error) {
 	return core.NewWindowDedup(s.WithDefaults().Window.Microseconds())
 }
 
@@ -180,7 +178,7 @@ func (s DedupSpec) Validate() error {
 		_, err := s.BloomParams()
 		return err
 	case DedupWindowed:
-		_, err := s.WindowParams()
+		_, err := s.windowParams()
 		return err
 	}
 	return fmt.Errorf("%w: unknown deduplication strategy %q", ErrInvalidConfig, s.Strategy)

@@ -59,7 +59,7 @@ func BenchmarkMemoryHotKey(b *testing.B) {
 		interleave(b,
 			contender{"redstream", func(n int) {
 				for range n {
-					if d, _ := l.Allow(ctx, "user:1"); !d.Allowed {
+					if d, _ := l.AllowN(ctx, "user:1", time.Time{}, 1); !d.Allowed {
 						b.Fatal("denied")
 					}
 				}
@@ -80,13 +80,12 @@ func BenchmarkMemoryHotKey(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p := lim.(core.TokenBucket)
 		now := time.Now()
 		us := now.UnixMicro()
 		// The floor of a keyed engine: find the key's state in a Go map, run core's step,
 		// store the state back in place (through the pointer the map holds).
-		m := map[string]*int64{"user:1": new(int64)}
-		var tat int64
+		m := map[string]*core.State{"user:1": new(core.State)}
+		var st core.State
 		interleave(b,
 			contender{"redstream", func(n int) {
 				for range n {
@@ -104,23 +103,21 @@ func BenchmarkMemoryHotKey(b *testing.B) {
 			}},
 			contender{"core-step+map", func(n int) {
 				for range n {
-					t := m["user:1"]
-					next, d, _ := p.Step(*t, us, 1)
-					if !d.Allowed {
+					var d core.Decision
+					if err := lim.StepState(m["user:1"], us, 1, &d); err != nil || !d.Allowed {
 						b.Fatal("denied")
 					}
-					*t = next
 				}
 			}},
-			// core's GCRA step alone: no key, no lock, no clock.
+			// core's step alone (core.Limit.StepState on one State): no key, no lock, no clock.
 			contender{"core-step", func(n int) {
 				for range n {
 					var d core.Decision
-					if tat, d, _ = p.Step(tat, us, 1); !d.Allowed {
+					if err := lim.StepState(&st, us, 1, &d); err != nil || !d.Allowed {
 						b.Fatal("denied")
 					}
 				}
-				sink = tat
+				sink = st.Words[0]
 			}},
 		)
 	})
@@ -146,12 +143,15 @@ func BenchmarkMemoryAlgorithms(b *testing.B) {
 				b.Fatal(err)
 			}
 			now, us := start, start.UnixMicro()
-			var st core.State
+			var (
+				st core.State
+				d  core.Decision
+			)
 			interleave(b,
 				contender{"redstream", func(n int) {
 					for range n {
 						now = now.Add(time.Microsecond)
-						if _, err := l.AllowAt(ctx, "user:1", now); err != nil {
+						if _, err := l.AllowN(ctx, "user:1", now, 1); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -159,7 +159,7 @@ func BenchmarkMemoryAlgorithms(b *testing.B) {
 				contender{"core-step", func(n int) {
 					for range n {
 						us++
-						if _, err := lim.StepState(&st, us, 1); err != nil {
+						if err := lim.StepState(&st, us, 1, &d); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -207,7 +207,7 @@ func fixture(b *testing.B, n int) *keyFixture {
 	ctx := context.Background()
 	for i := range f.keys {
 		f.keys[i] = "user:" + strconv.Itoa(i)
-		if d, err := f.mem.Allow(ctx, f.keys[i]); err != nil || !d.Allowed {
+		if d, err := f.mem.AllowN(ctx, f.keys[i], time.Time{}, 1); err != nil || !d.Allowed {
 			b.Fatalf("fill: %+v, %v", d, err)
 		}
 		if _, _, _, ok, err := f.store.Take(ctx, f.keys[i]); err != nil || !ok {
@@ -255,7 +255,7 @@ func BenchmarkMemoryManyKeys(b *testing.B) {
 					if i++; i == n {
 						i = 0
 					}
-					if d, _ := f.mem.Allow(ctx, f.lookup[i]); !d.Allowed {
+					if d, _ := f.mem.AllowN(ctx, f.lookup[i], time.Time{}, 1); !d.Allowed {
 						b.Error("denied")
 						return
 					}
@@ -325,7 +325,7 @@ func BenchmarkMemoryBytesPerKey(b *testing.B) {
 					before := heapInUse()
 					l := newMemory(b, spec)
 					for _, k := range keys {
-						l.Allow(ctx, k)
+						l.AllowN(ctx, k, time.Time{}, 1)
 					}
 					after := heapInUse()
 					if got := l.TrackedKeys(); got != n {

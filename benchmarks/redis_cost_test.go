@@ -38,12 +38,12 @@ func BenchmarkRedisPathCost(b *testing.B) {
 			b.Fatal(err)
 		}
 		cs = append(cs, redisContender{name: "redstream-" + string(spec.Algorithm), decide: func(ctx context.Context, r *rand.Rand) (bool, error) {
-			d, err := l.Allow(ctx, pickKey(r))
+			d, err := l.AllowN(ctx, pickKey(r), time.Time{}, 1)
 			return d.Allowed, err
 		}})
 		if spec.Algorithm == redstream.AlgorithmTokenBucket {
 			cs = append(cs, redisContender{name: "redstream-token-bucket-explicit-time", decide: func(ctx context.Context, r *rand.Rand) (bool, error) {
-				d, err := l.AllowAt(ctx, pickKey(r), time.Now())
+				d, err := l.AllowN(ctx, pickKey(r), time.Now(), 1)
 				return d.Allowed, err
 			}})
 		}

@@ -54,11 +54,11 @@ func denyContenders(b *testing.B, burst int, period time.Duration, pick func(r *
 	b.Cleanup(func() { ms.Close(context.Background()) })
 	return []redisContender{
 		{name: "redstream-local-denials", decide: func(ctx context.Context, r *rand.Rand) (bool, error) {
-			d, err := local.Allow(ctx, pick(r))
+			d, err := local.AllowN(ctx, pick(r), time.Time{}, 1)
 			return d.Allowed, err
 		}},
 		{name: "redstream-no-local-denials", decide: func(ctx context.Context, r *rand.Rand) (bool, error) {
-			d, err := remote.Allow(ctx, pick(r))
+			d, err := remote.AllowN(ctx, pick(r), time.Time{}, 1)
 			return d.Allowed, err
 		}},
 		{name: "redis_rate", decide: func(ctx context.Context, r *rand.Rand) (bool, error) {

@@ -147,7 +147,7 @@ func BenchmarkRedisLimiter(b *testing.B) {
 			noop := rueidis.NewLuaScript("return 1")
 			cs := []redisContender{
 				{name: "redstream-token-bucket", decide: func(ctx context.Context, r *rand.Rand) (bool, error) {
-					d, err := l.Allow(ctx, pick(r))
+					d, err := l.AllowN(ctx, pick(r), time.Time{}, 1)
 					return d.Allowed, err
 				}},
 				{name: "redis_rate", decide: func(ctx context.Context, r *rand.Rand) (bool, error) {
@@ -251,7 +251,7 @@ func BenchmarkRedisMemoryPerKey(b *testing.B) {
 			b.Fatal(err)
 		}
 		engines = append(engines, engine{"redstream/alg=" + string(spec.Algorithm), func(ctx context.Context, key string) error {
-			_, err := l.Allow(ctx, key)
+			_, err := l.AllowN(ctx, key, time.Time{}, 1)
 			return err
 		}, l.Keys})
 	}

@@ -3,12 +3,14 @@ package benchmarks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +24,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -433,10 +436,13 @@ func BenchmarkStreamCeiling(b *testing.B) {
 //
 //	go test -run '^$' -bench 'StreamSendHeaders|StreamDelayedSend' -benchtime 40000x
 
-// benchLib is one library's send of message i.
+// benchLib is one library's send of message i, or (chunk) of messages start..start+n-1 in
+// one call, for a library driven in another process (BullMQ in Node.js), which sends them
+// 16 at a time as the Go side's 16 goroutines do.
 type benchLib struct {
-	name string
-	send func(i int) error
+	name  string
+	send  func(i int) error
+	chunk func(start, n int) error
 }
 
 // interleaved runs b.N sends of every library, in rotating rounds, and reports the rates and
@@ -451,9 +457,17 @@ func interleaved(b *testing.B, libs []benchLib) {
 		c := min(chunk, b.N-done)
 		for k := range libs {
 			li := (k + round) % len(libs)
+			start := time.Now()
+			if libs[li].chunk != nil {
+				if err := libs[li].chunk(done, c); err != nil {
+					b.Fatal(err)
+				}
+				dur[li] += time.Since(start)
+				sent[li] += c
+				continue
+			}
 			var next atomic.Int64
 			var wg sync.WaitGroup
-			start := time.Now()
 			for w := 0; w < 16; w++ {
 				wg.Add(1)
 				go func() {
@@ -509,15 +523,15 @@ func BenchmarkStreamSendHeaders(b *testing.B) {
 	aq := asynq.NewClientFromRedisClient(goRedis(b))
 	queue := streamTopic("hdr-q")
 	interleaved(b, []benchLib{
-		{"redstream", func(int) error { _, err := p.Send(ctx, topic, msg); return err }},
-		{"watermill", func(int) error {
+		{name: "redstream", send: func(int) error { _, err := p.Send(ctx, topic, msg); return err }},
+		{name: "watermill", send: func(int) error {
 			m := message.NewMessage(watermill.NewUUID(), payload)
 			for k, v := range headers {
 				m.Metadata.Set(k, v)
 			}
 			return pub.Publish(wmTopic, m)
 		}},
-		{"asynq", func(int) error {
+		{name: "asynq", send: func(int) error {
 			_, err := aq.Enqueue(asynq.NewTaskWithHeaders("bench", payload, headers), asynq.Queue(queue))
 			return err
 		}},
@@ -547,8 +561,8 @@ func BenchmarkStreamDelayedSend(b *testing.B) {
 	aq := asynq.NewClientFromRedisClient(goRedis(b))
 	queue := streamTopic("delay-q")
 	interleaved(b, []benchLib{
-		{"redstream", func(int) error { _, err := p.Send(ctx, topic, msg, stream.WithDelay(time.Hour)); return err }},
-		{"asynq", func(int) error {
+		{name: "redstream", send: func(int) error { _, err := p.Send(ctx, topic, msg, stream.WithDelay(time.Hour)); return err }},
+		{name: "asynq", send: func(int) error {
 			_, err := aq.Enqueue(asynq.NewTask("bench", payload), asynq.Queue(queue), asynq.ProcessIn(time.Hour))
 			return err
 		}},
@@ -556,7 +570,7 @@ func BenchmarkStreamDelayedSend(b *testing.B) {
 	if n, err := p.Scheduled(ctx, topic); err != nil || n != int64(b.N) {
 		b.Fatalf("fixture: %d scheduled, %v; want %d", n, err, b.N)
 	}
-	sched, msgs := stream.DelayedKeys(topic)
+	sched, msgs := streamwire.DelayedKeys(topic)
 	_ = cl.Do(ctx, cl.B().Del().Key(sched, msgs).Build()).Error()
 }
 
@@ -659,4 +673,93 @@ func BenchmarkStreamDelayedDelivery(b *testing.B) {
 			report(b, late)
 		})
 	}
+}
+
+// BenchmarkStreamUniqueSend: a send deduplicated by an id: redstream WithUnique (throttle
+// mode, xadd_unique.lua: one script), asynq Unique (a lock key on the task's type and
+// payload, taken in its enqueue script).
+// "new": every send has a new id and is written; "duplicate": every send repeats one id
+// and is refused.
+func BenchmarkStreamUniqueSend(b *testing.B) {
+	ctx := context.Background()
+	p, err := stream.NewProducer(redisClient(b), stream.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	aq := asynq.NewClientFromRedisClient(goRedis(b))
+	u := stream.Unique{Throttle: true, TTL: time.Hour}
+	for _, dup := range []bool{false, true} {
+		name := "new"
+		if dup {
+			name = "duplicate"
+		}
+		b.Run(name, func(b *testing.B) {
+			topic, queue := streamTopic("uniq"), streamTopic("uniq-q")
+			want := func(n int) int64 { // messages written by n sends
+				if dup {
+					return 1
+				}
+				return int64(n)
+			}
+			id := func(i int) string {
+				if dup {
+					return "job-0"
+				}
+				return "job-" + strconv.Itoa(i)
+			}
+			if dup { // the first send of the one id
+				if _, err := p.Send(ctx, topic, stream.NewMessage(benchEvent{OrderID: 0}), stream.WithUnique(id(0), u)); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := aq.Enqueue(asynq.NewTask("bench", []byte(id(0))), asynq.Queue(queue), asynq.Unique(time.Hour)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			bq := startBullMQ(b, redisAddr(b))
+			bqQueue := streamTopic("uniq-bq")
+			libs := []benchLib{
+				{name: "redstream", send: func(i int) error {
+					_, err := p.Send(ctx, topic, stream.NewMessage(benchEvent{OrderID: int64(i)}), stream.WithUnique(id(i+1), u))
+					if dup && errors.Is(err, stream.ErrDuplicate) {
+						return nil
+					}
+					return err
+				}},
+				{name: "asynq", send: func(i int) error { // Unique keys on the type and payload: one payload per id
+					_, err := aq.Enqueue(asynq.NewTask("bench", []byte(id(i+1))), asynq.Queue(queue), asynq.Unique(time.Hour))
+					if dup && errors.Is(err, asynq.ErrDuplicateTask) {
+						return nil
+					}
+					return err
+				}},
+			}
+			if bq != nil {
+				if dup {
+					if _, err := bq.do(map[string]any{"op": "add-unique", "queue": bqQueue, "start": 0, "n": 1, "dup": true}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				libs = append(libs, bq.lib("add-unique", bqQueue, dup))
+			}
+			interleaved(b, libs)
+			if bq != nil {
+				if n, err := bq.count(bqQueue); err != nil || int64(n) != want(b.N) {
+					b.Fatalf("bullmq fixture: %d jobs, %v; want %d", n, err, want(b.N))
+				}
+			}
+			if n := xlenOf(b, topic); n != want(b.N) {
+				b.Fatalf("fixture: %d entries, want %d", n, want(b.N))
+			}
+		})
+	}
+}
+
+// xlenOf returns the length of stream key.
+func xlenOf(b *testing.B, key string) int64 {
+	cl := redisClient(b)
+	n, err := cl.Do(context.Background(), cl.B().Xlen().Key(key).Build()).AsInt64()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
 }

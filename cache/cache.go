@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,7 +61,9 @@ type Cache struct {
 	keys   keyspace
 	m      *counters
 	own    *ownWrites // nil without client-side caching
-	memo   memo       // decoded values of copies in memory (client-side caching)
+	// beat bounds the staleness of hits from memory; nil without client-side caching.
+	beat   *heartbeater
+	memo   memo // decoded values of copies in memory (client-side caching)
 	flight group
 	closed atomic.Bool
 	// watchSlots bounds the connections held by watchers (client-side caching only).
@@ -72,10 +75,17 @@ type Cache struct {
 	// bgFailing is set while writes the callers do not wait for (write-back of a load,
 	// lock release, sliding renewal) fail; it logs once per change of state.
 	bgFailing atomic.Bool
-	// health is the circuit breaker in front of Redis; nil with Breaker.Disabled.
-	health *health.Breaker
+	// health is the circuit breakers in front of Redis, one per cluster master; nil with
+	// Breaker.Disabled.
+	health *health.Set
 	// outage shares fallback loads (LoadOnError with Redis failing) within the process.
 	outage group
+	// refreshing holds the keys whose eager refresh runs in this process.
+	refreshing sync.Map
+	// known holds the last value of each key for fail-safe; nil with FailSafe off.
+	known *lastKnown
+	// tagOwn gives read-your-invalidations to the tag tokens read from memory.
+	tagOwn *ownWrites
 }
 
 // New returns a Cache on client with cfg (see DefaultConfig). The client stays the
@@ -94,7 +104,7 @@ func New(client rueidis.Client, cfg Config) (*Cache, error) {
 	}
 	c := &Cache{client: client, cfg: cfg, codec: cfg.Codec, keys: newKeyspace(&cfg), m: newCounters(cfg.Name)}
 	if c.codec == nil {
-		c.codec = JSON
+		c.codec = defaultCodec
 	}
 	c.renewBelow = cfg.DefaultTTL.Milliseconds() / 2
 	c.log = cfg.Logger
@@ -107,13 +117,26 @@ func New(client rueidis.Client, cfg Config) (*Cache, error) {
 	if c.cfg.Timeout == 0 {
 		c.cfg.Timeout = DefaultTimeout
 	}
+	if cfg.FailSafe.Enabled {
+		c.known = newLastKnown(cfg.FailSafe.MaxEntries)
+	}
 	var err error
 	if c.health, err = c.newBreaker(); err != nil {
 		return nil, err
 	}
+	c.cfg.ClientSideCache.MaxStaleness = cfg.ClientSideCache.maxStaleness()
+	c.cfg.ClientSideCache.Heartbeat = cfg.ClientSideCache.heartbeat()
+	c.tagOwn = newOwnWrites(c.cfg.ClientSideCache.MaxStaleness)
+	age := metricHeartbeatAge + `{name="` + escapeLabel(cfg.Name) + `"}`
 	if cfg.ClientSideCache.Enabled {
 		c.own = newOwnWrites(cfg.ClientSideCache.TTL)
 		c.watchSlots = make(chan struct{}, maxWatchers)
+		cs := c.cfg.ClientSideCache
+		c.beat = newHeartbeater(client, c.keys.heartbeat(), cs.Heartbeat, cs.MaxStaleness, c.m.heartbeatFailures, c.log, "cache", cfg.Name)
+		c.m.set.NewGauge(age, func() float64 { return c.beat.age().Seconds() })
+		c.beat.start(c.cfg.Timeout)
+	} else {
+		c.m.set.NewGauge(age, func() float64 { return 0 })
 	}
 	metrics.RegisterSet(c.m.set)
 	return c, nil
@@ -126,13 +149,16 @@ func (c *Cache) Close() {
 	if c.closed.Swap(true) {
 		return
 	}
+	if c.beat != nil {
+		c.beat.stop()
+	}
 	metrics.UnregisterSet(c.m.set, false)
 }
 
 // Config returns the configuration the cache was built with.
 func (c *Cache) Config() Config { return c.cfg }
 
-// Metrics returns the cache's metric set (the Metric* counters, labelled with Config.Name).
+// Metrics returns the cache's metric set (the redis_cache_* series, labelled with Config.Name).
 func (c *Cache) Metrics() *metrics.Set { return c.m.set }
 
 // Stats returns a snapshot of the cache's counters and breaker state.
@@ -140,6 +166,9 @@ func (c *Cache) Stats() Stats {
 	st := c.m.stats()
 	if c.health != nil {
 		st.Breaker = c.health.State()
+	}
+	if c.beat != nil {
+		st.HeartbeatAge = c.beat.age()
 	}
 	return st
 }
@@ -149,8 +178,9 @@ func (c *Cache) Key(key string) string { return c.keys.data(key) }
 
 // Set stores v under key for ttl (DefaultTTL for Config.DefaultTTL), plus jitter. It
 // replaces whatever the key held, a load in progress included: that load's result is then
-// returned to its callers but not cached, so the newer value wins.
-func (c *Cache) Set(ctx context.Context, key string, v any, ttl time.Duration) error {
+// returned to its callers but not cached, so the newer value wins. The Tags option tags
+// the entry (other options are ignored).
+func (c *Cache) Set(ctx context.Context, key string, v any, ttl time.Duration, opts ...Option) error {
 	if err := c.check(key); err != nil {
 		return err
 	}
@@ -158,12 +188,23 @@ func (c *Cache) Set(ctx context.Context, key string, v any, ttl time.Duration) e
 	if err != nil {
 		return err
 	}
+	var o callOptions
+	for _, opt := range opts {
+		o = opt(o)
+	}
+	if err := checkTags(o.tags); err != nil {
+		return err
+	}
 	raw, err := c.encode(key, v)
 	if err != nil {
 		return err
 	}
-	dk, value := c.keys.data(key), string(raw)
-	tk, gerr := c.gate(ctx)
+	r := result{raw: string(raw)}
+	if len(o.tags) > 0 {
+		r = splitStored(result{raw: string(wrapTagged(o.tags, c.writeTokens(ctx, o.tags), raw))})
+	}
+	dk, value := c.keys.data(key), r.value()
+	tk, gerr := c.gate(ctx, dk)
 	if gerr != nil {
 		return fmt.Errorf("cache: set %q: %w", key, gerr)
 	}
@@ -174,26 +215,68 @@ func (c *Cache) Set(ctx context.Context, key string, v any, ttl time.Duration) e
 	if err = c.outcome(ctx, tk, err); err != nil {
 		return fmt.Errorf("cache: set %q: %w", key, err)
 	}
+	c.remember(dk, r)
 	return nil
 }
 
-// Get returns the value cached under key, decoded into a T. A missing key, a null marker
-// and a load in progress are ErrNotFound; a value that cannot be decoded into T is
-// ErrDecode. With sliding expiration, a hit renews the key (see Config.SlidingExpiration).
-func Get[T any](ctx context.Context, c *Cache, key string) (T, error) {
+// Get returns the value cached under key, decoded into a T. A missing key, a null marker,
+// an entry invalidated by its tag and a load in progress are ErrNotFound; a value that
+// cannot be decoded into T is ErrDecode. With sliding expiration, a hit renews the key (see
+// Config.SlidingExpiration).
+//
+// With Config.FailSafe enabled, a Redis failure (an ErrUnavailable error) is answered with
+// the last value the process knew for the key, as in GetOrLoad: read or loaded at most
+// FailSafe.MaxStaleness ago, reported by the Stale option, and Redis is not asked again for
+// that key for FailSafe.Throttle (with backoff). The only option Get uses is Stale.
+func Get[T any](ctx context.Context, c *Cache, key string, opts ...Option) (T, error) {
 	var zero T
 	if err := c.check(key); err != nil {
 		return zero, err
 	}
+	var o callOptions
+	for _, opt := range opts {
+		o = opt(o)
+	}
+	if o.stale != nil {
+		*o.stale = false
+	}
 	dk := c.keys.data(key)
+	var now time.Time
+	if c.known != nil {
+		now = time.Now()
+		if raw, ok := c.known.throttled(dk, now, c.cfg.FailSafe.MaxStaleness); ok {
+			c.m.staleServed.Inc()
+			return decodeStale[T](c, key, raw, o.stale)
+		}
+	}
 	s, k, local, err := c.lookup(ctx, key, dk)
 	if err != nil {
+		if raw, ok := c.serveStale(ctx, dk, err); ok {
+			return decodeStale[T](c, key, raw, o.stale)
+		}
 		return zero, err
+	}
+	if c.known != nil {
+		switch k {
+		case kindValue:
+			c.known.seen(dk, s, now)
+		case kindNull:
+			c.known.forget(dk)
+		}
 	}
 	if k != kindValue {
 		return zero, ErrNotFound
 	}
 	return decodeHit[T](c, key, dk, s, local)
+}
+
+// decodeStale decodes a value fail-safe serves, and reports it through the Stale option.
+func decodeStale[T any](c *Cache, key, raw string, served *bool) (T, error) {
+	v, err := decode[T](c, key, raw)
+	if err == nil && served != nil {
+		*served = true
+	}
+	return v, err
 }
 
 // Delete removes key's entry (value, null marker, or a load in progress, whose result is
@@ -203,7 +286,7 @@ func (c *Cache) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	dk := c.keys.data(key)
-	tk, gerr := c.gate(ctx)
+	tk, gerr := c.gate(ctx, dk)
 	if gerr != nil {
 		return fmt.Errorf("cache: delete %q: %w", key, gerr)
 	}
@@ -211,6 +294,7 @@ func (c *Cache) Delete(ctx context.Context, key string) error {
 	err := c.client.Do(rctx, c.client.B().Del().Key(dk).Build()).Error()
 	op.release()
 	c.wrote(dk, "", true)
+	c.remember(dk, result{null: true})
 	if err = c.outcome(ctx, tk, err); err != nil {
 		return fmt.Errorf("cache: delete %q: %w", key, err)
 	}
@@ -223,7 +307,11 @@ func (c *Cache) Exists(ctx context.Context, key string) (bool, error) {
 	if err := c.check(key); err != nil {
 		return false, err
 	}
-	_, k, _, err := c.read(ctx, c.keys.data(key))
+	dk := c.keys.data(key)
+	s, k, _, err := c.read(ctx, dk)
+	if err == nil {
+		_, k, err = c.open(ctx, dk, s, k)
+	}
 	if err != nil {
 		return false, fmt.Errorf("cache: exists %q: %w", key, err)
 	}
@@ -240,12 +328,13 @@ func (c *Cache) Expire(ctx context.Context, key string, ttl time.Duration) (bool
 	if err != nil {
 		return false, err
 	}
-	tk, gerr := c.gate(ctx)
+	dk := c.keys.data(key)
+	tk, gerr := c.gate(ctx, dk)
 	if gerr != nil {
 		return false, fmt.Errorf("cache: expire %q: %w", key, gerr)
 	}
 	rctx, op := c.callCtx(ctx)
-	n, err := expireScript.Exec(rctx, c.client, []string{c.keys.data(key)},
+	n, err := expireScript.Exec(rctx, c.client, []string{dk},
 		[]string{strconv.FormatInt(ms, 10), lockPrefix, ""}).AsInt64()
 	op.release()
 	if err = c.outcome(ctx, tk, err); err != nil {
@@ -339,9 +428,18 @@ func decodeHit[T any](c *Cache, key, dk, s string, local bool) (T, error) {
 // lookup reads key (Redis key dk) for a caller (Get, GetOrLoad) and counts the outcome.
 func (c *Cache) lookup(ctx context.Context, key, dk string) (string, kind, bool, error) {
 	s, k, local, err := c.read(ctx, dk)
+	if err == nil {
+		s, k, err = c.open(ctx, dk, s, k)
+	}
 	if err != nil {
 		return "", kindMiss, false, fmt.Errorf("cache: get %q: %w", key, err)
 	}
+	c.count(k, local)
+	return s, k, local, nil
+}
+
+// count counts a read's outcome.
+func (c *Cache) count(k kind, local bool) {
 	switch k {
 	case kindValue:
 		c.m.hits.Inc()
@@ -353,13 +451,12 @@ func (c *Cache) lookup(ctx context.Context, key, dk string) (string, kind, bool,
 	if local {
 		c.m.localHits.Inc()
 	}
-	return s, k, local, nil
 }
 
 // read reads the Redis key dk: through the client-side cache when enabled (local reports
 // an answer from memory), and renewing a real value under sliding expiration.
 func (c *Cache) read(ctx context.Context, dk string) (s string, k kind, local bool, err error) {
-	tk, gerr := c.gate(ctx)
+	tk, gerr := c.gate(ctx, dk)
 	if gerr != nil {
 		return "", kindMiss, false, gerr
 	}
@@ -377,6 +474,11 @@ func (c *Cache) read(ctx context.Context, dk string) (s string, k kind, local bo
 			c.outcome(ctx, tk, nil)
 		}
 		local = resp.IsCacheHit()
+		if local && !c.beat.current() {
+			// Memory may be behind Redis by more than MaxStaleness: ask Redis.
+			c.m.localRefused.Inc()
+			return c.readRedis(ctx, tk, dk, c.cfg.SlidingExpiration)
+		}
 		if pending {
 			if !local {
 				c.own.fromRedis(dk, mark)
@@ -406,7 +508,7 @@ func (c *Cache) readRedis(ctx context.Context, tk ticket, dk string, sliding boo
 	rctx, op := c.callCtx(ctx)
 	if sliding {
 		resp = getRenewScript.Exec(rctx, c.client, []string{dk},
-			[]string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), markerPrefix})
+			[]string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), markerPrefix, taggedPrefix})
 	} else {
 		resp = c.client.Do(rctx, c.client.B().Get().Key(dk).Build())
 	}
@@ -450,7 +552,7 @@ func (c *Cache) background(op string, err error) {
 // reached Redis through the client-side cache. It is best effort: the read already
 // succeeded, so a failed renewal is only logged (background).
 func (c *Cache) renew(ctx context.Context, dk string) {
-	tk, err := c.gate(ctx)
+	tk, err := c.gate(ctx, dk)
 	if err != nil {
 		c.background("renew", err)
 		return

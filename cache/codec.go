@@ -16,9 +16,9 @@ type Codec interface {
 	Unmarshal(data []byte, v any) error
 }
 
-// JSON is the default Codec: encoding/json. A value JSON cannot encode (a channel, a
-// function, a NaN float, a cyclic structure) is an ErrEncode error.
-var JSON Codec = jsonCodec{}
+// defaultCodec is the Codec of a nil Config.Codec: encoding/json. A value it cannot encode
+// (a channel, a function, a NaN float, a cyclic structure) is an ErrEncode error.
+var defaultCodec Codec = jsonCodec{}
 
 type jsonCodec struct{}
 

@@ -8,32 +8,34 @@ import (
 	"github.com/redstream-go/redstream"
 )
 
-// Defaults of Config, as in the Java starter (YAML keys under redis-cache).
+// The defaults of the Config fields whose zero value means the default.
 const (
-	// DefaultName is the default Config.Name (the metrics label).
-	DefaultName = "default"
-	// DefaultKeyPrefix is the default Config.KeyPrefix (key-prefix).
-	DefaultKeyPrefix = "cache:"
-	// DefaultEntryTTL is the default Config.DefaultTTL (default-ttl-seconds: 3600).
-	DefaultEntryTTL = time.Hour
-	// DefaultNullTTL is the default Config.NullTTL (null-ttl-seconds: 60).
-	DefaultNullTTL = time.Minute
-	// DefaultJitterRatio is the default Config.JitterRatio (jitter-ratio: 0.1).
-	DefaultJitterRatio = 0.1
-	// DefaultLockTTL is the default BreakdownConfig.LockTTL (breakdown.lock-ttl-ms: 10000).
-	DefaultLockTTL = 10 * time.Second
-	// DefaultWaitTimeout is the default BreakdownConfig.WaitTimeout
-	// (breakdown.wait-timeout-ms: 3000).
-	DefaultWaitTimeout = 3 * time.Second
-	// DefaultWaitInterval is the default BreakdownConfig.WaitInterval
-	// (breakdown.wait-interval-ms: 50).
-	DefaultWaitInterval = 50 * time.Millisecond
-	// DefaultLocalTTL is the default ClientSideCacheConfig.TTL (client-side-cache.ttl-ms:
-	// 60000), the longest a value is served from process memory without asking Redis.
-	DefaultLocalTTL = time.Minute
-	// DefaultTimeout is the default Config.Timeout (timeout-ms: 100, beyond the Java
+	// DefaultTimeout is the default of Config.Timeout (timeout-ms: 100, beyond the Java
 	// starter): the deadline of each Redis command or script the cache sends.
 	DefaultTimeout = 100 * time.Millisecond
+	// DefaultMaxStaleness is the default of ClientSideCacheConfig.MaxStaleness
+	// (client-side-cache.max-staleness-ms: 3000): past it without an answer on the
+	// connections that deliver invalidations, reads are not answered from memory.
+	DefaultMaxStaleness = 3 * time.Second
+	// DefaultHeartbeat is the default of ClientSideCacheConfig.Heartbeat
+	// (client-side-cache.heartbeat-ms: 1000), how often those connections are asked.
+	DefaultHeartbeat = time.Second
+)
+
+// The values DefaultConfig sets, as in the Java starter (YAML keys under redis-cache); the
+// fields are taken literally, so they have no zero-value default.
+const (
+	defaultName         = "default"             // Config.Name
+	defaultKeyPrefix    = "cache:"              // Config.KeyPrefix
+	defaultEntryTTL     = time.Hour             // Config.DefaultTTL (default-ttl-seconds: 3600)
+	defaultNullTTL      = time.Minute           // Config.NullTTL (null-ttl-seconds: 60)
+	defaultJitterRatio  = 0.1                   // Config.JitterRatio
+	defaultLockTTL      = 10 * time.Second      // BreakdownConfig.LockTTL
+	defaultWaitTimeout  = 3 * time.Second       // BreakdownConfig.WaitTimeout
+	defaultWaitInterval = 50 * time.Millisecond // BreakdownConfig.WaitInterval
+	defaultLocalTTL     = time.Minute           // ClientSideCacheConfig.TTL
+	// minHeartbeat is the least ClientSideCacheConfig.Heartbeat.
+	minHeartbeat = 10 * time.Millisecond
 )
 
 // RedisErrorPolicy says what GetOrLoad and GetMany do when Redis fails (an error reply, a
@@ -104,15 +106,55 @@ type Config struct {
 	// the default; "" means it too) or LoadOnError ("load"). Get, Set, Delete, Exists and
 	// Expire always return the error. YAML: on-redis-error. Default "error".
 	OnRedisError RedisErrorPolicy `yaml:"on-redis-error"`
-	// Breaker configures the circuit breaker in front of Redis. YAML: breaker.*.
-	Breaker BreakerConfig `yaml:"breaker"`
+	// Breaker configures the circuit breaker in front of Redis, the same breaker as the
+	// Redis limiters' and deduplicators' (the zero value is the default breaker). While it
+	// is open, every call fails at once with an ErrUnavailable error wrapping
+	// redstream.ErrCircuitOpen (under OnRedisError "load", GetOrLoad and GetMany answer
+	// from the loader at once). A failure is a call that did not answer within Timeout,
+	// could not be sent or read, or got the error reply of a server that cannot serve
+	// (LOADING, BUSY, READONLY, CLUSTERDOWN, ...; not OOM, since reads still work). A
+	// caller cancelling its own context is not one; a hung call outliving the caller's own
+	// deadline is, when that deadline left it at least 10ms. A GetMany spanning several
+	// cluster masters needs each of their breakers closed; its failure counts for the
+	// master the error names (a refused or reset connection), or for none (a timeout, an
+	// EOF). YAML: breaker.* (disabled, failures, error-rate, min-calls, window-ms,
+	// cool-down-ms, probes).
+	Breaker redstream.BreakerOptions `yaml:"breaker"`
+	// FailSafe configures fail-safe: serving the last known value of a key, flagged stale,
+	// when its loader or Redis fails. YAML: fail-safe.* (enabled, max-staleness-ms,
+	// throttle-ms, max-entries).
+	FailSafe FailSafeConfig `yaml:"fail-safe"`
+	// LoadSoftTimeout, when positive, bounds how long GetOrLoad waits for a load when
+	// fail-safe has a stale value for the key: past it the stale value is returned (Stale
+	// reports it) and the load goes on in the background, its result stored as usual. It
+	// needs FailSafe.Enabled (otherwise no stale value is ever at hand); the LoadTimeouts
+	// option overrides it per call. YAML: load-soft-timeout-ms. Default 0: off.
+	LoadSoftTimeout time.Duration `yaml:"load-soft-timeout-ms" unit:"ms"`
+	// LoadHardTimeout, when positive, abandons a load after it: the loader's context is
+	// cancelled and GetOrLoad returns an error wrapping context.DeadlineExceeded (or, with
+	// fail-safe, the stale value), caching nothing. A loader that ignores its context runs
+	// on until it returns, its result dropped. The LoadTimeouts option overrides it per
+	// call. YAML: load-hard-timeout-ms. Default 0: off.
+	LoadHardTimeout time.Duration `yaml:"load-hard-timeout-ms" unit:"ms"`
+	// EagerRefresh, in (0, 1), reloads a hot key before it expires: a GetOrLoad hit on a
+	// key past that fraction of its ttl (the call's ttl argument) starts one background
+	// load, once across all processes (a lock key held for what is left of the entry's
+	// life), and keeps returning the current value meanwhile; the loaded value replaces
+	// it with a fresh TTL. The hit then reads the key's PTTL with its GET (pipelined, one
+	// round trip). A failed refresh leaves the entry to expire as usual. It works neither
+	// with SlidingExpiration (the TTL is renewed by reads) nor with client-side caching
+	// (copies in memory do not tell the key's remaining TTL). YAML: eager-refresh.
+	// Default 0: off.
+	EagerRefresh float64 `yaml:"eager-refresh"`
 	// Codec encodes values; nil means JSON. It is not read from YAML.
 	Codec Codec `yaml:"-"`
 	// Logger receives the cache's log records; nil means slog.Default(). Levels: Warn when
 	// the circuit breaker opens (Redis failing: the error, and what GetOrLoad and GetMany
 	// do now), Info when it closes again; Warn when writes no caller waits for (the
 	// write-back of a loaded value, a lock release, a sliding renewal) start failing, Info
-	// when they work again: once per change of state, never per call. Errors callers see
+	// when they work again; Warn when hits from client-side cache memory start being
+	// refused (no heartbeat answered within ClientSideCache.MaxStaleness), Info when they
+	// are served again: once per change of state, never per call. Errors callers see
 	// are returned, not logged. It is not read from YAML.
 	Logger *slog.Logger `yaml:"-"`
 }
@@ -136,51 +178,6 @@ type BreakdownConfig struct {
 	WaitInterval time.Duration `yaml:"wait-interval-ms" unit:"ms"`
 }
 
-// BreakerConfig configures a Cache's circuit breaker, the same breaker as the Redis limiters
-// and deduplicators (redisbackend.BreakerOptions). The zero value is the default breaker:
-// it opens after 3 consecutive outage errors, or when half of at least 20 calls in 10s
-// failed; while open, every call fails at once with an ErrUnavailable error wrapping
-// redstream.ErrCircuitOpen (under OnRedisError "load", GetOrLoad and GetMany answer from
-// the loader at once); after a cool-down of 1s one probe call reaches Redis and closes the
-// breaker when it succeeds, or opens it for another cool-down when it fails. An outage
-// error is a call that did not answer within Timeout, could not be sent or read, or got
-// the error reply of a server that cannot serve (LOADING, BUSY, READONLY, CLUSTERDOWN, ...;
-// not OOM, since reads still work). A caller cancelling its own context is not one; a hung
-// call outliving the caller's own deadline is, when that deadline left it at least 10ms
-// (callers whose deadlines are shorter than Timeout open the breaker too).
-type BreakerConfig struct {
-	// Disabled turns the breaker off: every call reaches Redis and, against a hung
-	// server, waits for its Timeout. YAML: disabled. Default false.
-	Disabled bool `yaml:"disabled"`
-	// Failures is the number of consecutive outage errors that opens the breaker;
-	// negative disables this rule. YAML: failures. Default (0) 3.
-	Failures int `yaml:"failures"`
-	// ErrorRate, in (0, 1], opens the breaker when that fraction of the calls of the last
-	// Window failed, once MinCalls calls were made; negative disables this rule.
-	// YAML: error-rate. Default (0) 0.5.
-	ErrorRate float64 `yaml:"error-rate"`
-	// MinCalls is the number of calls in Window below which ErrorRate is not judged.
-	// YAML: min-calls. Default (0) 20.
-	MinCalls int `yaml:"min-calls"`
-	// Window is the period ErrorRate is measured over. YAML: window-ms. Default (0) 10s.
-	Window time.Duration `yaml:"window-ms" unit:"ms"`
-	// CoolDown is how long the open breaker fails calls before a probe; it bounds how
-	// long the cache keeps answering without Redis after Redis is back.
-	// YAML: cool-down-ms. Default (0) 1s.
-	CoolDown time.Duration `yaml:"cool-down-ms" unit:"ms"`
-	// Probes is the number of concurrent probe calls once the cool-down is over, and the
-	// number of successful probes that close the breaker. YAML: probes. Default (0) 1.
-	Probes int `yaml:"probes"`
-	// OnStateChange, when set, is called after each transition of the breaker,
-	// synchronously on the goroutine whose call caused it; keep it fast and do not call
-	// the Cache from it. It is not read from YAML.
-	OnStateChange func(BreakerChange) `yaml:"-"`
-	// OnFailure, when set, is called with each outage error of a Redis call (not with the
-	// fast failures of an open breaker), synchronously on the caller's goroutine; keep it
-	// fast. It is not read from YAML.
-	OnFailure func(error) `yaml:"-"`
-}
-
 // ClientSideCacheConfig configures client-side caching (rueidis server-assisted
 // invalidation): reads keep a copy in process memory that Redis invalidates when any client
 // changes the key, so a hot read costs no round trip. It needs a rueidis client with client
@@ -192,28 +189,55 @@ type ClientSideCacheConfig struct {
 	// TTL is the longest a copy is served from memory; a copy never outlives the key's own
 	// TTL. YAML: ttl-ms. Default 60s.
 	TTL time.Duration `yaml:"ttl-ms" unit:"ms"`
+	// MaxStaleness bounds how far behind Redis a copy served from memory can be. Redis
+	// sends invalidations on the connections that read the keys; a heartbeat reads through
+	// every one of them (see Heartbeat), and a reply proves that every invalidation Redis
+	// sent before the heartbeat was sent has arrived. A read is answered from memory only
+	// while the last heartbeat all connections answered was sent at most MaxStaleness ago;
+	// otherwise it goes to Redis, with its deadline (Timeout) and the failure policy
+	// (OnRedisError) as any read that reaches Redis, and is counted in
+	// redis_cache_local_refused_total. So a value served from memory reflects every write
+	// Redis completed more than MaxStaleness earlier, even when the connection is up and
+	// silent (a hung server, a stalled network path); without the bound, rueidis would
+	// serve copies until its own write timeout (10s by default) closed the connection.
+	// YAML: max-staleness-ms. Default 3s; 0 means the default; otherwise more than
+	// Heartbeat.
+	MaxStaleness time.Duration `yaml:"max-staleness-ms" unit:"ms"`
+	// Heartbeat is how often the heartbeat reads through the connections; each read has
+	// the deadline MaxStaleness. Each heartbeat reads up to 256 keys that do not exist
+	// (two commands each, pipelined, one round trip per connection), so that it reaches
+	// every connection rueidis may open to a server (see the package documentation for a
+	// cluster). YAML: heartbeat-ms. Default 1s; 0 means the default; otherwise at least
+	// 10ms and less than MaxStaleness.
+	Heartbeat time.Duration `yaml:"heartbeat-ms" unit:"ms"`
 }
 
 // DefaultConfig returns the Java starter's defaults: prefix "cache:", no env isolation, TTL 1h,
 // null TTL 60s, jitter 0.1, no sliding expiration, breakdown protection on (lock 10s, wait
-// 3s, every 50ms), client-side caching off, JSON; beyond the starter, a 100ms deadline per
+// 3s, every 50ms), client-side caching off (when on: copies for 60s, at most 3s behind
+// Redis, a heartbeat every second), JSON; beyond the starter, a 100ms deadline per
 // Redis call and Redis errors returned to the caller.
 func DefaultConfig() Config {
 	return Config{
-		Name:        DefaultName,
-		KeyPrefix:   DefaultKeyPrefix,
-		DefaultTTL:  DefaultEntryTTL,
-		NullTTL:     DefaultNullTTL,
-		JitterRatio: DefaultJitterRatio,
+		Name:        defaultName,
+		KeyPrefix:   defaultKeyPrefix,
+		DefaultTTL:  defaultEntryTTL,
+		NullTTL:     defaultNullTTL,
+		JitterRatio: defaultJitterRatio,
 		Breakdown: BreakdownConfig{
 			Enabled:      true,
-			LockTTL:      DefaultLockTTL,
-			WaitTimeout:  DefaultWaitTimeout,
-			WaitInterval: DefaultWaitInterval,
+			LockTTL:      defaultLockTTL,
+			WaitTimeout:  defaultWaitTimeout,
+			WaitInterval: defaultWaitInterval,
 		},
-		ClientSideCache: ClientSideCacheConfig{TTL: DefaultLocalTTL},
+		ClientSideCache: ClientSideCacheConfig{TTL: defaultLocalTTL, MaxStaleness: DefaultMaxStaleness, Heartbeat: DefaultHeartbeat},
 		Timeout:         DefaultTimeout,
 		OnRedisError:    ReturnError,
+		FailSafe: FailSafeConfig{
+			MaxStaleness: defaultFailSafeStaleness,
+			Throttle:     defaultFailSafeThrottle,
+			MaxEntries:   defaultFailSafeMaxEntries,
+		},
 	}
 }
 
@@ -261,15 +285,77 @@ func (c *Config) Validate() error {
 			return bad("Breaker.Probes", "breaker.probes", "must not be negative, got %d", b.Probes)
 		}
 	}
+	if err := c.validateLoads(bad); err != nil {
+		return err
+	}
 	switch c.OnRedisError {
 	case "", ReturnError, LoadOnError:
 	default:
 		return bad("OnRedisError", "on-redis-error", "must be %q or %q, got %q", ReturnError, LoadOnError, string(c.OnRedisError))
 	}
-	if c.ClientSideCache.Enabled && c.ClientSideCache.TTL < time.Millisecond {
-		return bad("ClientSideCache.TTL", "client-side-cache.ttl-ms", "must be at least 1ms, got %v", c.ClientSideCache.TTL)
+	if cs := c.ClientSideCache; cs.Enabled {
+		if cs.TTL < time.Millisecond {
+			return bad("ClientSideCache.TTL", "client-side-cache.ttl-ms", "must be at least 1ms, got %v", cs.TTL)
+		}
+		if cs.Heartbeat != 0 && cs.Heartbeat < minHeartbeat {
+			return bad("ClientSideCache.Heartbeat", "client-side-cache.heartbeat-ms", "must be at least %v (0: the default, %v), got %v", minHeartbeat, DefaultHeartbeat, cs.Heartbeat)
+		}
+		if cs.MaxStaleness < 0 {
+			return bad("ClientSideCache.MaxStaleness", "client-side-cache.max-staleness-ms", "must not be negative (0: the default, %v), got %v", DefaultMaxStaleness, cs.MaxStaleness)
+		}
+		if beat, bound := cs.heartbeat(), cs.maxStaleness(); beat >= bound {
+			return bad("ClientSideCache.MaxStaleness", "client-side-cache.max-staleness-ms", "must be more than the heartbeat interval (heartbeat-ms: %v), got %v", beat, bound)
+		}
 	}
 	return nil
+}
+
+// validateLoads checks the fail-safe and load timeout fields.
+func (c *Config) validateLoads(bad func(field, key, format string, args ...any) error) error {
+	if fs := c.FailSafe; fs.Enabled {
+		switch {
+		case fs.MaxStaleness < time.Millisecond:
+			return bad("FailSafe.MaxStaleness", "fail-safe.max-staleness-ms", "must be at least 1ms, got %v", fs.MaxStaleness)
+		case fs.Throttle < time.Millisecond:
+			return bad("FailSafe.Throttle", "fail-safe.throttle-ms", "must be at least 1ms, got %v", fs.Throttle)
+		case fs.MaxEntries < 1:
+			return bad("FailSafe.MaxEntries", "fail-safe.max-entries", "must be at least 1, got %d", fs.MaxEntries)
+		}
+	}
+	switch {
+	case c.LoadSoftTimeout < 0:
+		return bad("LoadSoftTimeout", "load-soft-timeout-ms", "must not be negative, got %v", c.LoadSoftTimeout)
+	case c.LoadHardTimeout < 0:
+		return bad("LoadHardTimeout", "load-hard-timeout-ms", "must not be negative, got %v", c.LoadHardTimeout)
+	case c.LoadSoftTimeout > 0 && !c.FailSafe.Enabled:
+		return bad("LoadSoftTimeout", "load-soft-timeout-ms", "needs fail-safe.enabled: the stale value it returns is fail-safe's")
+	case c.LoadSoftTimeout > 0 && c.LoadHardTimeout > 0 && c.LoadSoftTimeout >= c.LoadHardTimeout:
+		return bad("LoadSoftTimeout", "load-soft-timeout-ms", "must be less than load-hard-timeout-ms (%v), got %v", c.LoadHardTimeout, c.LoadSoftTimeout)
+	case c.EagerRefresh == 0:
+	case !(c.EagerRefresh > 0 && c.EagerRefresh < 1):
+		return bad("EagerRefresh", "eager-refresh", "must be in (0, 1) (0: off), got %v", c.EagerRefresh)
+	case c.SlidingExpiration:
+		return bad("EagerRefresh", "eager-refresh", "does not work with sliding-expire-enabled")
+	case c.ClientSideCache.Enabled:
+		return bad("EagerRefresh", "eager-refresh", "does not work with client-side-cache.enabled")
+	}
+	return nil
+}
+
+// maxStaleness returns MaxStaleness, or its default for 0.
+func (cs ClientSideCacheConfig) maxStaleness() time.Duration {
+	if cs.MaxStaleness == 0 {
+		return DefaultMaxStaleness
+	}
+	return cs.MaxStaleness
+}
+
+// heartbeat returns Heartbeat, or its default for 0.
+func (cs ClientSideCacheConfig) heartbeat() time.Duration {
+	if cs.Heartbeat == 0 {
+		return DefaultHeartbeat
+	}
+	return cs.Heartbeat
 }
 
 func checkTTL(d time.Duration) error {

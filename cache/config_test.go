@@ -37,6 +37,18 @@ func TestValidate(t *testing.T) {
 		{"breaker cool-down", func(c *Config) { c.Breaker.CoolDown = -time.Second }, "cache: Breaker.CoolDown (redis-cache.breaker.cool-down-ms) must be at least 1ms (0: the default), got -1s"},
 		{"breaker probes", func(c *Config) { c.Breaker.Probes = -1 }, "cache: Breaker.Probes (redis-cache.breaker.probes) must not be negative, got -1"},
 		{"client-side ttl", func(c *Config) { c.ClientSideCache = ClientSideCacheConfig{Enabled: true} }, "cache: ClientSideCache.TTL (redis-cache.client-side-cache.ttl-ms) must be at least 1ms, got 0s"},
+		{"negative max staleness", func(c *Config) { c.ClientSideCache.Enabled, c.ClientSideCache.MaxStaleness = true, -time.Second },
+			"cache: ClientSideCache.MaxStaleness (redis-cache.client-side-cache.max-staleness-ms) must not be negative (0: the default, 3s), got -1s"},
+		{"heartbeat not below max staleness", func(c *Config) {
+			c.ClientSideCache.Enabled, c.ClientSideCache.MaxStaleness, c.ClientSideCache.Heartbeat = true, time.Second, time.Second
+		}, "cache: ClientSideCache.MaxStaleness (redis-cache.client-side-cache.max-staleness-ms) must be more than the heartbeat interval (heartbeat-ms: 1s), got 1s"},
+		{"default heartbeat above max staleness", func(c *Config) {
+			c.ClientSideCache.Enabled, c.ClientSideCache.MaxStaleness, c.ClientSideCache.Heartbeat = true, 500*time.Millisecond, 0
+		}, "cache: ClientSideCache.MaxStaleness (redis-cache.client-side-cache.max-staleness-ms) must be more than the heartbeat interval (heartbeat-ms: 1s), got 500ms"},
+		{"negative heartbeat", func(c *Config) { c.ClientSideCache.Enabled, c.ClientSideCache.Heartbeat = true, -time.Second },
+			"cache: ClientSideCache.Heartbeat (redis-cache.client-side-cache.heartbeat-ms) must be at least 10ms (0: the default, 1s), got -1s"},
+		{"sub-10ms heartbeat", func(c *Config) { c.ClientSideCache.Enabled, c.ClientSideCache.Heartbeat = true, time.Millisecond },
+			"cache: ClientSideCache.Heartbeat (redis-cache.client-side-cache.heartbeat-ms) must be at least 10ms (0: the default, 1s), got 1ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()
@@ -57,7 +69,7 @@ func TestValidate(t *testing.T) {
 // gets their defaults.
 func TestZeroOutageFieldsMeanDefaults(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Timeout, cfg.OnRedisError, cfg.Breaker = 0, "", BreakerConfig{}
+	cfg.Timeout, cfg.OnRedisError, cfg.Breaker = 0, "", redstream.BreakerOptions{}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
@@ -68,5 +80,27 @@ func TestZeroOutageFieldsMeanDefaults(t *testing.T) {
 	defer c.Close()
 	if got := c.Config(); got.Timeout != DefaultTimeout || got.OnRedisError != ReturnError {
 		t.Errorf("Config() = Timeout %v, OnRedisError %q; want %v, %q", got.Timeout, got.OnRedisError, DefaultTimeout, ReturnError)
+	}
+}
+
+// The staleness bound of client-side caching defaults to 3s with a heartbeat every second,
+// in DefaultConfig and for fields left zero.
+func TestStalenessDefaults(t *testing.T) {
+	d := DefaultConfig().ClientSideCache
+	if d.MaxStaleness != DefaultMaxStaleness || d.Heartbeat != DefaultHeartbeat || DefaultMaxStaleness != 3*time.Second || DefaultHeartbeat != time.Second {
+		t.Fatalf("DefaultConfig().ClientSideCache = %+v, want MaxStaleness 3s, Heartbeat 1s", d)
+	}
+	cfg := DefaultConfig()
+	cfg.ClientSideCache = ClientSideCacheConfig{Enabled: true, TTL: time.Minute}
+	c, err := New(redistest.Client(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := c.Config().ClientSideCache; got.MaxStaleness != DefaultMaxStaleness || got.Heartbeat != DefaultHeartbeat {
+		t.Errorf("Config().ClientSideCache = %+v, want the defaults", got)
+	}
+	if c.beat.bound != DefaultMaxStaleness || c.beat.interval != DefaultHeartbeat {
+		t.Errorf("heartbeat every %v with bound %v, want %v and %v", c.beat.interval, c.beat.bound, DefaultHeartbeat, DefaultMaxStaleness)
 	}
 }

@@ -31,15 +31,36 @@
 // redis_cache_fallback_total{reason}, redis_cache_breaker_state), reported to
 // Config.Breaker.OnStateChange and logged once per change of state.
 //
+// Tags ([Tags], [Cache.InvalidateTag]) invalidate a group of entries with one write: a
+// tag's key holds a token that InvalidateTag replaces, each tagged entry records its tags'
+// tokens, and a read of an entry whose tokens changed is a miss. The tokens are read from
+// client-side cache memory, so a tagged hit costs no extra round trip.
+//
 // Sliding expiration (opt-in) renews the TTL of a value on reads; null markers are never
 // renewed. Client-side caching (opt-in, Config.ClientSideCache) keeps read values in process
 // memory with rueidis's server-assisted invalidation: a hot hit costs no round trip, a write
 // from any client invalidates the copy, and the writer itself always reads its own writes.
 //
+// The guarantee of client-side caching: a value answered from memory reflects every write
+// Redis completed more than ClientSideCache.MaxStaleness (3s by default) before the read,
+// even when the connection that would carry the invalidation is up but silent (a hung
+// server, a stalled network path). A heartbeat reads through every connection that
+// delivers invalidations each ClientSideCache.Heartbeat (1s); a hit from memory is served
+// only while the last heartbeat all of them answered was sent at most MaxStaleness ago, and
+// otherwise goes to Redis, with its deadline and the failure policy, like any read. The
+// check costs a hit one clock read and one atomic load. Refused hits, failed heartbeats and
+// the heartbeat's age are counted (redis_cache_local_refused_total,
+// redis_cache_heartbeat_failures_total, redis_cache_heartbeat_age_seconds); the change of
+// state is logged once. On a single server the heartbeat reaches every connection rueidis
+// may open; on a cluster, every connection of a node that owns at least 263 contiguous
+// slots, up to four connections a node (rueidis opens one unless
+// ClientOption.PipelineMultiplex says otherwise).
+//
 // Every key is a single Redis string (KeyPrefix [+ Env + ":"] + key) and every command or
 // script touches that one key (GetMany pipelines one-key commands, and one MGET per hash
 // slot), so the cache works unchanged on Redis Cluster. Counters
-// (hits, misses, null hits, local hits, loads, load errors, lock waits, degraded loads,
-// Redis errors, fallbacks) and the breaker's state are
+// (hits, misses, null hits, local hits, refused local hits, loads, load errors, lock waits,
+// degraded loads, Redis errors, fallbacks, failed heartbeats), the breaker's state and the
+// heartbeat's age are
 // VictoriaMetrics metrics in a set per cache ([Cache.Metrics], [Cache.Stats]).
 package cache

@@ -22,11 +22,20 @@ type redisFailure struct{ err error }
 func (e *redisFailure) Error() string   { return e.err.Error() }
 func (e *redisFailure) Unwrap() []error { return []error{ErrUnavailable, e.err} }
 
-// ticket is one Redis call the breaker let through: its ticket, and how long the caller's
-// own deadline left it (0 without one).
+// ticket is one Redis call the breakers let through: the breaker of the master of its
+// (first) key and its ticket, those of the other masters of a call spanning several, and
+// how long the caller's own deadline left it (0 without one).
 type ticket struct {
+	br     *health.Breaker // nil without a breaker
 	tk     health.Ticket
+	more   []nodeTicket
 	budget time.Duration
+}
+
+// nodeTicket is the ticket of one more master of a call.
+type nodeTicket struct {
+	br *health.Breaker
+	tk health.Ticket
 }
 
 // minCallerBudget is the least time a caller's own deadline must have left a Redis call
@@ -45,7 +54,7 @@ const minCallerBudget = 10 * time.Millisecond
 // returned marked as such.
 func (c *Cache) outcome(ctx context.Context, t ticket, err error) error {
 	if err == nil || rueidis.IsRedisNil(err) {
-		c.done(ctx, t.tk, nil)
+		c.done(ctx, t, nil)
 		return nil
 	}
 	var rf *redisFailure
@@ -55,17 +64,17 @@ func (c *Cache) outcome(ctx context.Context, t ticket, err error) error {
 	if cerr := callerErr(ctx); cerr != nil {
 		if t.budget >= minCallerBudget && errors.Is(cerr, context.DeadlineExceeded) && outage(err) {
 			c.m.redisErrors.Inc()
-			c.done(context.Background(), t.tk, err)
+			c.done(context.Background(), t, err)
 		} else {
-			c.done(ctx, t.tk, err) // forgotten by the breaker: the caller gave up
+			c.done(ctx, t, err) // forgotten by the breaker: the caller gave up
 		}
 		return err
 	}
 	c.m.redisErrors.Inc()
 	if outage(err) {
-		c.done(ctx, t.tk, err)
+		c.done(ctx, t, err)
 	} else {
-		c.done(ctx, t.tk, nil) // the server answered: it is up
+		c.done(ctx, t, nil) // the server answered: it is up
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("%w (no answer within %v)", err, c.cfg.Timeout)
@@ -73,10 +82,29 @@ func (c *Cache) outcome(ctx context.Context, t ticket, err error) error {
 	return &redisFailure{err: err}
 }
 
-// done reports a call's outcome to the breaker, if there is one.
-func (c *Cache) done(ctx context.Context, tk health.Ticket, err error) {
-	if c.health != nil {
-		c.health.Done(ctx, tk, err)
+// done reports a call's outcome to its breakers, if there are. A failure of a call that
+// spanned several masters counts for the one the error names (a refused or reset
+// connection names its address) and is forgotten by the others; one that names none (a
+// timeout, an EOF) is forgotten by all: it cannot be told which master failed, and
+// counting it for every one would fail fast the keys of healthy masters.
+func (c *Cache) done(ctx context.Context, t ticket, err error) {
+	if t.br == nil {
+		return
+	}
+	if err == nil || len(t.more) == 0 {
+		t.br.Done(ctx, t.tk, err)
+		for _, m := range t.more {
+			m.br.Done(ctx, m.tk, err)
+		}
+		return
+	}
+	named := c.health.ForNode(health.NodeOf(err))
+	for _, m := range append(t.more, nodeTicket{t.br, t.tk}) {
+		if m.br == named {
+			m.br.Done(ctx, m.tk, err)
+		} else {
+			m.br.Forget(m.tk)
+		}
 	}
 }
 
@@ -99,16 +127,16 @@ func outage(err error) bool {
 }
 
 // fallbackReason names why a call was answered from the loader (the reason label of
-// MetricFallbacks).
+// metricFallbacks).
 func fallbackReason(err error) string {
 	var ne net.Error
 	switch {
 	case errors.Is(err, redstream.ErrCircuitOpen):
-		return ReasonBreakerOpen
+		return reasonBreakerOpen
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return ReasonTimeout
+		return reasonTimeout
 	}
-	return ReasonError
+	return reasonError
 }
 
 // fallsBack reports whether err, returned for a caller whose context is ctx, is answered
@@ -130,30 +158,58 @@ func callerErr(ctx context.Context) error {
 	return nil
 }
 
-// gate asks the breaker whether a call for a caller whose context is ctx may go to Redis:
-// it returns the ticket to give outcome, or an ErrUnavailable error wrapping
-// redstream.ErrCircuitOpen.
-func (c *Cache) gate(ctx context.Context) (ticket, error) {
+// gate asks the breakers of the masters serving keys (the Redis keys of the call; one
+// breaker for a single server) whether a call for a caller whose context is ctx may go to
+// Redis: it returns the ticket to give outcome, or an ErrUnavailable error wrapping
+// redstream.ErrCircuitOpen when any of them is open (the call needs that master).
+func (c *Cache) gate(ctx context.Context, keys ...string) (ticket, error) {
 	var t ticket
 	if dl, ok := ctx.Deadline(); ok {
 		t.budget = time.Until(dl)
 	}
-	if c.health == nil {
+	if c.health == nil || len(keys) == 0 {
 		return t, nil
 	}
-	var err error
-	if t.tk, err = c.health.Allow(); err != nil {
+	br := c.health.For(keys[0])
+	tk, err := br.Allow()
+	if err != nil {
 		return t, &redisFailure{err: fmt.Errorf("cache: %w", err)}
+	}
+	t.br, t.tk = br, tk
+	if br == c.health.Default() && c.health.Single() {
+		return t, nil
+	}
+next:
+	for _, k := range keys[1:] {
+		br := c.health.Of(k)
+		if br == t.br {
+			continue
+		}
+		for _, m := range t.more {
+			if m.br == br {
+				continue next
+			}
+		}
+		tk, err := br.Allow()
+		if err != nil {
+			t.br.Forget(t.tk)
+			for _, m := range t.more {
+				m.br.Forget(m.tk)
+			}
+			return ticket{budget: t.budget}, &redisFailure{err: fmt.Errorf("cache: %w", err)}
+		}
+		t.more = append(t.more, nodeTicket{br, tk})
 	}
 	return t, nil
 }
 
-// newBreaker returns the cache's circuit breaker (nil with Breaker.Disabled). Its state is
-// exported as MetricBreakerState; each change goes to the log (one Warn when Redis starts
-// failing, one Info when it works again) and to Breaker.OnStateChange.
-func (c *Cache) newBreaker() (*health.Breaker, error) {
+// newBreaker returns the cache's circuit breakers (nil with Breaker.Disabled): one per
+// master on a Redis Cluster, one for a single server. Their worst state is exported as
+// metricBreakerState; each change goes to the log (one Warn when a node starts failing,
+// one Info when it works again) and to Breaker.OnStateChange.
+func (c *Cache) newBreaker() (*health.Set, error) {
 	b := c.cfg.Breaker
-	gauge := MetricBreakerState + `{name="` + escapeLabel(c.cfg.Name) + `"}`
+	gauge := metricBreakerState + `{name="` + escapeLabel(c.cfg.Name) + `"}`
 	if b.Disabled {
 		c.m.set.NewGauge(gauge, func() float64 { return 0 })
 		return nil, nil
@@ -162,34 +218,13 @@ func (c *Cache) newBreaker() (*health.Breaker, error) {
 	if c.cfg.OnRedisError == LoadOnError {
 		degraded = "GetOrLoad and GetMany answer from the loader and cache nothing (on-redis-error: load)"
 	}
-	cfg := health.Config{
-		Failures: b.Failures, ErrorRate: b.ErrorRate, MinCalls: b.MinCalls, Window: b.Window,
-		CoolDown: b.CoolDown, Probes: b.Probes, Logger: c.log, Component: "cache",
-		Degraded: degraded, Attrs: []slog.Attr{slog.String("cache", c.cfg.Name)}, OnFailure: b.OnFailure,
-	}
-	if f := b.OnStateChange; f != nil {
-		name := c.cfg.Name
-		cfg.OnStateChange = func(ch health.Change) {
-			f(BreakerChange{Cache: name, From: ch.From, To: ch.To, Err: ch.Err, At: ch.At})
-		}
-	}
-	br, err := health.New(cfg)
+	cfg := health.Config{BreakerOptions: b, Logger: c.log, Component: "cache", Degraded: degraded,
+		Attrs: []slog.Attr{slog.String("cache", c.cfg.Name)}}
+	client := c.client
+	br, err := health.NewSet(cfg, health.ClusterLookup(func() (rueidis.Client, error) { return client, nil }))
 	if err != nil {
 		return nil, fmt.Errorf("cache: Breaker: %w", err)
 	}
 	c.m.set.NewGauge(gauge, func() float64 { return float64(br.State()) })
 	return br, nil
-}
-
-// BreakerChange is one transition of a Cache's circuit breaker, given to
-// BreakerConfig.OnStateChange.
-type BreakerChange struct {
-	// Cache is Config.Name.
-	Cache string
-	// From and To are the states before and after.
-	From, To redstream.BreakerState
-	// Err is the Redis failure that opened the breaker; nil when it half-opens or closes.
-	Err error
-	// At is when the transition happened.
-	At time.Time
 }

@@ -28,7 +28,7 @@ import (
 // deleted by its owner only). A caller that finds another process loading reads the key
 // every Breakdown.WaitInterval, and with client-side caching also as soon as Redis reports
 // that the key changed; after Breakdown.WaitTimeout it calls loader itself without
-// the lock (a degraded load, counted in MetricDegradedLoads, whose result is returned but
+// the lock (a degraded load, counted in metricDegradedLoads, whose result is returned but
 // not cached). Callers sharing a load get its result whatever ttl and loader they passed.
 //
 // Every caller gets its own decoded copy of the value, as from a later cache hit: the loaded
@@ -39,14 +39,21 @@ import (
 // When Redis fails (an ErrUnavailable error: an error reply or a broken connection,
 // Config.Timeout passing on a call, or the circuit breaker open), Config.OnRedisError
 // decides: ReturnError returns the error without calling loader; LoadOnError calls loader
-// and returns its result without caching anything, counted in MetricFallbacks. Concurrent
+// and returns its result without caching anything, counted in metricFallbacks. Concurrent
 // fallbacks for one key in a process share one load; there is no lock across processes
 // then. A lock owner whose write-back fails still returns the loaded value. The caller's
 // own context ending is never a Redis failure: its error is returned.
 //
+// With Config.FailSafe enabled, a loader or Redis failure is answered with the last value
+// the process knew for the key, if it is recent enough (FailSafe.MaxStaleness), with a nil
+// error; the Stale option reports it, and the source of that key is not asked again for
+// FailSafe.Throttle (with backoff). Config.LoadSoftTimeout returns such a stale value when
+// a load takes longer, the load finishing in the background; Config.LoadHardTimeout
+// abandons a load. The LoadTimeouts option sets both for one call.
+//
 // A ttl that is neither DefaultTTL nor at least 1ms, a nil loader or an empty key is
 // ErrInvalidArgument; a loaded value the codec cannot encode is ErrEncode (nothing cached).
-func GetOrLoad[T any](ctx context.Context, c *Cache, key string, ttl time.Duration, loader func(ctx context.Context) (T, error)) (T, error) {
+func GetOrLoad[T any](ctx context.Context, c *Cache, key string, ttl time.Duration, loader func(ctx context.Context) (T, error), opts ...Option) (T, error) {
 	var zero T
 	if err := c.check(key); err != nil {
 		return zero, err
@@ -57,43 +64,68 @@ func GetOrLoad[T any](ctx context.Context, c *Cache, key string, ttl time.Durati
 	if err := checkTTLArg(ttl); err != nil {
 		return zero, err
 	}
-	dk := c.keys.data(key)
-	load := func(ctx context.Context) ([]byte, error) {
-		v, err := loader(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return c.encode(key, v)
+	o := callOptions{soft: c.cfg.LoadSoftTimeout, hard: c.cfg.LoadHardTimeout}
+	for _, opt := range opts {
+		o = opt(o)
 	}
-	var r result
-	s, k, local, err := c.lookup(ctx, key, dk)
+	if err := checkTags(o.tags); err != nil {
+		return zero, err
+	}
+	if c.known != nil || o.soft > 0 {
+		o.start = time.Now() // one clock read serves the call's fail-safe checks
+	}
+	if o.stale != nil {
+		*o.stale = false
+	}
+	dk := c.keys.data(key)
+	// The load is built only when needed: a hit allocates no closure.
+	tags := o.tags // o itself stays on the stack
+	mk := func() loadFunc {
+		return hardLimit(key, o.hard, func(ctx context.Context) ([]byte, error) {
+			var tokens []string
+			if len(tags) > 0 {
+				// Before the load: an invalidation while it runs then invalidates its result.
+				tokens = c.writeTokens(ctx, tags)
+			}
+			v, err := loader(ctx)
+			if err != nil {
+				return nil, err
+			}
+			raw, err := c.encode(key, v)
+			if err != nil || len(tags) == 0 {
+				return raw, err
+			}
+			return wrapTagged(tags, tokens, raw), nil
+		})
+	}
+	r, err := c.getOrLoad(ctx, key, dk, ttl, mk, &o)
 	switch {
 	case err != nil:
-		if !c.fallsBack(ctx, err) {
-			return zero, err
-		}
-		if r, err = c.fallbackLoad(ctx, dk, err, load); err != nil {
-			return zero, err
-		}
-	case k == kindValue:
-		return decodeHit[T](c, key, dk, s, local)
-	case k == kindNull:
+		return zero, err
+	case r.null:
 		return zero, ErrNotFound
-	default:
-		if r, err = c.loadMiss(ctx, key, dk, ttl, load); err != nil {
-			return zero, err
-		}
+	case r.stale && o.stale != nil:
+		*o.stale = true
 	}
-	if r.null {
-		return zero, ErrNotFound
-	}
-	return decode[T](c, key, r.raw)
+	return decodeHit[T](c, key, dk, r.raw, r.local)
 }
 
 // result is the outcome of a load: an encoded value, or null (the key has no value).
 type result struct {
-	raw  string
-	null bool
+	raw   string
+	null  bool
+	local bool // read from client-side cache memory
+	stale bool // a last known value served by fail-safe or past the soft load timeout
+	// stored is what Redis is to hold when it is not raw: a tagged entry's envelope.
+	stored string
+}
+
+// value returns what Redis is to hold for r (a value, not a null).
+func (r result) value() string {
+	if r.stored != "" {
+		return r.stored
+	}
+	return r.raw
 }
 
 // acquired is the outcome of the acquire script.
@@ -145,30 +177,7 @@ func (c *Cache) loadFallback(ctx context.Context, err error, load loadFunc) (res
 func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duration, load loadFunc) (result, error) {
 	placeholder := lockPrefix + rand.Text()
 	lockMs := strconv.FormatInt(c.cfg.Breakdown.LockTTL.Milliseconds(), 10)
-	// acquire reads the key or, when it is empty, takes the lock.
-	acquire := func() (result, acquired, error) {
-		tk, gerr := c.gate(ctx)
-		if gerr != nil {
-			return result{}, 0, fmt.Errorf("cache: lock %q: %w", key, gerr)
-		}
-		rctx, op := c.callCtx(ctx)
-		s, err := acquireScript.Exec(rctx, c.client, []string{dk}, []string{placeholder, lockMs}).ToString()
-		op.release()
-		if rueidis.IsRedisNil(err) {
-			c.outcome(ctx, tk, nil)
-			return result{}, lockTaken, nil
-		}
-		if err = c.outcome(ctx, tk, err); err != nil {
-			return result{}, 0, fmt.Errorf("cache: lock %q: %w", key, err)
-		}
-		switch classify(s) {
-		case kindLocked:
-			return result{}, lockBusy, nil
-		case kindNull:
-			return result{null: true}, entryFound, nil
-		}
-		return result{raw: s}, entryFound, nil
-	}
+	acquire := func() (result, acquired, error) { return c.acquire(ctx, key, dk, placeholder, lockMs) }
 	r, got, err := acquire()
 	switch {
 	case err != nil:
@@ -178,8 +187,43 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 	case got == entryFound:
 		return r, nil // filled since our read
 	}
-
 	c.m.lockWaits.Inc()
+	return c.waitOwner(ctx, key, dk, ttl, load, placeholder, acquire)
+}
+
+// acquire reads dk or, when it is empty, takes the lock with placeholder for lockMs.
+func (c *Cache) acquire(ctx context.Context, key, dk, placeholder, lockMs string) (result, acquired, error) {
+	tk, gerr := c.gate(ctx, dk)
+	if gerr != nil {
+		return result{}, 0, fmt.Errorf("cache: lock %q: %w", key, gerr)
+	}
+	rctx, op := c.callCtx(ctx)
+	s, err := acquireScript.Exec(rctx, c.client, []string{dk}, []string{placeholder, lockMs}).ToString()
+	op.release()
+	if rueidis.IsRedisNil(err) {
+		c.outcome(ctx, tk, nil)
+		return result{}, lockTaken, nil
+	}
+	if err = c.outcome(ctx, tk, err); err != nil {
+		return result{}, 0, fmt.Errorf("cache: lock %q: %w", key, err)
+	}
+	s, k, err := c.open(ctx, dk, s, classify(s))
+	switch {
+	case err != nil:
+		return result{}, 0, fmt.Errorf("cache: lock %q: %w", key, err)
+	case k == kindLocked, k == kindMiss: // a miss: an invalidated entry, just deleted; read again
+		return result{}, lockBusy, nil
+	case k == kindNull:
+		return result{null: true}, entryFound, nil
+	}
+	return result{raw: s}, entryFound, nil
+}
+
+// waitOwner waits for another caller's load of dk: it reads the key until the owner fills
+// it, takes the lock over when the key empties, and loads without the lock (degraded) after
+// Breakdown.WaitTimeout.
+func (c *Cache) waitOwner(ctx context.Context, key, dk string, ttl time.Duration, load loadFunc, placeholder string,
+	acquire func() (result, acquired, error)) (result, error) {
 	// With client-side caching the server tracks keys: wake on the key's invalidation. The
 	// watcher's first read, with tracking on, is used at once: the key may have changed
 	// before tracking was on.
@@ -188,6 +232,7 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 		wake  <-chan struct{}
 		s     string
 		k     kind
+		err   error
 		fresh bool // s and k hold a read not yet looked at
 	)
 	if c.own != nil {
@@ -222,7 +267,7 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 				timer.Stop() // Go 1.23+: no stale tick can follow
 			}
 			if w != nil {
-				tk, gerr := c.gate(ctx)
+				tk, gerr := c.gate(ctx, dk)
 				if err = gerr; err == nil {
 					rctx, op := c.callCtx(ctx)
 					s, k, err = w.read(rctx)
@@ -235,6 +280,9 @@ func (c *Cache) loadLocked(ctx context.Context, key, dk string, ttl time.Duratio
 			if err != nil {
 				return result{}, fmt.Errorf("cache: get %q: %w", key, err)
 			}
+		}
+		if s, k, err = c.open(ctx, dk, s, k); err != nil {
+			return result{}, fmt.Errorf("cache: get %q: %w", key, err)
 		}
 		fresh = false
 		switch k {
@@ -263,7 +311,7 @@ func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl tim
 	done := false
 	defer func() {
 		if !done {
-			tk, gerr := c.gate(ctx)
+			tk, gerr := c.gate(ctx, dk)
 			if gerr != nil {
 				c.background("unlock", gerr) // the lock expires after LockTTL
 				return
@@ -282,7 +330,7 @@ func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl tim
 	if err != nil {
 		return r, err
 	}
-	value, ms := r.raw, int64(0)
+	value, ms := r.value(), int64(0)
 	if r.null {
 		value, ms = nullMarker, jitter(c.cfg.NullTTL, c.cfg.JitterRatio)
 	} else {
@@ -291,7 +339,7 @@ func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl tim
 	// 0 means the key no longer holds our placeholder (expired, deleted or set): the
 	// result goes to the callers but is not cached. A failed write only costs a reload.
 	done = true
-	tk, gerr := c.gate(ctx)
+	tk, gerr := c.gate(ctx, dk)
 	if gerr != nil {
 		c.background("write-back", gerr) // the lock expires after LockTTL
 		return r, nil
@@ -310,7 +358,7 @@ func (c *Cache) loadAsOwner(ctx context.Context, dk, placeholder string, ttl tim
 // store writes a load's result without the lock (breakdown protection off). A failed
 // write only costs a reload, so it is only logged (background).
 func (c *Cache) store(ctx context.Context, dk string, r result, ttl time.Duration) {
-	value, ms := r.raw, int64(0)
+	value, ms := r.value(), int64(0)
 	if r.null {
 		value, ms = nullMarker, jitter(c.cfg.NullTTL, c.cfg.JitterRatio)
 	} else {
@@ -318,7 +366,7 @@ func (c *Cache) store(ctx context.Context, dk string, r result, ttl time.Duratio
 	}
 	// Like the locked write-back, it does not depend on the caller still waiting, and has
 	// the deadline Timeout of its own. While the breaker is open nothing is written.
-	tk, gerr := c.gate(ctx)
+	tk, gerr := c.gate(ctx, dk)
 	if gerr != nil {
 		c.background("write-back", gerr)
 		return
@@ -342,7 +390,7 @@ func (c *Cache) callLoader(ctx context.Context, load loadFunc) (result, error) {
 	ok = true
 	switch {
 	case err == nil:
-		return result{raw: string(raw)}, nil
+		return splitStored(result{raw: string(raw)}), nil
 	case errors.Is(err, ErrNotFound):
 		return result{null: true}, nil
 	case !errors.Is(err, ErrEncode):

@@ -48,7 +48,14 @@ type BatchLoader[T any] func(ctx context.Context, keys []string) (map[string]T, 
 //
 // An error (a loader's, a decoding's, Redis's) fails the whole call: the map is nil. An
 // empty key, a nil loader or a bad ttl is ErrInvalidArgument; no keys is an empty map.
-func GetMany[T any](ctx context.Context, c *Cache, keys []string, ttl time.Duration, loader BatchLoader[T]) (map[string]T, error) {
+//
+// With Config.FailSafe enabled, a call failing with a loader or Redis error is answered
+// with the last value the process knew for each key, when it knows one (read or loaded at
+// most FailSafe.MaxStaleness ago) for every key; the Stale option reports it, and while
+// every key's source is throttled (FailSafe.Throttle, with backoff) the call is answered
+// so at once. The Tags option tags the values loaded (as in GetOrLoad); LoadTimeouts is
+// ignored.
+func GetMany[T any](ctx context.Context, c *Cache, keys []string, ttl time.Duration, loader BatchLoader[T], opts ...Option) (map[string]T, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -58,6 +65,129 @@ func GetMany[T any](ctx context.Context, c *Cache, keys []string, ttl time.Durat
 	if err := checkTTLArg(ttl); err != nil {
 		return nil, err
 	}
+	uniq, err := uniqueKeys(keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]T, len(uniq))
+	if len(uniq) == 0 {
+		return out, nil
+	}
+	dks := make([]string, len(uniq))
+	for i, k := range uniq {
+		dks[i] = c.keys.data(k)
+	}
+	var o callOptions
+	for _, opt := range opts {
+		o = opt(o)
+	}
+	if o.stale != nil {
+		*o.stale = false
+	}
+	if raws, ok := c.staleMany(ctx, dks, nil); ok {
+		return decodeStaleMany[T](c, uniq, raws, o.stale)
+	}
+	if err := checkTags(o.tags); err != nil {
+		return nil, err
+	}
+	err = getMany(ctx, c, uniq, dks, ttl, encodedBatch(c, loader, o.tags), out)
+	if err != nil {
+		if raws, ok := c.staleMany(ctx, dks, err); ok {
+			return decodeStaleMany[T](c, uniq, raws, o.stale)
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// getMany is GetMany past its checks: it fills out, or fails.
+func getMany[T any](ctx context.Context, c *Cache, uniq, dks []string, ttl time.Duration, batch batchFunc, out map[string]T) error {
+	ents, err := c.readMany(ctx, dks)
+	var (
+		miss    []int // indexes into uniq of the keys to load
+		results []result
+	)
+	if err != nil {
+		if !c.fallsBack(ctx, err) {
+			return fmt.Errorf("cache: get %d keys: %w", len(uniq), err)
+		}
+		miss = make([]int, len(uniq))
+		for i := range miss {
+			miss[i] = i
+		}
+		results, err = c.fallbackMany(ctx, uniq, dks, err, batch)
+	} else {
+		if miss, err = takeHits(c, uniq, dks, ents, out); err != nil {
+			return err
+		}
+		if len(miss) == 0 {
+			return nil
+		}
+		results, err = c.loadMany(ctx, pick(uniq, miss), pick(dks, miss), ttl, batch)
+	}
+	if err != nil {
+		return err
+	}
+	for j, i := range miss {
+		r := results[j]
+		c.remember(dks[i], r)
+		if !r.null {
+			v, err := decode[T](c, uniq[i], r.raw)
+			if err != nil {
+				return err
+			}
+			out[uniq[i]] = v
+		}
+	}
+	return nil
+}
+
+// staleMany returns the last known values of dks for fail-safe, all or none: after err, or
+// with err nil while every key's source is throttled.
+func (c *Cache) staleMany(ctx context.Context, dks []string, err error) ([]string, bool) {
+	if c.known == nil || (err != nil && !failSafeFor(ctx, err)) {
+		return nil, false
+	}
+	now := time.Now()
+	raws := make([]string, len(dks))
+	for i, dk := range dks {
+		ok := false
+		if err == nil {
+			raws[i], ok = c.known.throttled(dk, now, c.cfg.FailSafe.MaxStaleness)
+		} else {
+			raws[i], ok = c.known.stale(dk, now, c.cfg.FailSafe.MaxStaleness)
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	if err != nil {
+		for _, dk := range dks {
+			c.known.failed(dk, now, c.cfg.FailSafe.Throttle)
+		}
+	}
+	c.m.staleServed.Add(len(dks))
+	return raws, true
+}
+
+// decodeStaleMany decodes the values fail-safe serves to a GetMany.
+func decodeStaleMany[T any](c *Cache, keys, raws []string, served *bool) (map[string]T, error) {
+	out := make(map[string]T, len(keys))
+	for i, key := range keys {
+		v, err := decode[T](c, key, raws[i])
+		if err != nil {
+			return nil, err
+		}
+		out[key] = v
+	}
+	if served != nil {
+		*served = true
+	}
+	return out, nil
+}
+
+// uniqueKeys returns keys without repeats, in order; an empty key is ErrInvalidArgument.
+func uniqueKeys(keys []string) ([]string, error) {
 	uniq := make([]string, 0, len(keys))
 	seen := make(map[string]struct{}, len(keys))
 	for i, k := range keys {
@@ -69,15 +199,16 @@ func GetMany[T any](ctx context.Context, c *Cache, keys []string, ttl time.Durat
 			uniq = append(uniq, k)
 		}
 	}
-	out := make(map[string]T, len(uniq))
-	if len(uniq) == 0 {
-		return out, nil
-	}
-	dks := make([]string, len(uniq))
-	for i, k := range uniq {
-		dks[i] = c.keys.data(k)
-	}
-	batch := func(ctx context.Context, keys []string) (map[string]result, error) {
+	return uniq, nil
+}
+
+// encodedBatch returns loader as a batchFunc: its values encoded, ErrNotFound as no values.
+func encodedBatch[T any](c *Cache, loader BatchLoader[T], tags []string) batchFunc {
+	return func(ctx context.Context, keys []string) (map[string]result, error) {
+		var tokens []string
+		if len(tags) > 0 {
+			tokens = c.writeTokens(ctx, tags) // before the load, as in GetOrLoad
+		}
 		vs, err := loader(ctx, keys)
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
@@ -95,67 +226,44 @@ func GetMany[T any](ctx context.Context, c *Cache, keys []string, ttl time.Durat
 			if err != nil {
 				return nil, err
 			}
-			rs[k] = result{raw: string(raw)}
+			if len(tags) > 0 {
+				raw = wrapTagged(tags, tokens, raw)
+			}
+			rs[k] = splitStored(result{raw: string(raw)})
 		}
 		return rs, nil
 	}
+}
 
-	ents, err := c.readMany(ctx, dks)
-	var (
-		miss    []int // indexes into uniq of the keys to load
-		results []result
-	)
-	if err != nil {
-		if !c.fallsBack(ctx, err) {
-			return nil, fmt.Errorf("cache: get %d keys: %w", len(uniq), err)
-		}
-		all := make([]int, len(uniq))
-		for i := range all {
-			all[i] = i
-		}
-		miss = all
-		results, err = c.fallbackMany(ctx, uniq, dks, err, batch)
-	} else {
-		for i, e := range ents {
-			switch e.k {
-			case kindValue:
-				c.m.hits.Inc()
-				v, err := decodeHit[T](c, uniq[i], dks[i], e.s, e.local)
-				if err != nil {
-					return nil, err
-				}
-				out[uniq[i]] = v
-			case kindNull:
-				c.m.nullHits.Inc()
-			default:
-				c.m.misses.Inc()
-				miss = append(miss, i)
+// takeHits decodes the values readMany found into out, counts hits, null hits and misses,
+// and returns the indexes (into keys) of the misses.
+func takeHits[T any](c *Cache, keys, dks []string, ents []entry, out map[string]T) (miss []int, err error) {
+	for i, e := range ents {
+		switch e.k {
+		case kindValue:
+			c.m.hits.Inc()
+			if c.known != nil {
+				c.known.seen(dks[i], e.s, time.Now())
 			}
-			if e.local {
-				c.m.localHits.Inc()
+			v, err := decodeHit[T](c, keys[i], dks[i], e.s, e.local)
+			if err != nil {
+				return nil, err
 			}
+			out[keys[i]] = v
+		case kindNull:
+			c.m.nullHits.Inc()
+			if c.known != nil {
+				c.known.forget(dks[i])
+			}
+		default:
+			c.m.misses.Inc()
+			miss = append(miss, i)
 		}
-		if len(miss) == 0 {
-			return out, nil
+		if e.local {
+			c.m.localHits.Inc()
 		}
-		mk, md := pick(uniq, miss), pick(dks, miss)
-		results, err = c.loadMany(ctx, mk, md, ttl, batch)
 	}
-	if err != nil {
-		return nil, err
-	}
-	for j, i := range miss {
-		r := results[j]
-		if r.null {
-			continue
-		}
-		v, err := decode[T](c, uniq[i], r.raw)
-		if err != nil {
-			return nil, err
-		}
-		out[uniq[i]] = v
-	}
-	return out, nil
+	return miss, nil
 }
 
 // batchFunc runs a BatchLoader and encodes its values (a missing key: no result).
@@ -178,94 +286,128 @@ type entry struct {
 
 // readMany reads the Redis keys dks in one round trip (see GetMany) and classifies them.
 func (c *Cache) readMany(ctx context.Context, dks []string) ([]entry, error) {
-	tk, gerr := c.gate(ctx)
+	tk, gerr := c.gate(ctx, dks...)
 	if gerr != nil {
 		return nil, gerr
 	}
-	ents := make([]entry, len(dks))
 	rctx, op := c.batchCtx(ctx, len(dks))
-	defer op.release()
+	var ents []entry
 	switch {
 	case c.own != nil:
-		mark, pending := c.own.start()
-		cmds := make([]rueidis.CacheableTTL, len(dks))
-		for i, dk := range dks {
-			cmds[i] = rueidis.CT(c.client.B().Get().Key(dk).Cache(), c.cfg.ClientSideCache.TTL)
-		}
-		resps := c.client.DoMultiCache(rctx, cmds...)
-		var stale, renew []int
-		reached := false
-		for i, resp := range resps {
-			s, err := resp.ToString()
-			miss := rueidis.IsRedisNil(err)
-			if err != nil && !miss {
-				return nil, c.outcome(ctx, tk, err)
-			}
-			local := resp.IsCacheHit()
-			reached = reached || !local
-			if pending {
-				if !local {
-					c.own.fromRedis(dks[i], mark)
-				} else if c.own.stale(dks[i], s, miss) {
-					stale = append(stale, i)
-					continue
-				}
-			}
-			ents[i].local = local
-			if miss {
-				continue
-			}
-			ents[i].s, ents[i].k = s, classify(s)
-			if c.cfg.SlidingExpiration && ents[i].k == kindValue && !local {
-				if pttl := resp.CachePTTL(); pttl >= 0 && pttl < c.renewBelow {
-					renew = append(renew, i)
-				}
-			}
-		}
-		if reached {
-			c.outcome(ctx, tk, nil)
-		}
-		if len(stale) > 0 {
-			// Copies that predate writes of ours whose invalidation has not arrived.
-			fresh, err := c.mget(rctx, ctx, tk, pick(dks, stale))
-			if err != nil {
-				return nil, err
-			}
-			for j, i := range stale {
-				ents[i] = fresh[j]
-			}
-		}
-		if len(renew) > 0 {
-			execs := make([]rueidis.LuaExec, len(renew))
-			for j, i := range renew {
-				execs[j] = rueidis.LuaExec{Keys: []string{dks[i]},
-					Args: []string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), lockPrefix, nullMarker}}
-			}
-			wctx, cancel := c.detachedN(ctx, len(execs))
-			c.background("renew", c.outcome(context.Background(), tk, firstErr(c.evalMulti(wctx, expireSrc, execs))))
-			cancel()
-		}
-		return ents, nil
+		ents, gerr = c.readManyLocal(ctx, rctx, tk, dks)
 	case c.cfg.SlidingExpiration:
-		execs := make([]rueidis.LuaExec, len(dks))
-		for i, dk := range dks {
-			execs[i] = rueidis.LuaExec{Keys: []string{dk},
-				Args: []string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), markerPrefix}}
+		ents, gerr = c.readManyRenewing(ctx, rctx, tk, dks)
+	default:
+		ents, gerr = c.mget(rctx, ctx, tk, dks)
+	}
+	op.release()
+	if gerr == nil {
+		gerr = c.openMany(ctx, dks, ents)
+	}
+	return ents, gerr
+}
+
+// readManyLocal is readMany with client-side caching: a local copy is used only while the
+// heartbeat is current and no write of ours to the key is unconfirmed; those keys are read
+// from Redis again. With sliding expiration, the TTLs of values read from Redis are renewed.
+func (c *Cache) readManyLocal(ctx, rctx context.Context, tk ticket, dks []string) ([]entry, error) {
+	ents := make([]entry, len(dks))
+	mark, pending := c.own.start()
+	cmds := make([]rueidis.CacheableTTL, len(dks))
+	for i, dk := range dks {
+		cmds[i] = rueidis.CT(c.client.B().Get().Key(dk).Cache(), c.cfg.ClientSideCache.TTL)
+	}
+	resps := c.client.DoMultiCache(rctx, cmds...)
+	var stale, renew []int
+	reached := false
+	current := c.beat.current()
+	for i, resp := range resps {
+		s, err := resp.ToString()
+		miss := rueidis.IsRedisNil(err)
+		if err != nil && !miss {
+			return nil, c.outcome(ctx, tk, err)
 		}
-		for i, resp := range c.evalMulti(rctx, getRenewSrc, execs) {
-			s, err := resp.ToString()
-			if rueidis.IsRedisNil(err) {
+		local := resp.IsCacheHit()
+		reached = reached || !local
+		if local && !current {
+			// Memory may be behind Redis by more than MaxStaleness: ask Redis.
+			c.m.localRefused.Inc()
+			stale = append(stale, i)
+			continue
+		}
+		if pending {
+			if !local {
+				c.own.fromRedis(dks[i], mark)
+			} else if c.own.stale(dks[i], s, miss) {
+				stale = append(stale, i)
 				continue
 			}
-			if err != nil {
-				return nil, c.outcome(ctx, tk, err)
-			}
-			ents[i] = entry{s: s, k: classify(s)}
 		}
-		c.outcome(ctx, tk, nil)
-		return ents, nil
+		ents[i].local = local
+		if miss {
+			continue
+		}
+		ents[i].s, ents[i].k = s, classify(s)
+		if c.cfg.SlidingExpiration && ents[i].k == kindValue && !local {
+			if pttl := resp.CachePTTL(); pttl >= 0 && pttl < c.renewBelow {
+				renew = append(renew, i)
+			}
+		}
 	}
-	return c.mget(rctx, ctx, tk, dks)
+	if reached {
+		c.outcome(ctx, tk, nil)
+	}
+	if len(stale) > 0 {
+		// Copies that predate writes of ours whose invalidation has not arrived, or
+		// that may be too far behind Redis.
+		fresh, err := c.mget(rctx, ctx, tk, pick(dks, stale))
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range stale {
+			ents[i] = fresh[j]
+		}
+	}
+	if len(renew) > 0 {
+		c.renewMany(ctx, tk, pick(dks, renew))
+	}
+	return ents, nil
+}
+
+// renewMany sets the TTL of the values under dks again (sliding expiration), in the
+// background of the read.
+func (c *Cache) renewMany(ctx context.Context, tk ticket, dks []string) {
+	execs := make([]rueidis.LuaExec, len(dks))
+	for i, dk := range dks {
+		execs[i] = rueidis.LuaExec{Keys: []string{dk},
+			Args: []string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), lockPrefix, nullMarker}}
+	}
+	wctx, cancel := c.detachedN(ctx, len(execs))
+	c.background("renew", c.outcome(context.Background(), tk, firstErr(c.evalMulti(wctx, expireSrc, execs))))
+	cancel()
+}
+
+// readManyRenewing is readMany with sliding expiration and no client-side caching: each
+// read renews the value's TTL in the same script.
+func (c *Cache) readManyRenewing(ctx, rctx context.Context, tk ticket, dks []string) ([]entry, error) {
+	ents := make([]entry, len(dks))
+	execs := make([]rueidis.LuaExec, len(dks))
+	for i, dk := range dks {
+		execs[i] = rueidis.LuaExec{Keys: []string{dk},
+			Args: []string{strconv.FormatInt(jitter(c.cfg.DefaultTTL, c.cfg.JitterRatio), 10), markerPrefix, taggedPrefix}}
+	}
+	for i, resp := range c.evalMulti(rctx, getRenewSrc, execs) {
+		s, err := resp.ToString()
+		if rueidis.IsRedisNil(err) {
+			continue
+		}
+		if err != nil {
+			return nil, c.outcome(ctx, tk, err)
+		}
+		ents[i] = entry{s: s, k: classify(s)}
+	}
+	c.outcome(ctx, tk, nil)
+	return ents, nil
 }
 
 // mget reads dks with MGET, one per hash slot (rueidis.MGet groups the keys by slot on a
@@ -405,11 +547,86 @@ func (c *Cache) shareMany(ctx context.Context, g *group, dks []string, fn func(c
 // pipeline, load the keys whose lock it took in one loader call and write them back in one
 // pipeline; wait for the keys another process is loading, key by key as GetOrLoad does.
 func (c *Cache) lockedMany(ctx context.Context, keys, dks []string, ttl time.Duration, batch batchFunc) ([]result, error) {
-	tk, gerr := c.gate(ctx)
-	if gerr != nil {
-		return nil, fmt.Errorf("cache: lock %d keys: %w", len(keys), gerr)
-	}
 	token := lockPrefix + rand.Text()
+	results := make([]result, len(keys))
+	taken, busy, err := c.lockAll(ctx, keys, dks, token, results)
+	if err != nil {
+		return nil, err
+	}
+	var g loadGroup
+	// Keys another process is loading: wait as GetOrLoad does, each in its own goroutine,
+	// while this one loads the others.
+	for _, i := range busy {
+		g.wg.Add(1)
+		go func() {
+			defer g.wg.Done()
+			defer g.recoverPanic()
+			one := func(ctx context.Context) ([]byte, error) {
+				rs, err := batch(ctx, []string{keys[i]})
+				if err != nil {
+					return nil, err
+				}
+				r, ok := rs[keys[i]]
+				if !ok {
+					return nil, ErrNotFound
+				}
+				return []byte(r.value()), nil
+			}
+			r, err := c.waitLocked(ctx, keys[i], dks[i], ttl, one)
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if err != nil && g.err == nil {
+				g.err = err
+			}
+			results[i] = r
+		}()
+	}
+	ownErr := func() error {
+		if len(taken) == 0 {
+			return nil
+		}
+		// A panic of the loader is raised again once the waiting goroutines are done.
+		defer g.recoverPanic()
+		return c.loadTaken(ctx, pick(keys, taken), pick(dks, taken), ttl, token, batch, func(j int, r result) { results[taken[j]] = r })
+	}()
+	g.wg.Wait()
+	if g.panicked != nil {
+		panic(g.panicked)
+	}
+	if ownErr != nil {
+		return nil, ownErr
+	}
+	if g.err != nil {
+		return nil, g.err
+	}
+	return results, nil
+}
+
+// loadGroup collects the waits of a lockedMany: the first error and a panic to raise again.
+type loadGroup struct {
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	err      error
+	panicked any
+}
+
+// recoverPanic, deferred, records a panic of the goroutine.
+func (g *loadGroup) recoverPanic() {
+	if p := recover(); p != nil {
+		g.mu.Lock()
+		g.panicked = p
+		g.mu.Unlock()
+	}
+}
+
+// lockAll takes the load locks of dks for token in one pipeline. It returns the indexes of
+// the keys it locked and of those another process holds the lock of; the others already
+// have a value or a null marker, put in results. On an error it releases the locks it took.
+func (c *Cache) lockAll(ctx context.Context, keys, dks []string, token string, results []result) (taken, busy []int, err error) {
+	tk, gerr := c.gate(ctx, dks...)
+	if gerr != nil {
+		return nil, nil, fmt.Errorf("cache: lock %d keys: %w", len(keys), gerr)
+	}
 	lockMs := strconv.FormatInt(c.cfg.Breakdown.LockTTL.Milliseconds(), 10)
 	execs := make([]rueidis.LuaExec, len(dks))
 	for i, dk := range dks {
@@ -418,8 +635,6 @@ func (c *Cache) lockedMany(ctx context.Context, keys, dks []string, ttl time.Dur
 	rctx, op := c.batchCtx(ctx, len(execs))
 	resps := c.evalMulti(rctx, acquireSrc, execs)
 	op.release()
-	results := make([]result, len(keys))
-	var taken, busy []int
 	for i, resp := range resps {
 		s, err := resp.ToString()
 		if rueidis.IsRedisNil(err) {
@@ -435,122 +650,74 @@ func (c *Cache) lockedMany(ctx context.Context, keys, dks []string, ttl time.Dur
 				}
 			}
 			c.unlockMany(ctx, pick(dks, taken), token)
-			return nil, fmt.Errorf("cache: lock %d keys: %w", len(keys), c.outcome(ctx, tk, err))
+			return nil, nil, fmt.Errorf("cache: lock %d keys: %w", len(keys), c.outcome(ctx, tk, err))
 		}
-		switch classify(s) {
-		case kindLocked:
+		s, k, err := c.open(ctx, dks[i], s, classify(s))
+		switch {
+		case err != nil:
+			taken = taken[:0]
+			for j := range resps {
+				if rueidis.IsRedisNil(resps[j].Error()) {
+					taken = append(taken, j)
+				}
+			}
+			c.unlockMany(ctx, pick(dks, taken), token)
+			return nil, nil, fmt.Errorf("cache: lock %d keys: %w", len(keys), err)
+		case k == kindLocked, k == kindMiss: // a miss: an invalidated entry, just deleted
 			busy = append(busy, i)
-		case kindNull:
+		case k == kindNull:
 			results[i] = result{null: true}
 		default:
 			results[i] = result{raw: s}
 		}
 	}
 	c.outcome(ctx, tk, nil)
+	return taken, busy, nil
+}
 
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		waitErr  error
-		panicked any
-	)
-	// Keys another process is loading: wait as GetOrLoad does, each in its own goroutine,
-	// while this one loads the others.
-	for _, i := range busy {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if p := recover(); p != nil {
-					mu.Lock()
-					panicked = p
-					mu.Unlock()
-				}
-			}()
-			one := func(ctx context.Context) ([]byte, error) {
-				rs, err := batch(ctx, []string{keys[i]})
-				if err != nil {
-					return nil, err
-				}
-				r, ok := rs[keys[i]]
-				if !ok {
-					return nil, ErrNotFound
-				}
-				return []byte(r.raw), nil
-			}
-			r, err := c.waitLocked(ctx, keys[i], dks[i], ttl, one)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && waitErr == nil {
-				waitErr = err
-			}
-			results[i] = r
-		}()
-	}
-	ownErr := func() error {
-		if len(taken) == 0 {
-			return nil
+// loadTaken loads keys (Redis keys dks, whose locks token holds) in one loader call, gives
+// each result to set, and writes them back in one pipeline, releasing the locks. If the
+// load fails or panics, the locks are released.
+func (c *Cache) loadTaken(ctx context.Context, keys, dks []string, ttl time.Duration, token string, batch batchFunc, set func(int, result)) error {
+	done := false
+	defer func() {
+		if !done {
+			c.unlockMany(ctx, dks, token)
 		}
-		// A panic of the loader is raised again once the waiting goroutines are done.
-		defer func() {
-			if p := recover(); p != nil {
-				mu.Lock()
-				panicked = p
-				mu.Unlock()
-			}
-		}()
-		done := false
-		defer func() {
-			if !done {
-				c.unlockMany(ctx, pick(dks, taken), token)
-			}
-		}()
-		rs, err := c.callBatch(ctx, pick(keys, taken), batch)
-		if err != nil {
-			return err
-		}
-		done = true
-		values := make([]string, len(taken))
-		execs := make([]rueidis.LuaExec, len(taken))
-		for j, i := range taken {
-			r := rs[j]
-			results[i] = r
-			value, ms := r.raw, int64(0)
-			if r.null {
-				value, ms = nullMarker, jitter(c.cfg.NullTTL, c.cfg.JitterRatio)
-			} else {
-				ms, _ = c.ttlMillis(ttl)
-			}
-			values[j] = value
-			execs[j] = rueidis.LuaExec{Keys: []string{dks[i]}, Args: []string{token, value, strconv.FormatInt(ms, 10)}}
-		}
-		tk, gerr := c.gate(ctx)
-		if gerr != nil {
-			c.background("write-back", gerr) // the locks expire after LockTTL
-			return nil
-		}
-		wctx, cancel := c.detachedN(ctx, len(execs))
-		defer cancel()
-		fills := c.evalMulti(wctx, fillSrc, execs)
-		c.background("write-back", c.outcome(context.Background(), tk, firstErr(fills)))
-		for j, i := range taken {
-			if n, err := fills[j].AsInt64(); err != nil || n == 1 {
-				c.wrote(dks[i], values[j], false)
-			}
-		}
-		return nil
 	}()
-	wg.Wait()
-	if panicked != nil {
-		panic(panicked)
+	rs, err := c.callBatch(ctx, keys, batch)
+	if err != nil {
+		return err
 	}
-	if ownErr != nil {
-		return nil, ownErr
+	done = true
+	values := make([]string, len(keys))
+	execs := make([]rueidis.LuaExec, len(keys))
+	for j, r := range rs {
+		set(j, r)
+		value, ms := r.value(), int64(0)
+		if r.null {
+			value, ms = nullMarker, jitter(c.cfg.NullTTL, c.cfg.JitterRatio)
+		} else {
+			ms, _ = c.ttlMillis(ttl)
+		}
+		values[j] = value
+		execs[j] = rueidis.LuaExec{Keys: []string{dks[j]}, Args: []string{token, value, strconv.FormatInt(ms, 10)}}
 	}
-	if waitErr != nil {
-		return nil, waitErr
+	tk, gerr := c.gate(ctx, dks...)
+	if gerr != nil {
+		c.background("write-back", gerr) // the locks expire after LockTTL
+		return nil
 	}
-	return results, nil
+	wctx, cancel := c.detachedN(ctx, len(execs))
+	defer cancel()
+	fills := c.evalMulti(wctx, fillSrc, execs)
+	c.background("write-back", c.outcome(context.Background(), tk, firstErr(fills)))
+	for j := range keys {
+		if n, err := fills[j].AsInt64(); err != nil || n == 1 {
+			c.wrote(dks[j], values[j], false)
+		}
+	}
+	return nil
 }
 
 // waitLocked is GetOrLoad's per-key path for a key another process holds the lock of,
@@ -569,7 +736,7 @@ func (c *Cache) unlockMany(ctx context.Context, dks []string, token string) {
 	if len(dks) == 0 {
 		return
 	}
-	tk, gerr := c.gate(ctx)
+	tk, gerr := c.gate(ctx, dks...)
 	if gerr != nil {
 		c.background("unlock", gerr)
 		return
@@ -592,7 +759,7 @@ func (c *Cache) unlockMany(ctx context.Context, dks []string, token string) {
 // storeMany writes the results of a load without the lock (breakdown protection off) in
 // one pipeline; a failure only costs a reload (background).
 func (c *Cache) storeMany(ctx context.Context, dks []string, rs []result, ttl time.Duration) {
-	tk, gerr := c.gate(ctx)
+	tk, gerr := c.gate(ctx, dks...)
 	if gerr != nil {
 		c.background("write-back", gerr)
 		return
@@ -600,7 +767,7 @@ func (c *Cache) storeMany(ctx context.Context, dks []string, rs []result, ttl ti
 	cmds := make(rueidis.Commands, len(dks))
 	values := make([]string, len(dks))
 	for i, r := range rs {
-		value, ms := r.raw, int64(0)
+		value, ms := r.value(), int64(0)
 		if r.null {
 			value, ms = nullMarker, jitter(c.cfg.NullTTL, c.cfg.JitterRatio)
 		} else {

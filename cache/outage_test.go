@@ -76,10 +76,10 @@ var failures = []failure{
 // recorder collects breaker state changes.
 type recorder struct {
 	mu      sync.Mutex
-	changes []BreakerChange
+	changes []redstream.BreakerChange
 }
 
-func (r *recorder) add(ch BreakerChange) {
+func (r *recorder) add(ch redstream.BreakerChange) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.changes = append(r.changes, ch)
@@ -168,8 +168,8 @@ func testOutageLoadPolicy(t *testing.T, o failure, clientSide bool) {
 			var exp strings.Builder
 			c.Metrics().WritePrometheus(&exp)
 			for _, want := range []string{
-				MetricFallbacks + `{name="` + cfg.Name + `",reason="` + ReasonBreakerOpen + `"} ` + strconv.Itoa(20-health.DefaultFailures),
-				MetricBreakerState + `{name="` + cfg.Name + `"} 2`,
+				metricFallbacks + `{name="` + cfg.Name + `",reason="` + reasonBreakerOpen + `"} ` + strconv.Itoa(20-health.DefaultFailures),
+				metricBreakerState + `{name="` + cfg.Name + `"} 2`,
 			} {
 				if !strings.Contains(exp.String(), want) {
 					t.Errorf("exposition lacks %q:\n%s", want, exp.String())
@@ -306,10 +306,10 @@ func TestOutageWhileWaitingForLock(t *testing.T) {
 					t.Errorf("waiter got %q, want its loader's value", v)
 				}
 				t.Logf("waiter answered %v after Redis hung", time.Since(begin).Round(time.Millisecond))
-				if took := time.Since(begin); took > DefaultTimeout+DefaultWaitInterval+time.Second {
+				if took := time.Since(begin); took > DefaultTimeout+defaultWaitInterval+time.Second {
 					t.Errorf("waiter answered after %v, want about Timeout + WaitInterval", took)
 				}
-			case <-time.After(DefaultWaitTimeout + 5*time.Second):
+			case <-time.After(defaultWaitTimeout + 5*time.Second):
 				t.Fatal("the waiter hangs")
 			}
 			begin = time.Now()

@@ -20,10 +20,13 @@ var (
 	expireLua string
 	//go:embed scripts/get_renew.lua
 	getRenewLua string
+	//go:embed scripts/refresh.lua
+	refreshLua string
 
 	acquireScript  = rueidis.NewLuaScript(acquireLua)
 	fillScript     = rueidis.NewLuaScript(fillLua)
 	unlockScript   = rueidis.NewLuaScript(unlockLua)
 	expireScript   = rueidis.NewLuaScript(expireLua)
 	getRenewScript = rueidis.NewLuaScript(getRenewLua)
+	refreshScript  = rueidis.NewLuaScript(refreshLua)
 )

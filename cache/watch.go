@@ -31,7 +31,7 @@ func (c *Cache) watch(ctx context.Context, dk string) (*watcher, string, kind, e
 	default:
 		return nil, "", kindMiss, nil
 	}
-	tk, gerr := c.gate(ctx)
+	tk, gerr := c.gate(ctx, dk)
 	if gerr != nil {
 		<-c.watchSlots
 		return nil, "", kindMiss, gerr

@@ -163,7 +163,7 @@ redis-cache:
 	want.JitterRatio = 0
 	want.SlidingExpiration = true
 	want.Breakdown = cache.BreakdownConfig{Enabled: false, LockTTL: 2 * time.Second, WaitTimeout: 0, WaitInterval: 10 * time.Millisecond}
-	want.ClientSideCache = cache.ClientSideCacheConfig{Enabled: true, TTL: 1500 * time.Millisecond}
+	want.ClientSideCache = cache.ClientSideCacheConfig{Enabled: true, TTL: 1500 * time.Millisecond, MaxStaleness: 2 * time.Second, Heartbeat: 500 * time.Millisecond}
 	for _, tc := range []struct{ name, doc string }{
 		{"kebab-case", `
 redis-cache:
@@ -183,6 +183,8 @@ redis-cache:
   client-side-cache:
     enabled: true
     ttl-ms: 1500
+    max-staleness-ms: 2000
+    heartbeat-ms: 500
 `},
 		{"camelCase and duration strings", `
 redisCache:
@@ -199,7 +201,7 @@ redisCache:
     lockTtlMs: 2s
     waitTimeoutMs: 0
     waitIntervalMs: 10
-  clientSideCache: {enabled: true, ttlMs: 1500}
+  clientSideCache: {enabled: true, ttlMs: 1500, maxStalenessMs: 2s, heartbeatMs: 500}
 `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,6 +237,8 @@ func TestCacheSectionErrors(t *testing.T) {
 		{"document is a list", "- a\n", "config: (document) (line 1): must be a mapping of settings"},
 		{"empty name", "redis-cache:\n  name: \"\"\n", "config: redis-cache.name (line 2): must not be empty"},
 		{"default left invalid by another key", "redis-cache:\n  client-side-cache:\n    enabled: true\n    ttl-ms: 0\n", "config: redis-cache.client-side-cache.ttl-ms (line 4): must be at least 1ms, got 0s"},
+		{"negative max staleness", "redis-cache:\n  client-side-cache:\n    enabled: true\n    max-staleness-ms: -1\n", "config: redis-cache.client-side-cache.max-staleness-ms (line 4): must not be negative (0: the default, 3s), got -1ms"},
+		{"heartbeat past max staleness", "redis-cache:\n  client-side-cache:\n    enabled: true\n    max-staleness-ms: 500\n    heartbeat-ms: 500\n", "config: redis-cache.client-side-cache.max-staleness-ms (line 4): must be more than the heartbeat interval (heartbeat-ms: 500ms), got 500ms"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := config.Load([]byte(tc.doc), quiet)

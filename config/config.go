@@ -84,6 +84,10 @@ type Config struct {
 	// connection settings of the Java application, turned into a rueidis.ClientOption by
 	// RedisSettings.ClientOption.
 	Redis RedisSettings
+	// Idempotency is redis-idempotency: the options of an idempotency.Idempotent
+	// (Config.NewIdempotent) and of the httpidem middleware under http, validated by
+	// idempotency.Options.Validate; without the section they are the zero (default) ones.
+	Idempotency IdempotencySettings
 
 	redis  rueidis.Client
 	logger *slog.Logger // Options.Logger, for the components built here
@@ -147,7 +151,7 @@ func (l *loader) strict(n yamlx.Node, format string, args ...any) error {
 }
 
 func (l *loader) bindOptions() yamlx.BindOptions {
-	return yamlx.BindOptions{Lenient: l.opts.Lenient, Warn: l.warn, Getenv: l.getenv,
+	return yamlx.BindOptions{Lenient: l.opts.Lenient, Warn: l.warn, Getenv: l.getenv, Parse: parsers,
 		FromEnv: func(path, name string) { l.fromEnv[path] = name }}
 }
 
@@ -162,32 +166,34 @@ func load(docs []yamlx.Node, size int, opts Options) (*Config, error) {
 		return nil, invalid(err)
 	}
 	root := ld.Root
-	if err := l.checkRoot(root); err != nil {
-		return nil, invalid(err)
-	}
-	// The sections that only parse go first, so that an error there builds no limiter.
+	// Every section is read and checked, and their errors reported together in file order;
+	// the limiters are built only from a file without errors.
+	errs := []error{l.checkRoot(root)}
 	st, err := l.loadStream(root)
-	if err != nil {
-		return nil, invalid(err)
-	}
+	errs = append(errs, err)
 	ca, err := l.loadCache(root)
-	if err != nil {
-		return nil, invalid(err)
-	}
+	errs = append(errs, err)
 	rs, err := l.loadRedis(root)
-	if err != nil {
+	errs = append(errs, err)
+	idem, err := l.loadIdempotency(root)
+	errs = append(errs, err)
+	plan, err := l.planRateLimit(root)
+	errs = append(errs, err)
+	if err := yamlx.Join(errs); err != nil {
 		return nil, invalid(err)
 	}
-	rl, err := l.loadRateLimit(root)
-	if err != nil {
-		return nil, invalid(err)
+	rl := plan.rl
+	if rl == nil {
+		if rl, err = l.buildRateLimit(plan); err != nil {
+			return nil, invalid(err)
+		}
 	}
-	return &Config{Profiles: ld.Profiles, RateLimit: rl, Stream: st, Cache: ca, Redis: rs, redis: opts.Redis, logger: opts.Logger}, nil
+	return &Config{Profiles: ld.Profiles, RateLimit: rl, Stream: st, Cache: ca, Redis: rs, Idempotency: idem, redis: opts.Redis, logger: opts.Logger}, nil
 }
 
 // checkRoot rejects unknown keys under redis-streaming (this library's prefix; it holds
-// ratelimit only) and warns about top-level keys one or two letters away from a section
-// name: the section would otherwise be ignored without a word.
+// ratelimit only) and top-level keys one or two letters away from a section name (a
+// warning in lenient mode): the section would otherwise be ignored without a word.
 func (l *loader) checkRoot(root yamlx.Node) error {
 	sec, err := section(root, "redis-streaming")
 	if err != nil {
@@ -200,12 +206,18 @@ func (l *loader) checkRoot(root yamlx.Node) error {
 		return err
 	}
 	entries, _ := root.Entries()
+	var errs []error
 	for _, e := range entries {
-		if near := yamlx.Near(e.Name(), "redis-streaming", StreamPath, CachePath); near != "" {
-			l.warn(e, fmt.Sprintf("top-level key %q is not read; did you mean %s?", e.Name(), near))
+		if near := yamlx.Near(e.Name(), "redis-streaming", StreamPath, CachePath, IdempotencyPath); near != "" && e.Name() != near {
+			msg := fmt.Sprintf("top-level key %q is not read; did you mean %s?", e.Name(), near)
+			if err := l.strict(e, "%s", msg); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			l.warn(e, msg)
 		}
 	}
-	return nil
+	return yamlx.Join(errs)
 }
 
 // loadError is an error of a file: its message is the *yamlx.Error's, and it matches

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/config"
+	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/redistest"
 	"github.com/redstream-go/redstream/internal/yamlx"
 	"github.com/redstream-go/redstream/memory"
@@ -95,7 +97,7 @@ func admitted(t *testing.T, l redstream.Limiter, key string, at time.Time, n int
 	t.Helper()
 	got := 0
 	for range n {
-		d, err := l.AllowAt(context.Background(), key, at)
+		d, err := l.AllowN(context.Background(), key, at, 1)
 		if err != nil {
 			t.Fatalf("AllowAt: %v", err)
 		}
@@ -114,7 +116,7 @@ func checkSeedSettings(t *testing.T, s config.RateLimitSettings) {
 		t.Fatalf("settings = %+v", s)
 	}
 	a1, a2 := s.Policies[0], s.Policies[1]
-	if a1.Name != "api1" || a1.Algorithm != redstream.AlgorithmSlidingWindow || a1.WindowMs != 1000 || a1.Limit != 10 || a1.Backend != "redis" {
+	if a1.Name != "api1" || a1.Algorithm != redstream.AlgorithmSlidingWindow || a1.Window != time.Second || a1.Limit != 10 || a1.Backend != "redis" {
 		t.Errorf("api1 = %+v", a1)
 	}
 	if a2.Name != "api2" || a2.Algorithm != redstream.AlgorithmTokenBucket || a2.Capacity != 100 || a2.RatePerSecond != 50 {
@@ -198,14 +200,20 @@ func TestFullExample(t *testing.T) {
 	if s.FailurePolicy != redstream.FailFallback || s.Policies[3].FailurePolicy != redstream.FailOpen || s.Policies[1].FailurePolicy != redstream.FailFallback {
 		t.Errorf("failure policies: section %v, search %v, uploads %v", s.FailurePolicy, s.Policies[3].FailurePolicy, s.Policies[1].FailurePolicy)
 	}
-	if r := s.Redis; r != config.DefaultRedisLimiterSettings() {
+	if r := s.Redis; !reflect.DeepEqual(r, defaultRedis) {
 		t.Errorf("section Redis keys %+v, want the defaults written out", r)
 	}
-	if r := s.Policies[1].Redis; !r.JavaCompatible || r.TimeoutMs != 100 {
+	if r := s.Policies[1].Redis; !r.JavaCompatible || r.Timeout != 100*time.Millisecond {
 		t.Errorf("uploads Redis keys %+v, want java-compatible", r)
 	}
-	if r := s.Policies[3].Redis; r.TimeoutMs != 50 || r.Breaker.Failures != -1 || r.Breaker.ErrorRate != 0.5 || r.JavaCompatible {
+	if r := s.Policies[3].Redis; r.Timeout != 50*time.Millisecond || r.Breaker.Failures != -1 || r.Breaker.ErrorRate != 0.5 || r.JavaCompatible {
 		t.Errorf("search Redis keys %+v, want timeout-ms 50 and failures -1", r)
+	}
+	if p := s.Policies[3]; p.Previous != redstream.SlidingCounter(time.Second, 25) || p.Carry != core.CarryProportional {
+		t.Errorf("search: previous %+v carry %v, want the sliding counter of 25 and proportional", p.Previous, p.Carry)
+	}
+	if s.Shadow || !s.Policies[3].Shadow || s.Policies[0].Shadow {
+		t.Errorf("shadow: section %v, search %v, api %v; want false, true, false", s.Shadow, s.Policies[3].Shadow, s.Policies[0].Shadow)
 	}
 	wantEngines := map[string]string{
 		"api": "*redisbackend.Limiter", "uploads": "*redisbackend.Limiter", "shaper": "*memory.Limiter",
@@ -218,9 +226,9 @@ func TestFullExample(t *testing.T) {
 		}
 	}
 	login, _ := rl.Registry.Get("login")
-	multi, ok := login.(*metrics.NamedLimiter).Unwrap().(*redstream.MultiLimiter)
-	if !ok || len(multi.Limits()) != 2 || multi.Limits()[0].Name != "per-minute" {
-		t.Fatalf("login is not a two-limit MultiLimiter: %T", login.(*metrics.NamedLimiter).Unwrap())
+	multi, ok := login.(*metrics.NamedLimiter).Unwrap().(interface{ Rules() []redstream.Rule })
+	if !ok || len(multi.Rules()) != 2 || multi.Rules()[0].Name != "per-minute" {
+		t.Fatalf("login is not a two-rule redstream.Multi limiter: %T", login.(*metrics.NamedLimiter).Unwrap())
 	}
 	if engine(t, login).(*redisbackend.Limiter).KeyPrefix() != "auth:login" {
 		t.Errorf("login key prefix = %q", engine(t, login).(*redisbackend.Limiter).KeyPrefix())
@@ -235,8 +243,8 @@ func TestFullExample(t *testing.T) {
 		t.Errorf("login admitted %d over 10 minutes, want the daily 20", got)
 	}
 	shaper, _ := rl.Registry.Get("shaper")
-	d, _ := shaper.AllowAt(context.Background(), "k", t0)
-	d2, _ := shaper.AllowAt(context.Background(), "k", t0)
+	d, _ := shaper.AllowN(context.Background(), "k", t0, 1)
+	d2, _ := shaper.AllowN(context.Background(), "k", t0, 1)
 	if !d.Allowed || !d2.Allowed || d2.Delay != 200*time.Millisecond {
 		t.Errorf("leaky bucket shaping: %+v then %+v, want a 200ms delay on the second", d, d2)
 	}
@@ -246,7 +254,7 @@ func TestDefaults(t *testing.T) {
 	c := load(t, "redis-streaming:\n  ratelimit:\n    enabled: true\n", config.Options{})
 	rl := c.RateLimit
 	s := rl.Settings
-	if s.Backend != "memory" || s.WindowMs != 1000 || s.Limit != 100 || s.KeyPrefix != "streaming:rl" ||
+	if s.Backend != "memory" || s.Window != time.Second || s.Limit != 100 || s.KeyPrefix != "streaming:rl" ||
 		s.DefaultName != "default" || s.FailurePolicy != redstream.FailClosed || len(s.Policies) != 0 {
 		t.Errorf("defaults = %+v", s)
 	}
@@ -274,14 +282,14 @@ func TestDefaults(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := load(t, doc, quiet)
-			if c.RateLimit.Settings.Enabled || c.RateLimit.Registry.Len() != 0 || c.RateLimit.DefaultName != "" {
+			if c.RateLimit.Settings.Enabled || len(c.RateLimit.Registry.Names()) != 0 || c.RateLimit.DefaultName != "" {
 				t.Errorf("a disabled section built %v, %q", c.RateLimit.Registry.Names(), c.RateLimit.DefaultName)
 			}
 			// Rate limiting is off: Default admits everything and never panics.
 			if n := admitted(t, c.RateLimit.Default, "k", t0, 1000); n != 1000 {
 				t.Errorf("disabled Default admitted %d of 1000, want all", n)
 			}
-			if _, err := c.RateLimit.Default.Allow(context.Background(), ""); !errors.Is(err, redstream.ErrEmptyKey) {
+			if _, err := c.RateLimit.Default.AllowN(context.Background(), "", time.Time{}, 1); !errors.Is(err, redstream.ErrEmptyKey) {
 				t.Errorf("disabled Default with an empty key: %v, want ErrEmptyKey", err)
 			}
 		})
@@ -340,7 +348,7 @@ func TestStrictAndLenient(t *testing.T) {
 			"config: redis-streaming.ratelimit.policies (line 3): policies are set but enabled is missing, so none would be built; set enabled: true, or remove the policies",
 			"policies are set but enabled is missing; no limiter is built and Default admits every request",
 			func(t *testing.T, rl *config.RateLimit) {
-				if rl.Registry.Len() != 0 || admitted(t, rl.Default, "k", t0, 5) != 5 {
+				if len(rl.Registry.Names()) != 0 || admitted(t, rl.Default, "k", t0, 5) != 5 {
 					t.Errorf("a disabled section built %v or its Default limits", rl.Registry.Names())
 				}
 			},
@@ -379,7 +387,7 @@ func TestStrictAndLenient(t *testing.T) {
 			if c.RateLimit.Default == nil {
 				t.Fatal("lenient Default is nil")
 			}
-			if _, err := c.RateLimit.Default.Allow(context.Background(), "k"); err != nil {
+			if _, err := c.RateLimit.Default.AllowN(context.Background(), "k", time.Time{}, 1); err != nil {
 				t.Errorf("lenient Default.Allow: %v", err)
 			}
 			if tt.check != nil {
@@ -394,7 +402,7 @@ func TestStrictAndLenient(t *testing.T) {
 // picking one silently.
 func TestNoDefaultName(t *testing.T) {
 	rl := load(t, "redis-streaming.ratelimit:\n  enabled: true\n  policies:\n    b: {limit: 1}\n    a: {limit: 2}\n", quiet).RateLimit
-	if _, err := rl.Default.Allow(context.Background(), "k"); !errors.Is(err, config.ErrNoDefault) || !errors.Is(err, redstream.ErrInvalidConfig) {
+	if _, err := rl.Default.AllowN(context.Background(), "k", time.Time{}, 1); !errors.Is(err, config.ErrNoDefault) || !errors.Is(err, redstream.ErrInvalidConfig) {
 		t.Errorf("Default.Allow error = %v, want ErrNoDefault", err)
 	}
 	if rl.DefaultName != "" || fmt.Sprint(rl.Registry.Names()) != "[a b]" {
@@ -415,9 +423,9 @@ func TestBadValues(t *testing.T) {
 	}{
 		{"limit zero", pol + "        limit: 0\n", "config: redis-streaming.ratelimit.policies.api1.limit (line 6): limit = 0, want in [1, 1099511627776]"},
 		{"limit text", pol + "        limit: ten\n", `config: redis-streaming.ratelimit.policies.api1.limit (line 6): must be an integer, got "ten"`},
-		{"window negative", pol + "        window-ms: -5\n", "config: redis-streaming.ratelimit.policies.api1.window-ms (line 6): window = -5000µs, want in (0, 2251799813685248µs]"},
-		{"window camel", pol + "        windowMs: 0\n", "config: redis-streaming.ratelimit.policies.api1.window-ms (line 6): window = 0µs, want in (0, 2251799813685248µs]"},
-		{"window too large", pol + "        window-ms: 9223372036855\n", "config: redis-streaming.ratelimit.policies.api1.window-ms (line 6): is too large: 9223372036855 ms (at most 9223372036854)"},
+		{"window negative", pol + "        window-ms: -5\n", "config: redis-streaming.ratelimit.policies.api1.window-ms (line 6): window = -5ms, want more than 0 and at most 625499h56m53.685248s"},
+		{"window camel", pol + "        windowMs: 0\n", "config: redis-streaming.ratelimit.policies.api1.window-ms (line 6): window = 0s, want more than 0 and at most 625499h56m53.685248s"},
+		{"window too large", pol + "        window-ms: 9223372036855\n", "config: redis-streaming.ratelimit.policies.api1.window-ms (line 6): is out of range: 9223372036855ms"},
 		{"capacity", pol + "        algorithm: token-bucket\n        capacity: 0.5\n", "config: redis-streaming.ratelimit.policies.api1.capacity (line 7): capacity = 0.5, want a finite number in [1, 1099511627776]"},
 		{"rate", pol + "        algorithm: token-bucket\n        rate-per-second: 2e6\n", "config: redis-streaming.ratelimit.policies.api1.rate-per-second (line 7): ratePerSecond = 2e+06, want a finite number in (0, 1e6] per second"},
 		{"policy backend", pol + "        backend: mongo\n", `config: redis-streaming.ratelimit.policies.api1.backend (line 6): must be memory or redis, got "mongo"`},
@@ -521,17 +529,17 @@ func TestFailurePolicies(t *testing.T) {
 	defer cancel()
 	// A key other than "k": "k"'s denial is remembered (local denials) and still answered,
 	// whatever the failure policy; the policies decide what Redis cannot.
-	if d, err := get("closed").AllowAt(ctx, "fresh", t0); err == nil || d.Allowed {
+	if d, err := get("closed").AllowN(ctx, "fresh", t0, 1); err == nil || d.Allowed {
 		t.Errorf("fail-closed with Redis down: %+v, %v; want an error", d, err)
 	}
 	for range 3 {
-		if d, err := get("open").AllowAt(ctx, "fresh", t0); err != nil || !d.Allowed {
+		if d, err := get("open").AllowN(ctx, "fresh", t0, 1); err != nil || !d.Allowed {
 			t.Errorf("fail-open with Redis down: %+v, %v; want admitted", d, err)
 		}
 	}
 	var local []bool
 	for range 3 {
-		d, err := get("local").AllowAt(ctx, "fresh", t0)
+		d, err := get("local").AllowN(ctx, "fresh", t0, 1)
 		if err != nil {
 			t.Fatalf("fallback with Redis down: %v", err)
 		}
@@ -543,22 +551,113 @@ func TestFailurePolicies(t *testing.T) {
 }
 
 // TestSectionNameTypos: a misspelled section is not silently ignored: under this library's
-// prefix it is an error, at the top level a warning (the key may be the application's).
+// prefix it is an error; at the top level, a key one or two letters away from a section's
+// name is an error in strict mode and a warning in lenient mode.
 func TestSectionNameTypos(t *testing.T) {
 	_, err := config.Load([]byte("redis-streaming:\n  ratelimt:\n    enabled: true\n"), quiet)
 	if err == nil || err.Error() != "config: redis-streaming.ratelimt (line 2): unknown key (did you mean ratelimit?)" {
 		t.Errorf("misspelled ratelimit: %v", err)
 	}
-	for _, doc := range []string{"redis-cahce:\n  key-prefix: x\n", "redisStram.read-count: 5\n", "redis-streamin.ratelimit.enabled: true\n"} {
+	for doc, want := range map[string]string{
+		"redis-cahce:\n  key-prefix: x\n":          `config: redis-cahce (line 1): top-level key "redis-cahce" is not read; did you mean redis-cache?`,
+		"redisStram.read-count: 5\n":               `config: redisStram (line 1): top-level key "redisStram" is not read; did you mean redis-stream?`,
+		"redis-streamin.ratelimit.enabled: true\n": `config: redis-streamin (line 1): top-level key "redis-streamin" is not read; did you mean redis-streaming?`,
+		"redis-streams:\n  read-count: 5\nredis-cache-x: {}\n": `config: redis-streams (line 1): top-level key "redis-streams" is not read; did you mean redis-stream?` + "\n" +
+			`config: redis-cache-x (line 3): top-level key "redis-cache-x" is not read; did you mean redis-cache?`,
+	} {
+		if _, err := config.Load([]byte(doc), quiet); err == nil || err.Error() != want || !errors.Is(err, redstream.ErrInvalidConfig) {
+			t.Errorf("%q strict: %v\nwant %s", doc, err, want)
+		}
 		log, logs := logger()
-		load(t, doc, config.Options{Logger: log})
+		load(t, doc, config.Options{Logger: log, Lenient: true})
 		if !strings.Contains(logs.String(), "is not read; did you mean") {
-			t.Errorf("%q: no warning:\n%s", doc, logs)
+			t.Errorf("%q lenient: no warning:\n%s", doc, logs)
 		}
 	}
 	log, logs := logger()
 	load(t, "redis-stream.read-count: 5\nredis-cache.name: x\nredisStreaming.ratelimit.enabled: true\nspring.application.name: a\nmy-app: {x: 1}\n", config.Options{Logger: log})
 	if logs.String() != "" {
 		t.Errorf("warnings for correct names:\n%s", logs)
+	}
+}
+
+// TestAllErrorsInFileOrder: a file with several mistakes in several sections reports every
+// one, in the order of their lines, each with its line.
+func TestAllErrorsInFileOrder(t *testing.T) {
+	doc := `redis-cache:
+  key-prefx: "cache:"
+  default-ttl-seconds: soon
+redis-stream:
+  read-cont: 10
+  block-ms: 2000
+  max-retry: many
+redis-streaming:
+  ratelimit:
+    enabled: true
+    limt: 5
+`
+	_, err := config.Load([]byte(doc), quiet)
+	if err == nil || !errors.Is(err, redstream.ErrInvalidConfig) {
+		t.Fatalf("Load: %v, want an error matching ErrInvalidConfig", err)
+	}
+	lines := strings.Split(err.Error(), "\n")
+	want := []string{"(line 2)", "(line 3)", "(line 5)", "(line 7)", "(line 11)"}
+	if len(lines) != len(want) {
+		t.Fatalf("%d errors, want %d:\n%s", len(lines), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.Contains(lines[i], w) || !strings.HasPrefix(lines[i], "config: ") || strings.Count(lines[i], "config: ") != 1 {
+			t.Errorf("error %d = %q, want one starting \"config: \" at %s", i+1, lines[i], w)
+		}
+	}
+	var ye *yamlx.Error
+	if !errors.As(err, &ye) {
+		t.Errorf("errors.As finds no *yamlx.Error in %T", err)
+	}
+}
+
+// TestIdempotencySection: redis-idempotency binds an Idempotent's options and the
+// middleware's, checks them as idempotency.Options.Validate does, and builds an Idempotent
+// on the client.
+func TestIdempotencySection(t *testing.T) {
+	doc := `redis-idempotency:
+  name: payments
+  retention-ms: 86400000
+  lease-ms: 10s
+  timeout-ms: 250
+  breaker: {failures: 5}
+  http:
+    required: true
+    methods: [POST, PUT]
+`
+	cfg, err := config.Load([]byte(doc), config.Options{Redis: redistest.Client(t), Logger: quiet.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, h := cfg.Idempotency.Options, cfg.Idempotency.HTTP
+	if o.Name != "payments" || o.Retention != 24*time.Hour || o.Lease != 10*time.Second || o.Timeout != 250*time.Millisecond ||
+		o.Breaker.Failures != 5 || !h.Required || strings.Join(h.Methods, ",") != "POST,PUT" {
+		t.Errorf("Idempotency = %+v", cfg.Idempotency)
+	}
+	idem, err := cfg.NewIdempotent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for i := 0; i < 2; i++ {
+		if _, err := idem.Do(context.Background(), "order-1", "fp", func(context.Context) ([]byte, error) { calls++; return []byte("ok"), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("the function ran %d times for one key, want 1", calls)
+	}
+	for doc, want := range map[string]string{
+		"redis-idempotency:\n  lease-ms: 1\n":        "config: redis-idempotency (line 1): invalid configuration: Lease = 1ms, want 3ms to Retention (24h0m0s)",
+		"redis-idempotency:\n  retension-ms: 1000\n": "config: redis-idempotency.retension-ms (line 2): unknown key (did you mean retention-ms?)",
+	} {
+		if _, err := config.Load([]byte(doc), quiet); err == nil || err.Error() != want || !errors.Is(err, redstream.ErrInvalidConfig) {
+			t.Errorf("%q: %v\nwant %s", doc, err, want)
+		}
 	}
 }

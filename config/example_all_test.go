@@ -70,7 +70,7 @@ redis-cache:
 	fmt.Println("cache: prefix", cfg.Cache.KeyPrefix, "ttl", cfg.Cache.DefaultTTL)
 
 	ctx := context.Background()
-	d, err := cfg.RateLimit.Default.Allow(ctx, "user:1")
+	d, err := cfg.RateLimit.Default.AllowN(ctx, "user:1", time.Time{}, 1)
 	if err != nil {
 		panic(err)
 	}

@@ -56,11 +56,11 @@ redis-streaming:
 		panic(err)
 	}
 	p := cfg.RateLimit.Settings.Policies[0]
-	fmt.Println(p.Name, p.Algorithm, p.WindowMs, p.Limit)
+	fmt.Println(p.Name, p.Algorithm, p.Window, p.Limit)
 	// Output:
 	// level=WARN msg="config: unknown key (did you mean limit?); ignored" key=redis-streaming.ratelimit.policies.api.limt line=9
 	// level=WARN msg="config: unknown algorithm \"gcra\"; using sliding (window-ms 1000, limit 100)" key=redis-streaming.ratelimit.policies.api.algorithm line=8
-	// api sliding 1000 100
+	// api sliding 1s 100
 }
 
 // Profile documents and placeholders, as Spring Boot reads them. Options.Getenv stands in

@@ -35,7 +35,7 @@ redis-streaming:
 
 	now := time.Unix(1_800_000_000, 0)
 	for range 3 {
-		d, _ := rl.Default.AllowAt(context.Background(), "user:1", now)
+		d, _ := rl.Default.AllowN(context.Background(), "user:1", now, 1)
 		fmt.Println("api1 allowed:", d.Allowed)
 	}
 	// Output:

@@ -45,12 +45,13 @@ func checkLoad(t *testing.T, cfg *config.Config, err error) {
 		t.Fatalf("RateLimit %+v has a nil part", rl)
 	}
 	ctx := context.Background()
-	if _, err := rl.Default.AllowAt(ctx, "k", t0); err != nil && !errors.Is(err, config.ErrNoDefault) {
+	if _, err := rl.Default.AllowN(ctx, "k", t0, 1); err != nil && !errors.Is(err, config.ErrNoDefault) {
 		t.Fatalf("Default.AllowAt: %v", err)
 	}
 	n := 0
-	for name, l := range rl.Registry.All() {
-		if _, err := l.AllowAt(ctx, "k", t0); err != nil {
+	for _, name := range rl.Registry.Names() {
+		l, _ := rl.Registry.Get(name)
+		if _, err := l.AllowN(ctx, "k", t0, 1); err != nil {
 			t.Fatalf("limiter %q: %v", name, err)
 		}
 		if n++; n == 4 {

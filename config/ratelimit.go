@@ -3,11 +3,15 @@ package config
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/health"
 	"github.com/redstream-go/redstream/internal/yamlx"
 	"github.com/redstream-go/redstream/memory"
 	"github.com/redstream-go/redstream/metrics"
@@ -17,19 +21,29 @@ import (
 // RateLimitPath is the section RateLimit is built from.
 const RateLimitPath = "redis-streaming.ratelimit"
 
-// Defaults of the redis-streaming.ratelimit section, those of the Java starter.
+// Defaults of the redis-streaming.ratelimit section, those of the Java starter. The
+// default of RateLimitSettings.Backend and PolicySettings.Backend is BackendMemory.
 const (
-	DefaultBackend       = "memory"
-	DefaultWindowMs      = 1000
-	DefaultLimit         = 100
-	DefaultKeyPrefix     = "streaming:rl"
-	DefaultName          = "default"
-	DefaultAlgorithm     = redstream.AlgorithmSlidingWindow
-	DefaultCapacity      = 100.0
+	// DefaultWindow is the default of RateLimitSettings.Window and PolicySettings.Window
+	// (window-ms: 1000).
+	DefaultWindow = time.Second
+	// DefaultLimit is the default of RateLimitSettings.Limit and PolicySettings.Limit.
+	DefaultLimit = 100
+	// DefaultKeyPrefix is the default of RateLimitSettings.KeyPrefix: the Go engine's
+	// default too (redisbackend.DefaultKeyPrefix), so one rule gives a limiter's keys.
+	DefaultKeyPrefix = redisbackend.DefaultKeyPrefix
+	// DefaultName is the default of RateLimitSettings.DefaultName.
+	DefaultName = "default"
+	// DefaultAlgorithm is the default of PolicySettings.Algorithm, and the algorithm of
+	// the single limiter of a section without policies.
+	DefaultAlgorithm = redstream.AlgorithmSlidingWindow
+	// DefaultCapacity is the default of PolicySettings.Capacity.
+	DefaultCapacity = 100.0
+	// DefaultRatePerSecond is the default of PolicySettings.RatePerSecond.
 	DefaultRatePerSecond = 100.0
 )
 
-// Backends.
+// The values of RateLimitSettings.Backend and PolicySettings.Backend.
 const (
 	BackendMemory = "memory"
 	BackendRedis  = "redis"
@@ -53,109 +67,168 @@ type RateLimit struct {
 	DefaultName string
 }
 
-// RateLimitSettings are the values of redis-streaming.ratelimit (keys in parentheses).
+// RateLimitSettings are the values of redis-streaming.ratelimit, bound from the file
+// through their yaml tags (keys in parentheses), each absent key at its default.
 type RateLimitSettings struct {
 	// Enabled (enabled, default false) builds the limiters; when false nothing is built,
 	// as the Java starter's auto-configuration is off.
-	Enabled bool
-	// Backend (backend, default "memory") is "memory" or "redis"; policies without a
-	// backend of their own use it.
-	Backend string
-	// WindowMs (window-ms, default 1000) and Limit (limit, default 100) define the single
-	// sliding-window limiter built when there are no policies.
-	WindowMs int64
-	Limit    int64
-	// KeyPrefix (key-prefix, default "streaming:rl") starts the Redis keys of the single
-	// limiter; a Redis policy without its own key-prefix uses KeyPrefix + ":" + its name.
-	KeyPrefix string
-	// DefaultName (default-name, default "default") names the default limiter. With
+	Enabled bool `yaml:"enabled"`
+	// Backend (backend, default "memory") is BackendMemory or BackendRedis; policies
+	// without a backend of their own use it.
+	Backend string `yaml:"backend"`
+	// Window (window-ms, default DefaultWindow) and Limit (limit, default DefaultLimit)
+	// define the single sliding-window limiter built when there are no policies.
+	Window time.Duration `yaml:"window-ms" unit:"ms"`
+	Limit  int64         `yaml:"limit"`
+	// KeyPrefix (key-prefix, default DefaultKeyPrefix) starts the Redis keys of the single
+	// limiter; a Redis policy without its own key-prefix uses KeyPrefix + ":" + its name
+	// (a java-compatible one, KeyPrefix itself, as the Java starter does).
+	KeyPrefix string `yaml:"key-prefix"`
+	// DefaultName (default-name, default DefaultName) names the default limiter. With
 	// policies it must name one of them (in lenient mode: else the first by name).
-	DefaultName string
+	DefaultName string `yaml:"default-name"`
 	// FailurePolicy (failure-policy, default fail-closed; redstream's addition) is what
 	// Redis limiters do when Redis fails: "fail-closed", "fail-open" or "fallback" (decide
 	// with an in-process limiter of the same spec). Policies may override it.
-	FailurePolicy redstream.FailurePolicy
+	FailurePolicy redstream.FailurePolicy `yaml:"failure-policy"`
 	// Redis (timeout-ms, breaker.*, java-compatible, local-denials; redstream's
 	// additions) configures the Redis limiters' deadline, circuit breaker and key layout;
 	// policies may override each key.
-	Redis RedisLimiterSettings
+	Redis RedisLimiterSettings `yaml:",inline"`
 	// Policies (policies.<name>) in document order.
-	Policies []PolicySettings
+	Policies []PolicySettings `yaml:"-"`
+	// Shadow (shadow, default false; redstream's addition) runs the single limiter, and
+	// every policy that does not set its own shadow, in shadow mode (redstream.Shadow):
+	// each decision is made and counted (redis_streaming_rl_shadow_denied_total for what
+	// it would have denied), and every request is admitted.
+	Shadow bool `yaml:"shadow"`
 }
 
-// PolicySettings are the values of one redis-streaming.ratelimit.policies.<name> entry.
+// PolicySettings are the values of one redis-streaming.ratelimit.policies.<name> entry,
+// bound through their yaml tags; a key the policy does not set has the section's value
+// (backend, failure-policy, the Redis keys) or its default.
 type PolicySettings struct {
 	// Name is the policy's key under policies, as written.
-	Name string
-	// Algorithm (algorithm, default sliding): sliding, token-bucket, leaky-bucket, and
-	// redstream's fixed and sliding-counter. An unknown name is an error (lenient mode:
-	// a warning, and sliding).
-	Algorithm redstream.Algorithm
-	// Backend (backend): memory or redis; default the section's backend.
-	Backend string
-	// WindowMs (window-ms, default 1000) and Limit (limit, default 100) configure the
-	// window algorithms.
-	WindowMs int64
-	Limit    int64
-	// Capacity (capacity, default 100) and RatePerSecond (rate-per-second, default 100)
-	// configure the buckets.
-	Capacity      float64
-	RatePerSecond float64
+	Name string `yaml:"-"`
+	// Algorithm (algorithm, default DefaultAlgorithm): sliding, token-bucket,
+	// leaky-bucket, and redstream's fixed and sliding-counter. An unknown name is an error
+	// (lenient mode: a warning, and sliding).
+	Algorithm redstream.Algorithm `yaml:"algorithm"`
+	// Backend (backend): BackendMemory or BackendRedis; default the section's backend.
+	Backend string `yaml:"backend"`
+	// Window (window-ms, default DefaultWindow) and Limit (limit, default DefaultLimit)
+	// configure the window algorithms.
+	Window time.Duration `yaml:"window-ms" unit:"ms"`
+	Limit  int64         `yaml:"limit"`
+	// Capacity (capacity, default DefaultCapacity) and RatePerSecond (rate-per-second,
+	// default DefaultRatePerSecond) configure the buckets.
+	Capacity      float64 `yaml:"capacity"`
+	RatePerSecond float64 `yaml:"rate-per-second"`
 	// KeyPrefix (key-prefix) of a Redis policy; default the section's key-prefix + ":" +
-	// Name.
-	KeyPrefix string
+	// Name, and for a java-compatible policy the section's key-prefix itself (the Java
+	// starter's rule: its policies' keys carry no name).
+	KeyPrefix string `yaml:"key-prefix"`
 	// FailurePolicy (failure-policy); default the section's.
-	FailurePolicy redstream.FailurePolicy
+	FailurePolicy redstream.FailurePolicy `yaml:"failure-policy"`
 	// Redis (timeout-ms, breaker.*, java-compatible, local-denials) of a Redis policy;
 	// each key defaults to the section's.
-	Redis RedisLimiterSettings
+	Redis RedisLimiterSettings `yaml:",inline"`
 	// Limits (limits.<name>, redstream's addition) makes the policy a multi-limit: every
 	// request must pass every limit, all-or-nothing. Each limit takes algorithm, window-ms,
 	// limit, capacity and rate-per-second; the policy's backend, key-prefix,
 	// failure-policy and Redis keys apply to all of them.
-	Limits []PolicySettings
+	Limits []PolicySettings `yaml:"-"`
+	// Shadow (shadow; default the section's) runs the policy in shadow mode
+	// (redstream.Shadow): its decisions are made and counted, and every request is
+	// admitted. It applies to the whole policy (all its limits).
+	Shadow bool `yaml:"shadow"`
+	// Previous (previous.*: algorithm, window-ms, limit, capacity, rate-per-second, each
+	// defaulting to the policy's own) is the spec a single-limit Redis policy replaces,
+	// and Carry (carry: as-is, proportional or reset; default as-is when previous is set)
+	// how each key's state under it carries over (redisbackend.Options.Previous and
+	// Carry, core.Carry). The zero Spec: no previous spec.
+	Previous redstream.Spec `yaml:"-"`
+	Carry    core.Carry     `yaml:"carry"`
 }
 
 // Spec returns the policy's limiter spec (of a single-limit policy).
+// The fields are those of the algorithm's parameter shape (core's registry); an algorithm
+// the registry lacks gets every field, and Spec.Core refuses it.
 func (p PolicySettings) Spec() redstream.Spec {
-	switch p.Algorithm {
-	case redstream.AlgorithmTokenBucket:
-		return redstream.TokenBucket(p.Capacity, p.RatePerSecond)
-	case redstream.AlgorithmLeakyBucket:
-		return redstream.LeakyBucket(p.Capacity, p.RatePerSecond)
+	s := redstream.Spec{Algorithm: p.Algorithm}
+	row, err := core.Lookup(string(s.Algorithm))
+	sh := row.Shape
+	if err != nil || sh == core.Bucket {
+		s.Capacity, s.Rate = p.Capacity, p.RatePerSecond
 	}
-	return redstream.Spec{Algorithm: p.Algorithm, Window: time.Duration(p.WindowMs) * time.Millisecond, Limit: p.Limit}
+	if err != nil || sh == core.Window {
+		s.Window, s.Limit = p.Window, p.Limit
+	}
+	return s
 }
 
-// The section as bound from the file. Ranges are checked by redstream.Spec.Params.
-type (
-	limitYAML struct {
-		Algorithm     string  `yaml:"algorithm"`
-		WindowMs      int64   `yaml:"window-ms" default:"1000"`
-		Limit         int64   `yaml:"limit" default:"100"`
-		Capacity      float64 `yaml:"capacity" default:"100"`
-		RatePerSecond float64 `yaml:"rate-per-second" default:"100"`
+// limitKeys are the keys of one limit of a multi-limit policy (limits.<name>).
+type limitKeys struct {
+	Algorithm     redstream.Algorithm `yaml:"algorithm"`
+	Window        time.Duration       `yaml:"window-ms" unit:"ms"`
+	Limit         int64               `yaml:"limit"`
+	Capacity      float64             `yaml:"capacity"`
+	RatePerSecond float64             `yaml:"rate-per-second"`
+}
+
+// defaultLimit is a policy's or a limit's algorithm and parameters when it sets none.
+var defaultLimit = limitKeys{Algorithm: DefaultAlgorithm, Window: DefaultWindow, Limit: DefaultLimit,
+	Capacity: DefaultCapacity, RatePerSecond: DefaultRatePerSecond}
+
+// defaultSettings are the section's values when it sets no key.
+func defaultSettings() RateLimitSettings {
+	return RateLimitSettings{Backend: BackendMemory, Window: DefaultWindow, Limit: DefaultLimit,
+		KeyPrefix: DefaultKeyPrefix, DefaultName: DefaultName, Redis: defaultRedisSettings()}
+}
+
+// RedisLimiterSettings are the keys of a Redis limiter's deadline, circuit breaker and key
+// layout (redstream's additions), set on the section (the default of every policy and of
+// the single limiter) or on a policy; a policy's key overrides the section's, and each
+// breaker key is inherited on its own. They do not apply to the memory backend. Absent
+// keys hold the engine's defaults, written out.
+type RedisLimiterSettings struct {
+	// Timeout (timeout-ms, default 100 ms: redisbackend.DefaultTimeout) bounds the Redis
+	// call of each decision, whatever the caller's context allows; past it the failure
+	// policy answers. timeout-ms: -1 (in Go, any negative Timeout) leaves the caller's
+	// context alone to bound the call.
+	Timeout time.Duration `yaml:"timeout-ms" unit:"ms"`
+	// Breaker (breaker.*) configures the limiter's circuit breaker. The file's values are
+	// checked more strictly than the engine's: failures and probes at least 1 (or -1 for
+	// failures), error-rate in (0, 1] or -1, min-calls at least 1, window-ms and
+	// cool-down-ms at least 1 ms.
+	Breaker redstream.BreakerOptions `yaml:"breaker"`
+	// JavaCompatible (java-compatible, default false) reads and writes the Java
+	// implementation's keys, so that Go and Java processes share one limit. Only a
+	// single-limit sliding or token-bucket policy has a Java layout.
+	JavaCompatible bool `yaml:"java-compatible"`
+	// LocalDenials (local-denials, default true) lets the limiter answer requests that a
+	// remembered denial proves denied without a Redis call. A multi-limit or
+	// java-compatible limiter has none, whatever this says.
+	LocalDenials bool `yaml:"local-denials"`
+}
+
+// defaultRedisSettings are the Redis limiter keys of a section that sets none: the
+// engine's defaults, written out.
+func defaultRedisSettings() RedisLimiterSettings {
+	return RedisLimiterSettings{
+		Timeout: redisbackend.DefaultTimeout, LocalDenials: true,
+		Breaker: redstream.BreakerOptions{
+			Failures: health.DefaultFailures, ErrorRate: health.DefaultErrorRate, MinCalls: health.DefaultMinCalls,
+			Window: health.DefaultWindow, CoolDown: health.DefaultCoolDown, Probes: health.DefaultProbes,
+		},
 	}
-	policyYAML struct {
-		limitYAML
-		Backend       string     `yaml:"backend"`
-		KeyPrefix     string     `yaml:"key-prefix"`
-		FailurePolicy string     `yaml:"failure-policy"`
-		Limits        yamlx.Node `yaml:"limits"`
-		limiterRedisYAML
-	}
-	sectionYAML struct {
-		Enabled       *bool      `yaml:"enabled"`
-		Backend       string     `yaml:"backend" default:"memory"`
-		WindowMs      int64      `yaml:"window-ms" default:"1000"`
-		Limit         int64      `yaml:"limit" default:"100"`
-		KeyPrefix     string     `yaml:"key-prefix" default:"streaming:rl"`
-		DefaultName   string     `yaml:"default-name"`
-		FailurePolicy string     `yaml:"failure-policy"`
-		Policies      yamlx.Node `yaml:"policies"`
-		limiterRedisYAML
-	}
-)
+}
+
+// options returns the redisbackend.Options of these settings with keyPrefix.
+func (r RedisLimiterSettings) options(keyPrefix string) redisbackend.Options {
+	return redisbackend.Options{KeyPrefix: keyPrefix, Timeout: r.Timeout, JavaCompatible: r.JavaCompatible,
+		DisableLocalDenials: !r.LocalDenials, Breaker: r.Breaker}
+}
 
 // algorithms maps relaxed algorithm names to algorithms.
 var algorithms = map[string]redstream.Algorithm{
@@ -171,105 +244,167 @@ var algorithms = map[string]redstream.Algorithm{
 
 const algorithmNames = "sliding, token-bucket, leaky-bucket, fixed or sliding-counter"
 
+// isBucket reports whether a's parameters are the bucket shape (capacity, rate), by core's
+// registry.
 func isBucket(a redstream.Algorithm) bool {
-	return a == redstream.AlgorithmTokenBucket || a == redstream.AlgorithmLeakyBucket
+	row, err := core.Lookup(string(a))
+	sh := row.Shape
+	return err == nil && sh == core.Bucket
 }
 
 func (l *loader) loadRateLimit(root yamlx.Node) (*RateLimit, error) {
+	p, err := l.planRateLimit(root)
+	if err != nil || p.rl != nil {
+		return p.rl, err
+	}
+	return l.buildRateLimit(p)
+}
+
+// rateLimitPlan is a rate-limit section read and checked, ready to build: rl is set when
+// there is nothing to build (the section is disabled).
+type rateLimitPlan struct {
+	sec         yamlx.Node
+	s           RateLimitSettings
+	nodes       []yamlx.Node // the policies' nodes
+	defaultName string
+	noDefault   bool // policies without a default: Default fails with ErrNoDefault
+	rl          *RateLimit
+}
+
+// planRateLimit reads and checks the section, building nothing.
+func (l *loader) planRateLimit(root yamlx.Node) (*rateLimitPlan, error) {
 	sec, err := section(root, RateLimitPath)
 	if err != nil {
-		return nil, err
+		return &rateLimitPlan{}, err
 	}
 	s, nodes, err := l.section(sec)
 	if err != nil {
-		return nil, err
+		return &rateLimitPlan{}, err
 	}
-	empty, _ := redstream.NewRegistry(nil)
-	rl := &RateLimit{Settings: s, Registry: empty, Default: allowAll{}}
+	p := &rateLimitPlan{sec: sec, s: s, nodes: nodes, defaultName: s.DefaultName}
 	if !s.Enabled {
-		if len(s.Policies) > 0 {
-			pol, _, _ := sec.Get("policies")
-			why := "enabled is missing"
-			if en, ok, _ := sec.Get("enabled"); ok {
-				why = fmt.Sprintf("enabled is false (line %d)", en.Line())
-			}
-			if err := l.strict(pol, "policies are set but %s, so none would be built; set enabled: true, or remove the policies", why); err != nil {
-				return nil, err
-			}
-			l.warn(pol, fmt.Sprintf("policies are set but %s; no limiter is built and Default admits every request", why))
-		}
-		return rl, nil
+		empty, _ := redstream.NewRegistry(nil)
+		p.rl = &RateLimit{Settings: s, Registry: empty, Default: allowAll{}}
+		return p, l.disabledPolicies(sec, s)
 	}
 	if err := l.checkRedisSection(sec, s); err != nil {
-		return nil, err
+		return p, err
 	}
-	defaultName := s.DefaultName
-	noDefault := false
-	if len(s.Policies) > 0 && !slices.ContainsFunc(s.Policies, func(p PolicySettings) bool { return p.Name == defaultName }) {
-		names := make([]string, len(s.Policies))
-		for i, p := range s.Policies {
-			names[i] = p.Name
-		}
-		slices.Sort(names)
-		dn, set, _ := sec.Get("default-name")
-		switch {
-		case set:
-			what := fmt.Sprintf("default-name %q names no policy", defaultName)
-			if err := l.strict(dn, "%s; set it to one of: %s", what, strings.Join(names, ", ")); err != nil {
-				return nil, err
-			}
-			l.warn(dn, fmt.Sprintf("%s; using %q, the first policy by name", what, names[0]))
-			defaultName = names[0]
-		case l.opts.Lenient:
-			pol, _, _ := sec.Get("policies")
-			l.warn(pol, fmt.Sprintf("default-name is not set and no policy is named %q; using %q, the first policy by name", DefaultName, names[0]))
-			defaultName = names[0]
-		default:
-			// The file is valid (limiters are looked up by name); Default says what is
-			// missing when called.
-			noDefault = true
-		}
+	if err := l.chooseDefault(p); err != nil {
+		return p, err
 	}
+	if len(s.Policies) == 0 {
+		return p, l.checkSpec(sec, p.single())
+	}
+	prefixes := map[string]int{} // Redis key prefix -> index of the policy using it
+	for i, pol := range s.Policies {
+		if pol.Backend != BackendRedis {
+			continue
+		}
+		key := pol.KeyPrefix
+		if pol.Redis.JavaCompatible {
+			// The Java layouts of the sliding window and the token bucket do not collide.
+			key += "\x00" + string(pol.Algorithm)
+		}
+		if j, dup := prefixes[key]; dup && !sameLimits(s.Policies[j], pol) {
+			return p, nodes[i].Errorf("key-prefix %q is also used by policy %q with other limits; their Redis keys would collide", pol.KeyPrefix, s.Policies[j].Name)
+		}
+		prefixes[key] = i
+	}
+	return p, nil
+}
+
+// disabledPolicies is the error (strict) or warning (lenient) of policies in a disabled
+// section.
+func (l *loader) disabledPolicies(sec yamlx.Node, s RateLimitSettings) error {
+	if len(s.Policies) == 0 {
+		return nil
+	}
+	pol, _, _ := sec.Get("policies")
+	why := "enabled is missing"
+	if en, ok, _ := sec.Get("enabled"); ok {
+		why = fmt.Sprintf("enabled is false (line %d)", en.Line())
+	}
+	if err := l.strict(pol, "policies are set but %s, so none would be built; set enabled: true, or remove the policies", why); err != nil {
+		return err
+	}
+	l.warn(pol, fmt.Sprintf("policies are set but %s; no limiter is built and Default admits every request", why))
+	return nil
+}
+
+// chooseDefault sets the plan's default limiter when the section has policies.
+func (l *loader) chooseDefault(p *rateLimitPlan) error {
+	s, sec := p.s, p.sec
+	if len(s.Policies) == 0 || slices.ContainsFunc(s.Policies, func(pol PolicySettings) bool { return pol.Name == p.defaultName }) {
+		return nil
+	}
+	names := make([]string, len(s.Policies))
+	for i, pol := range s.Policies {
+		names[i] = pol.Name
+	}
+	slices.Sort(names)
+	dn, set, _ := sec.Get("default-name")
+	switch {
+	case set:
+		what := fmt.Sprintf("default-name %q names no policy", p.defaultName)
+		if err := l.strict(dn, "%s; set it to one of: %s", what, strings.Join(names, ", ")); err != nil {
+			return err
+		}
+		l.warn(dn, fmt.Sprintf("%s; using %q, the first policy by name", what, names[0]))
+		p.defaultName = names[0]
+	case l.opts.Lenient:
+		pol, _, _ := sec.Get("policies")
+		l.warn(pol, fmt.Sprintf("default-name is not set and no policy is named %q; using %q, the first policy by name", DefaultName, names[0]))
+		p.defaultName = names[0]
+	default:
+		// The file is valid (limiters are looked up by name); Default says what is
+		// missing when called.
+		p.noDefault = true
+	}
+	return nil
+}
+
+// single is the one policy of a section without policies.
+func (p *rateLimitPlan) single() PolicySettings {
+	s := p.s
+	return PolicySettings{
+		Name: s.DefaultName, Algorithm: DefaultAlgorithm, Backend: s.Backend,
+		Window: s.Window, Limit: s.Limit, KeyPrefix: s.KeyPrefix, FailurePolicy: s.FailurePolicy, Redis: s.Redis,
+		Shadow: s.Shadow,
+	}
+}
+
+// buildRateLimit builds the limiters of a checked plan.
+func (l *loader) buildRateLimit(p *rateLimitPlan) (*RateLimit, error) {
+	s, sec := p.s, p.sec
 	b := builder{opts: l.opts, l: l}
 	limiters := map[string]redstream.Limiter{}
 	if len(s.Policies) == 0 {
-		single := PolicySettings{
-			Name: s.DefaultName, Algorithm: DefaultAlgorithm, Backend: s.Backend,
-			WindowMs: s.WindowMs, Limit: s.Limit, KeyPrefix: s.KeyPrefix, FailurePolicy: s.FailurePolicy, Redis: s.Redis,
-		}
-		if err := l.checkSpec(sec, single); err != nil {
-			return nil, err
-		}
-		lim, err := b.build(single, sec)
+		lim, err := b.build(p.single(), sec)
 		if err != nil {
 			return nil, err
 		}
 		limiters[s.DefaultName] = lim
 	}
-	prefixes := map[string]int{} // Redis key prefix -> index of the policy using it
-	for i, p := range s.Policies {
-		if p.Backend == BackendRedis {
-			if j, dup := prefixes[p.KeyPrefix]; dup && !sameLimits(s.Policies[j], p) {
-				return nil, nodes[i].Errorf("key-prefix %q is also used by policy %q with other limits; their Redis keys would collide", p.KeyPrefix, s.Policies[j].Name)
-			}
-			prefixes[p.KeyPrefix] = i
-		}
-		lim, err := b.build(p, nodes[i])
+	for i, pol := range s.Policies {
+		lim, err := b.build(pol, p.nodes[i])
 		if err != nil {
 			return nil, err
 		}
-		limiters[p.Name] = lim
+		limiters[pol.Name] = lim
 	}
+	rl := &RateLimit{Settings: s, Default: allowAll{}}
+	var err error
 	if rl.Registry, err = redstream.NewRegistry(limiters); err != nil {
 		return nil, sec.Errorf("%v", err)
 	}
-	if noDefault {
+	if p.noDefault {
 		rl.Default = errLimiter{ErrNoDefault}
 		return rl, nil
 	}
-	rl.Default, _ = rl.Registry.Get(defaultName)
-	rl.DefaultName = defaultName
-	rl.Settings.DefaultName = defaultName
+	rl.Default, _ = rl.Registry.Get(p.defaultName)
+	rl.DefaultName = p.defaultName
+	rl.Settings.DefaultName = p.defaultName
 	return rl, nil
 }
 
@@ -281,28 +416,12 @@ var ErrNoDefault = fmt.Errorf("%w: config: no default limiter: redis-streaming.r
 // errLimiter is a Default that cannot decide: every call returns err.
 type errLimiter struct{ err error }
 
-func (e errLimiter) Allow(context.Context, string) (redstream.Decision, error) {
-	return redstream.Decision{}, e.err
-}
-
-func (e errLimiter) AllowAt(context.Context, string, time.Time) (redstream.Decision, error) {
-	return redstream.Decision{}, e.err
-}
-
 func (e errLimiter) AllowN(context.Context, string, time.Time, int64) (redstream.Decision, error) {
 	return redstream.Decision{}, e.err
 }
 
 // allowAll is Default when rate limiting is off: it admits every valid request.
 type allowAll struct{}
-
-func (allowAll) Allow(ctx context.Context, key string) (redstream.Decision, error) {
-	return allowAll{}.AllowN(ctx, key, time.Time{}, 1)
-}
-
-func (allowAll) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	return allowAll{}.AllowN(ctx, key, now, 1)
-}
 
 func (allowAll) AllowN(_ context.Context, key string, _ time.Time, n int64) (redstream.Decision, error) {
 	switch {
@@ -327,30 +446,27 @@ func sameLimits(a, b PolicySettings) bool {
 	return true
 }
 
-// section reads the section's settings; nodes holds the node of each policy.
+// section binds the section onto its defaults and each policy onto the section's values,
+// then checks what binding does not: the words (backend, algorithm), blank values (the
+// default, as the Java starter does), ranges and the keys that do not apply. nodes holds
+// the node of each policy.
 func (l *loader) section(sec yamlx.Node) (RateLimitSettings, []yamlx.Node, error) {
-	var y sectionYAML
+	y := struct {
+		RateLimitSettings
+		Policies yamlx.Node `yaml:"policies"`
+	}{RateLimitSettings: defaultSettings()}
 	if err := yamlx.Bind(sec, &y, l.bindOptions()); err != nil {
 		return RateLimitSettings{}, nil, err
 	}
-	s := RateLimitSettings{
-		Enabled: y.Enabled != nil && *y.Enabled, WindowMs: y.WindowMs, Limit: y.Limit,
-		KeyPrefix: y.KeyPrefix, DefaultName: y.DefaultName,
-	}
-	var err error
-	if s.Backend, err = l.backend(sec, y.Backend, DefaultBackend); err != nil {
-		return s, nil, err
-	}
-	if s.KeyPrefix, err = l.keyPrefix(sec, y.KeyPrefix, DefaultKeyPrefix); err != nil {
-		return s, nil, err
-	}
+	s := y.RateLimitSettings
+	def := defaultSettings()
 	if strings.TrimSpace(s.DefaultName) == "" {
 		s.DefaultName = DefaultName
 	}
-	if s.FailurePolicy, err = l.failurePolicy(sec, y.FailurePolicy, redstream.FailClosed); err != nil {
+	if err := l.common(sec, &s.Backend, &s.KeyPrefix, def.Backend, def.KeyPrefix); err != nil {
 		return s, nil, err
 	}
-	if s.Redis, err = l.redisSettings(sec, y.limiterRedisYAML, DefaultRedisLimiterSettings()); err != nil {
+	if err := l.checkLimiterRedis(sec, s.Redis); err != nil {
 		return s, nil, err
 	}
 	entries, err := y.Policies.Entries()
@@ -369,84 +485,123 @@ func (l *loader) section(sec yamlx.Node) (RateLimitSettings, []yamlx.Node, error
 	return s, nodes, nil
 }
 
+// common checks the backend and key-prefix bound at n: blank means def.
+func (l *loader) common(n yamlx.Node, backend, keyPrefix *string, defBackend, defPrefix string) error {
+	switch b := strings.ToLower(strings.TrimSpace(*backend)); b {
+	case "":
+		*backend = defBackend
+	case BackendMemory, BackendRedis:
+		*backend = b
+	default:
+		return l.at(n, "backend", "must be memory or redis, got %q", *backend)
+	}
+	if strings.TrimSpace(*keyPrefix) == "" {
+		*keyPrefix = defPrefix // the Java starter falls back on a blank prefix too
+	} else if strings.ContainsAny(*keyPrefix, "{}") {
+		return l.at(n, "key-prefix", "must not contain '{' or '}' (they delimit Redis Cluster hash tags), got %q", *keyPrefix)
+	}
+	return nil
+}
+
+// policy binds the policy at n onto the section's values s.
 func (l *loader) policy(n, sec yamlx.Node, s RateLimitSettings) (PolicySettings, error) {
-	p := PolicySettings{Name: n.Name()}
-	if strings.TrimSpace(p.Name) == "" {
-		return p, n.Errorf("a policy needs a name")
+	def := PolicySettings{Name: n.Name(), Backend: s.Backend, KeyPrefix: s.KeyPrefix + ":" + n.Name(),
+		FailurePolicy: s.FailurePolicy, Redis: s.Redis, Shadow: s.Shadow}
+	def.setLimit(defaultLimit)
+	if strings.TrimSpace(def.Name) == "" {
+		return def, n.Errorf("a policy needs a name")
 	}
 	if n.IsNull() {
-		return p, n.Errorf("must be a mapping of the policy's settings")
+		return def, n.Errorf("must be a mapping of the policy's settings")
 	}
-	var y policyYAML
+	y := struct {
+		PolicySettings
+		Limits   yamlx.Node `yaml:"limits"`
+		Previous yamlx.Node `yaml:"previous"`
+	}{PolicySettings: def}
 	if err := yamlx.Bind(n, &y, l.bindOptions()); err != nil {
+		return def, err
+	}
+	p := y.PolicySettings
+	if err := l.common(n, &p.Backend, &p.KeyPrefix, def.Backend, def.KeyPrefix); err != nil {
 		return p, err
 	}
-	var err error
-	if p.Backend, err = l.backend(n, y.Backend, s.Backend); err != nil {
-		return p, err
+	if _, own, _ := n.Get("key-prefix"); !own && p.Redis.JavaCompatible {
+		// The Java starter's rule: a policy's keys start with the section's key-prefix
+		// (default streaming:rl), without the policy's name, so Go and Java share them.
+		p.KeyPrefix = s.KeyPrefix
 	}
-	if p.KeyPrefix, err = l.keyPrefix(n, y.KeyPrefix, s.KeyPrefix+":"+p.Name); err != nil {
-		return p, err
-	}
-	if p.FailurePolicy, err = l.failurePolicy(n, y.FailurePolicy, s.FailurePolicy); err != nil {
-		return p, err
-	}
-	if p.Redis, err = l.redisSettings(n, y.limiterRedisYAML, s.Redis); err != nil {
+	if err := l.checkLimiterRedis(n, p.Redis); err != nil {
 		return p, err
 	}
 	entries, err := y.Limits.Entries()
 	if err != nil {
 		return p, err
 	}
-	if y.Limits.Exists() && !y.Limits.IsNull() {
-		if len(entries) == 0 {
-			return p, y.Limits.Errorf("must list at least one limit")
+	if !y.Limits.Exists() || y.Limits.IsNull() {
+		if err := l.limitFields(n, &p); err != nil {
+			return p, err
 		}
-		for _, key := range []string{"algorithm", "window-ms", "limit", "capacity", "rate-per-second"} {
-			if v, ok, _ := n.Get(key); ok {
-				if err := l.strict(v, "does not apply to a policy with limits (each limit sets its own); move it into a limit"); err != nil {
-					return p, err
-				}
-				l.warn(v, "does not apply to a policy with limits; ignored")
-			}
-		}
-		for _, e := range entries {
-			if e.IsNull() {
-				return p, e.Errorf("must be a mapping of the limit's settings")
-			}
-			var ly limitYAML
-			if err := yamlx.Bind(e, &ly, l.bindOptions()); err != nil {
-				return p, err
-			}
-			lim := PolicySettings{Name: e.Name(), Backend: p.Backend, KeyPrefix: p.KeyPrefix, FailurePolicy: p.FailurePolicy, Redis: p.Redis}
-			if err := l.limitFields(e, ly, &lim); err != nil {
-				return p, err
-			}
-			p.Limits = append(p.Limits, lim)
+		if err := l.previous(n, y.Previous, &p); err != nil {
+			return p, err
 		}
 		return p, l.checkRedisPolicy(n, sec, p)
 	}
-	if err := l.limitFields(n, y.limitYAML, &p); err != nil {
-		return p, err
+	if y.Previous.Exists() {
+		return p, y.Previous.Errorf("applies to a single-limit policy; a policy with limits changes them in Go (redisbackend.Options.Previous)")
+	}
+	if _, set, _ := n.Get("carry"); set {
+		return p, l.at(n, "carry", "applies only with previous, to a single-limit policy")
+	}
+	if len(entries) == 0 {
+		return p, y.Limits.Errorf("must list at least one limit")
+	}
+	for _, key := range []string{"algorithm", "window-ms", "limit", "capacity", "rate-per-second"} {
+		if v, ok, _ := n.Get(key); ok {
+			if err := l.strict(v, "does not apply to a policy with limits (each limit sets its own); move it into a limit"); err != nil {
+				return p, err
+			}
+			l.warn(v, "does not apply to a policy with limits; ignored")
+		}
+	}
+	p.setLimit(limitKeys{}) // each limit has its own; the policy has none
+	for _, e := range entries {
+		if e.IsNull() {
+			return p, e.Errorf("must be a mapping of the limit's settings")
+		}
+		ly := defaultLimit
+		if err := yamlx.Bind(e, &ly, l.bindOptions()); err != nil {
+			return p, err
+		}
+		lim := PolicySettings{Name: e.Name(), Backend: p.Backend, KeyPrefix: p.KeyPrefix, FailurePolicy: p.FailurePolicy, Redis: p.Redis}
+		lim.setLimit(ly)
+		if err := l.limitFields(e, &lim); err != nil {
+			return p, err
+		}
+		p.Limits = append(p.Limits, lim)
 	}
 	return p, l.checkRedisPolicy(n, sec, p)
 }
 
-// limitFields sets the algorithm and its parameters of p from y and checks the spec.
-func (l *loader) limitFields(n yamlx.Node, y limitYAML, p *PolicySettings) error {
-	p.Algorithm = DefaultAlgorithm
-	p.WindowMs, p.Limit, p.Capacity, p.RatePerSecond = y.WindowMs, y.Limit, y.Capacity, y.RatePerSecond
-	if a, ok, _ := n.Get("algorithm"); ok {
-		alg, known := algorithms[yamlx.Normalize(strings.TrimSpace(y.Algorithm))]
-		if !known {
-			if err := l.strict(a, "unknown algorithm %q; want %s", y.Algorithm, algorithmNames); err != nil {
-				return err
-			}
-			l.warn(a, fmt.Sprintf("unknown algorithm %q; using sliding (window-ms %d, limit %d)", y.Algorithm, p.WindowMs, p.Limit))
-			alg = DefaultAlgorithm
+// setLimit sets the algorithm and parameters of p to k's.
+func (p *PolicySettings) setLimit(k limitKeys) {
+	p.Algorithm, p.Window, p.Limit, p.Capacity, p.RatePerSecond = k.Algorithm, k.Window, k.Limit, k.Capacity, k.RatePerSecond
+}
+
+// limitFields reads the algorithm name bound at n (relaxed), checks that n sets no key of
+// the other family of algorithms, and checks the spec.
+func (l *loader) limitFields(n yamlx.Node, p *PolicySettings) error {
+	written := p.Algorithm
+	alg, known := algorithms[yamlx.Normalize(strings.TrimSpace(string(written)))]
+	if !known {
+		if !l.opts.Lenient {
+			return l.at(n, "algorithm", "unknown algorithm %q; want %s", written, algorithmNames)
 		}
-		p.Algorithm = alg
+		a, _, _ := n.Lookup("algorithm")
+		l.warn(a, fmt.Sprintf("unknown algorithm %q; using sliding (window-ms %d, limit %d)", written, p.Window.Milliseconds(), p.Limit))
+		alg = DefaultAlgorithm
 	}
+	p.Algorithm = alg
 	// Keys of the other family of algorithms would be silently ignored.
 	other := []string{"capacity", "rate-per-second"}
 	uses := "window-ms and limit"
@@ -467,9 +622,6 @@ func (l *loader) limitFields(n yamlx.Node, y limitYAML, p *PolicySettings) error
 // checkSpec validates the policy's spec (redstream.Spec.Params, the engines' own check) and
 // reports an error at the key it is about.
 func (l *loader) checkSpec(n yamlx.Node, p PolicySettings) error {
-	if !isBucket(p.Algorithm) && p.WindowMs > maxWindowMs {
-		return l.at(n, "window-ms", "is too large: %d ms (at most %d)", p.WindowMs, maxWindowMs)
-	}
 	_, err := p.Spec().Core()
 	if err == nil {
 		return nil
@@ -508,37 +660,228 @@ func (l *loader) at(n yamlx.Node, key, format string, args ...any) error {
 	return n.Errorf("%s: %s", key, fmt.Sprintf(format, args...))
 }
 
-func (l *loader) backend(n yamlx.Node, s, def string) (string, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "":
-		return def, nil
-	case BackendMemory:
-		return BackendMemory, nil
-	case BackendRedis:
-		return BackendRedis, nil
+// redisKeys are the keys of RedisLimiterSettings, for the checks of where they apply.
+var redisKeys = []string{"timeout-ms", "breaker", "java-compatible", "local-denials"}
+
+// setRedisKeys returns the Redis limiter keys set on mapping n, in redisKeys order.
+func setRedisKeys(n yamlx.Node) []yamlx.Node {
+	var out []yamlx.Node
+	for _, k := range redisKeys {
+		if v, ok, _ := n.Get(k); ok {
+			out = append(out, v)
+		}
 	}
-	return def, l.at(n, "backend", "must be memory or redis, got %q", s)
+	return out
 }
 
-func (l *loader) keyPrefix(n yamlx.Node, s, def string) (string, error) {
-	if strings.TrimSpace(s) == "" {
-		return def, nil // the Java starter falls back on a blank prefix too
+// ms writes d in milliseconds when it is a whole number of them.
+func ms(d time.Duration) string {
+	if d%time.Millisecond == 0 {
+		return strconv.FormatInt(d.Milliseconds(), 10)
 	}
-	if strings.ContainsAny(s, "{}") {
-		return def, l.at(n, "key-prefix", "must not contain '{' or '}' (they delimit Redis Cluster hash tags), got %q", s)
-	}
-	return s, nil
+	return d.String()
 }
 
-func (l *loader) failurePolicy(n yamlx.Node, s string, def redstream.FailurePolicy) (redstream.FailurePolicy, error) {
-	if strings.TrimSpace(s) == "" {
-		return def, nil
+// checkLimiterRedis checks the ranges of the Redis limiter keys r bound at mapping n (those it
+// inherited were checked where they were set), and the breaker keys that contradict.
+func (l *loader) checkLimiterRedis(n yamlx.Node, r RedisLimiterSettings) error {
+	if t := r.Timeout; t != -time.Millisecond && t < time.Millisecond {
+		return l.at(n, "timeout-ms", "must be a number of milliseconds from 1 to %d, or -1 to leave the caller's context alone to bound each call; got %s", maxWindowMs, ms(t))
 	}
-	p, err := redstream.ParseFailurePolicy(strings.TrimSpace(s))
-	if err != nil {
-		return def, l.at(n, "failure-policy", "must be fail-closed, fail-open or fallback, got %q", s)
+	b := r.Breaker
+	switch {
+	case b.Failures != -1 && b.Failures < 1:
+		return l.at(n, "breaker.failures", "must be at least 1 consecutive failure, or -1 to disable the rule; got %d", b.Failures)
+	case b.ErrorRate != -1 && !(b.ErrorRate > 0 && b.ErrorRate <= 1):
+		return l.at(n, "breaker.error-rate", "must be a fraction in (0, 1], or -1 to disable the rule; got %v", b.ErrorRate)
+	case b.MinCalls < 1:
+		return l.at(n, "breaker.min-calls", "must be at least 1; got %d", b.MinCalls)
+	case b.Window < time.Millisecond:
+		return l.at(n, "breaker.window-ms", "must be a number of milliseconds from 1 to %d; got %s", maxWindowMs, ms(b.Window))
+	case b.CoolDown < time.Millisecond:
+		return l.at(n, "breaker.cool-down-ms", "must be a number of milliseconds from 1 to %d; got %s", maxWindowMs, ms(b.CoolDown))
+	case b.Probes < 1:
+		return l.at(n, "breaker.probes", "must be at least 1; got %d", b.Probes)
 	}
-	return p, nil
+	bn, ok, _ := n.Get("breaker")
+	if !ok {
+		return nil
+	}
+	if !b.Disabled && b.Failures == -1 && b.ErrorRate == -1 {
+		if err := l.strict(bn, "failures and error-rate are both -1, so the breaker would never open; set disabled: true instead"); err != nil {
+			return err
+		}
+		l.warn(bn, "failures and error-rate are both -1: the breaker never opens")
+	}
+	if _, set, _ := bn.Get("disabled"); set && b.Disabled {
+		entries, _ := bn.Entries()
+		for _, e := range entries {
+			if yamlx.Normalize(e.Name()) == "disabled" {
+				continue
+			}
+			if err := l.strict(e, "does not apply: the breaker is disabled"); err != nil {
+				return err
+			}
+			l.warn(e, "does not apply: the breaker is disabled; ignored")
+		}
+	}
+	return nil
+}
+
+// checkRedisPolicy checks that the Redis limiter keys of policy p (node n, section node sec)
+// apply to it: none on the memory backend (strict: an error; lenient: a warning), and
+// java-compatible only on a single sliding or token-bucket limit (always an error: the
+// engine has no Java layout for anything else).
+func (l *loader) checkRedisPolicy(n, sec yamlx.Node, p PolicySettings) error {
+	if p.Backend != BackendRedis {
+		for _, v := range setRedisKeys(n) {
+			if err := l.strict(v, "does not apply to the memory backend (policy %q); set backend: redis, or remove it", p.Name); err != nil {
+				return err
+			}
+			l.warn(v, fmt.Sprintf("does not apply to the memory backend (policy %q); ignored", p.Name))
+		}
+		return nil
+	}
+	if !p.Redis.JavaCompatible {
+		return nil
+	}
+	why := ""
+	switch {
+	case len(p.Limits) > 0:
+		why = "a policy with limits has no Java layout"
+	case p.Algorithm != redstream.AlgorithmSlidingWindow && p.Algorithm != redstream.AlgorithmTokenBucket:
+		why = fmt.Sprintf("the %s algorithm has no Java layout (only sliding and token-bucket have one)", p.Algorithm)
+	}
+	if why == "" {
+		return nil
+	}
+	if _, ok, _ := n.Get("java-compatible"); ok {
+		return l.at(n, "java-compatible", "%s", why)
+	}
+	return n.Errorf("java-compatible is true (set at %s, line %d) but %s; set java-compatible: false on the policy",
+		sec.Path+".java-compatible", sec.LineOf("java-compatible"), why)
+}
+
+// checkRedisSection checks that the section's own Redis limiter keys apply to some limiter.
+func (l *loader) checkRedisSection(sec yamlx.Node, s RateLimitSettings) error {
+	used := len(s.Policies) == 0 && s.Backend == BackendRedis
+	for _, p := range s.Policies {
+		used = used || p.Backend == BackendRedis
+	}
+	if used {
+		return nil
+	}
+	for _, v := range setRedisKeys(sec) {
+		if err := l.strict(v, "does not apply: no limiter of the section uses the redis backend"); err != nil {
+			return err
+		}
+		l.warn(v, "does not apply: no limiter of the section uses the redis backend; ignored")
+	}
+	return nil
+}
+
+// parsers read the words of the section for yamlx.Bind.
+var parsers = map[reflect.Type]func(string) (any, error){
+	reflect.TypeFor[core.Carry](): func(s string) (any, error) {
+		switch normalizePolicy(s) {
+		case "":
+			return nil, nil
+		case "asis":
+			return core.CarryAsIs, nil
+		case "proportional":
+			return core.CarryProportional, nil
+		case "reset":
+			return core.CarryReset, nil
+		}
+		return nil, fmt.Errorf("must be as-is, proportional or reset, got %q", s)
+	},
+	reflect.TypeFor[redstream.FailurePolicy](): func(s string) (any, error) {
+		if s == "" {
+			return nil, nil // the default (the section's)
+		}
+		p, err := parseFailurePolicy(s)
+		if err != nil {
+			return nil, fmt.Errorf("must be fail-closed, fail-open or fallback, got %q", s)
+		}
+		return p, nil
+	},
+}
+
+// parseFailurePolicy parses "fail-closed", "fail-open" or "fallback" (the String forms of
+// redstream.FailurePolicy; case and the separators '-' and '_' are ignored, and "closed",
+// "open" are accepted too).
+func parseFailurePolicy(s string) (redstream.FailurePolicy, error) {
+	switch normalizePolicy(s) {
+	case "failclosed", "closed":
+		return redstream.FailClosed, nil
+	case "failopen", "open":
+		return redstream.FailOpen, nil
+	case "fallback", "failfallback", "localfallback":
+		return redstream.FailFallback, nil
+	}
+	return 0, fmt.Errorf("config: %w: unknown failure policy %q, want fail-closed, fail-open or fallback", redstream.ErrInvalidConfig, s)
+}
+
+// normalizePolicy lowercases s and drops '-', '_' and spaces.
+func normalizePolicy(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '-' || c == '_' || c == ' ':
+		case 'A' <= c && c <= 'Z':
+			b = append(b, c+'a'-'A')
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+// previous reads the previous spec of the single-limit policy p at n (node prev, absent
+// when the policy has none) and its carry strategy, and checks that the change can carry
+// state: a Redis policy, the same algorithm, and what core.Limit.CheckCarry allows.
+func (l *loader) previous(n, prev yamlx.Node, p *PolicySettings) error {
+	_, carrySet, _ := n.Get("carry")
+	if !prev.Exists() || prev.IsNull() {
+		if carrySet {
+			return l.at(n, "carry", "applies only with previous (the spec the policy replaces)")
+		}
+		return nil
+	}
+	if !carrySet {
+		p.Carry = core.CarryAsIs
+	}
+	k := limitKeys{Algorithm: p.Algorithm, Window: p.Window, Limit: p.Limit, Capacity: p.Capacity, RatePerSecond: p.RatePerSecond}
+	if err := yamlx.Bind(prev, &k, l.bindOptions()); err != nil {
+		return err
+	}
+	old := PolicySettings{Name: p.Name}
+	old.setLimit(k)
+	if alg, ok := algorithms[yamlx.Normalize(strings.TrimSpace(string(old.Algorithm)))]; ok {
+		old.Algorithm = alg
+	}
+	if err := l.checkSpec(prev, old); err != nil {
+		return err
+	}
+	p.Previous = old.Spec()
+	if p.Backend != BackendRedis {
+		if err := l.strict(prev, "does not apply to the memory backend (policy %q): in-process state does not outlive the process that loads the file", p.Name); err != nil {
+			return err
+		}
+		l.warn(prev, fmt.Sprintf("does not apply to the memory backend (policy %q); ignored", p.Name))
+		p.Previous, p.Carry = redstream.Spec{}, core.CarryReset
+		return nil
+	}
+	if p.Redis.JavaCompatible {
+		return prev.Errorf("does not apply to a java-compatible policy, whose keys carry no spec")
+	}
+	nl, _ := p.Spec().Core()
+	ol, _ := p.Previous.Core()
+	if err := nl.CheckCarry(ol, p.Carry); err != nil {
+		return prev.Errorf("%s", strings.TrimPrefix(err.Error(), "redstream: invalid configuration: "))
+	}
+	return nil
 }
 
 // builder builds the engines of policies.
@@ -567,6 +910,9 @@ func (b builder) build(p PolicySettings, n yamlx.Node) (redstream.Limiter, error
 	if err != nil {
 		return nil, n.Errorf("%v", err)
 	}
+	if p.Shadow {
+		lim = redstream.Shadow(lim)
+	}
 	return metrics.Named(p.Name, lim)
 }
 
@@ -574,21 +920,25 @@ func (b builder) single(spec redstream.Spec, p PolicySettings, backend string) (
 	if backend == BackendMemory {
 		return memory.NewLimiter(spec, b.opts.Memory)
 	}
-	l, err := redisbackend.NewLimiter(b.opts.Redis, spec, p.Redis.Options(p.KeyPrefix))
+	o := p.Redis.options(p.KeyPrefix)
+	if p.Previous != (redstream.Spec{}) {
+		o.Previous, o.Carry = []redstream.Spec{p.Previous}, p.Carry
+	}
+	l, err := redisbackend.NewLimiter(b.opts.Redis, spec, o)
 	return withPolicy(l, err, p, func() (redstream.Limiter, error) { return memory.NewLimiter(spec, b.opts.Memory) })
 }
 
 func (b builder) multi(p PolicySettings, backend string) (redstream.Limiter, error) {
-	limits := make([]redstream.Limit, len(p.Limits))
+	limits := make([]redstream.Rule, len(p.Limits))
 	for i, l := range p.Limits {
-		limits[i] = redstream.Limit{Name: l.Name, Spec: l.Spec()}
+		limits[i] = redstream.Rule{Name: l.Name, Spec: l.Spec()}
 	}
 	build := func(specs []redstream.Spec) (redstream.Limiter, error) {
 		mem := func() (redstream.Limiter, error) { return memory.NewMultiLimiter(specs, b.opts.Memory) }
 		if backend == BackendMemory {
 			return mem()
 		}
-		l, err := redisbackend.NewMultiLimiter(b.opts.Redis, specs, p.Redis.Options(p.KeyPrefix))
+		l, err := redisbackend.NewMultiLimiter(b.opts.Redis, specs, p.Redis.options(p.KeyPrefix))
 		return withPolicy(l, err, p, mem)
 	}
 	return redstream.Multi(build, limits...)

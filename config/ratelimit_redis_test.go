@@ -3,6 +3,9 @@ package config_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,48 +44,33 @@ func TestRedisLimiterKeys(t *testing.T) {
 	if strings.Contains(logs.String(), "level=WARN") {
 		t.Errorf("unexpected warnings:\n%s", logs)
 	}
-	def := config.DefaultRedisLimiterSettings()
-	section := def
-	section.TimeoutMs, section.Breaker.Failures, section.Breaker.CoolDownMs = 50, -1, 500
+	section := defaultRedis
+	section.Timeout, section.Breaker.Failures, section.Breaker.CoolDown = 50*time.Millisecond, -1, 500*time.Millisecond
 	login := section
-	login.TimeoutMs, login.LocalDenials = -1, false
-	login.Breaker.ErrorRate, login.Breaker.MinCalls, login.Breaker.WindowMs, login.Breaker.Probes = 0.25, 40, 30000, 2
+	login.Timeout, login.LocalDenials = -time.Millisecond, false
+	login.Breaker.ErrorRate, login.Breaker.MinCalls, login.Breaker.Window, login.Breaker.Probes = 0.25, 40, 30*time.Second, 2
 	api := section
 	api.JavaCompatible = true
 	off := section
 	off.Breaker.Disabled = true
-	if s.Redis != section {
+	if !reflect.DeepEqual(s.Redis, section) {
 		t.Errorf("section = %+v, want %+v", s.Redis, section)
 	}
 	for i, want := range []config.RedisLimiterSettings{api, login, off} {
-		if got := s.Policies[i].Redis; got != want {
+		if got := s.Policies[i].Redis; !reflect.DeepEqual(got, want) {
 			t.Errorf("policy %s = %+v\nwant %+v", s.Policies[i].Name, got, want)
 		}
 	}
-	if got := s.Policies[1].Limits[0].Redis; got != login {
+	if got := s.Policies[1].Limits[0].Redis; !reflect.DeepEqual(got, login) {
 		t.Errorf("login's limit m = %+v, want the policy's %+v", got, login)
 	}
-	// The mapping to the engine's options.
-	o := login.Options("p")
-	wantOpts := redisbackend.Options{KeyPrefix: "p", Timeout: -1, DisableLocalDenials: true, Breaker: redisbackend.BreakerOptions{
-		Failures: -1, ErrorRate: 0.25, MinCalls: 40, Window: 30 * time.Second, CoolDown: 500 * time.Millisecond, Probes: 2}}
-	if o.KeyPrefix != wantOpts.KeyPrefix || o.Timeout != wantOpts.Timeout || o.DisableLocalDenials != wantOpts.DisableLocalDenials ||
-		o.JavaCompatible || o.Breaker.Failures != -1 || o.Breaker.ErrorRate != 0.25 || o.Breaker.MinCalls != 40 ||
-		o.Breaker.Window != 30*time.Second || o.Breaker.CoolDown != 500*time.Millisecond || o.Breaker.Probes != 2 || o.Breaker.Disabled {
-		t.Errorf("Options = %+v\nwant %+v", o, wantOpts)
-	}
-	if o := def.Options(""); o.Timeout != redisbackend.DefaultTimeout || o.DisableLocalDenials || o.Breaker.Failures != 3 || o.Breaker.CoolDown != time.Second {
-		t.Errorf("default Options = %+v, want redisbackend's defaults", o)
-	}
-	if got, want := api.Describe(), "timeout-ms 50, breaker {failures -1, error-rate 0.5, min-calls 20, window-ms 10000, cool-down-ms 500, probes 1}, java-compatible true, local-denials true"; got != want {
-		t.Errorf("Describe = %q\nwant %q", got, want)
-	}
-	if got := login.Describe(); !strings.HasPrefix(got, "timeout-ms -1 (the caller's context), breaker {") {
-		t.Errorf("Describe = %q", got)
-	}
-	if got := off.Describe(); !strings.Contains(got, "breaker disabled") {
-		t.Errorf("Describe = %q", got)
-	}
+}
+
+// defaultRedis are the Redis limiter keys of a section that sets none: redisbackend's
+// defaults written out.
+var defaultRedis = config.RedisLimiterSettings{
+	Timeout: redisbackend.DefaultTimeout, LocalDenials: true,
+	Breaker: redstream.BreakerOptions{Failures: 3, ErrorRate: 0.5, MinCalls: 20, Window: 10 * time.Second, CoolDown: time.Second, Probes: 1},
 }
 
 // TestRedisLimiterKeysReachTheEngine: on a real redis-server, breaker.failures: 1 opens the
@@ -118,7 +106,7 @@ func TestRedisLimiterKeysReachTheEngine(t *testing.T) {
 		return l, rb
 	}
 	java, jrb := get("java")
-	if _, err := java.Allow(ctx, "u"); err != nil {
+	if _, err := java.AllowN(ctx, "u", time.Time{}, 1); err != nil {
 		t.Fatal(err)
 	}
 	if typ, err := client.Do(ctx, client.B().Type().Key("jrl:{u}:tb").Build()).ToString(); err != nil || typ != "hash" {
@@ -132,7 +120,7 @@ func TestRedisLimiterKeysReachTheEngine(t *testing.T) {
 	}{{"one", 1, redstream.BreakerOpen}, {"default3", 2, redstream.BreakerClosed}, {"default3", 1, redstream.BreakerOpen}, {"never", 5, redstream.BreakerClosed}} {
 		l, rb := get(tt.name)
 		for range tt.calls {
-			if _, err := l.Allow(ctx, "k"); err == nil {
+			if _, err := l.AllowN(ctx, "k", time.Time{}, 1); err == nil {
 				t.Fatalf("%s: a decision succeeded on a killed server", tt.name)
 			}
 		}
@@ -141,7 +129,7 @@ func TestRedisLimiterKeysReachTheEngine(t *testing.T) {
 		}
 	}
 	l, _ := get("never")
-	if _, err := l.Allow(ctx, "k"); errors.Is(err, redstream.ErrCircuitOpen) {
+	if _, err := l.AllowN(ctx, "k", time.Time{}, 1); errors.Is(err, redstream.ErrCircuitOpen) {
 		t.Errorf("breaker.disabled: %v", err)
 	}
 }
@@ -158,7 +146,7 @@ func TestRedisLimiterKeysErrors(t *testing.T) {
 	}{
 		{"timeout zero", pol + "        timeout-ms: 0\n", p + "timeout-ms (line 7): must be a number of milliseconds from 1 to 9223372036854, or -1", false},
 		{"timeout negative", head + "    timeout-ms: -5\n", "config: redis-streaming.ratelimit.timeout-ms (line 5): must be a number of milliseconds", false},
-		{"timeout text", pol + "        timeout-ms: fast\n", p + `timeout-ms (line 7): must be an integer, got "fast"`, false},
+		{"timeout text", pol + "        timeout-ms: fast\n", p + `timeout-ms (line 7): must be a duration such as 500ms, 2s or a whole number of ms, got "fast"`, false},
 		{"failures zero", pol + "        breaker: {failures: 0}\n", p + "breaker.failures (line 7): must be at least 1 consecutive failure, or -1 to disable the rule; got 0", false},
 		{"error rate", pol + "        breaker:\n          error-rate: 1.5\n", p + "breaker.error-rate (line 8): must be a fraction in (0, 1], or -1 to disable the rule; got 1.5", false},
 		{"error rate zero", pol + "        breaker: {error-rate: 0}\n", p + "breaker.error-rate (line 7): must be a fraction in (0, 1]", false},
@@ -218,7 +206,7 @@ func TestRedisLimiterKeysFromEnvironment(t *testing.T) {
 		"REDISSTREAMING_RATELIMIT_POLICIES_API_TIMEOUTMS":        "30",
 		"REDISSTREAMING_RATELIMIT_POLICIES_API_BREAKER_FAILURES": "7",
 	})})
-	if r := c.RateLimit.Settings.Policies[0].Redis; r.TimeoutMs != 30 || r.Breaker.Failures != 7 {
+	if r := c.RateLimit.Settings.Policies[0].Redis; r.Timeout != 30*time.Millisecond || r.Breaker.Failures != 7 {
 		t.Errorf("from the environment: %+v, want timeout-ms 30 and failures 7", r)
 	}
 	_, err := config.Load([]byte(doc), config.Options{Redis: redistest.Client(t), Logger: log, Getenv: env(map[string]string{
@@ -226,5 +214,43 @@ func TestRedisLimiterKeysFromEnvironment(t *testing.T) {
 	})})
 	if want := "config: redis-streaming.ratelimit.policies.api.timeout-ms (environment REDISSTREAMING_RATELIMIT_POLICIES_API_TIMEOUTMS): must be a number of milliseconds"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("error = %v\nwant   %s", err, want)
+	}
+}
+
+// TestJavaCompatiblePrefix: a java-compatible policy without its own key-prefix keys its state
+// as the Java starter's policies do, under the section's key-prefix with no policy name
+// (streaming:rl by default), so a decision of Java's state is seen by Go; a sliding and a
+// token-bucket java-compatible policy share that prefix without colliding (Java's layouts
+// differ); other policies keep "<key-prefix>:<name>".
+func TestJavaCompatiblePrefix(t *testing.T) {
+	client := redistest.Client(t)
+	doc := `redis-streaming:
+  ratelimit:
+    enabled: true
+    backend: redis
+    default-name: api
+    policies:
+      api: {algorithm: token-bucket, capacity: 10, rate-per-second: 5, java-compatible: true}
+      login: {algorithm: sliding, window-ms: 1000, limit: 3, java-compatible: true}
+      plain: {algorithm: sliding, window-ms: 1000, limit: 3}
+`
+	rl := load(t, doc, config.Options{Redis: client, Logger: quiet.Logger}).RateLimit
+	for name, want := range map[string]string{"api": "streaming:rl", "login": "streaming:rl", "plain": "streaming:rl:plain"} {
+		if got := rl.Settings.Policies[slices.IndexFunc(rl.Settings.Policies, func(p config.PolicySettings) bool { return p.Name == name })].KeyPrefix; got != want {
+			t.Errorf("policy %s: key-prefix %q, want %q", name, got, want)
+		}
+	}
+	// Java's sliding-window state for user 1 (3 requests in the window) denies Go's next one.
+	ctx := context.Background()
+	now := time.Now()
+	for i := 0; i < 3; i++ {
+		ms := now.UnixMilli() - int64(i)
+		if err := client.Do(ctx, client.B().Zadd().Key("streaming:rl:{user-1}").ScoreMember().ScoreMember(float64(ms), fmt.Sprintf("%d:%d", ms, i)).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	login, _ := rl.Registry.Get("login")
+	if d, err := login.AllowN(ctx, "user-1", now, 1); err != nil || d.Allowed {
+		t.Errorf("Go's decision on Java's full window: %+v, %v; want denied", d, err)
 	}
 }

@@ -17,8 +17,8 @@ import (
 const (
 	// RedisPath is Spring Boot 3's section.
 	RedisPath = "spring.data.redis"
-	// LegacyRedisPath is Spring Boot 2's section, read when RedisPath is absent.
-	LegacyRedisPath = "spring.redis"
+	// legacyRedisPath is Spring Boot 2's section, read when RedisPath is absent.
+	legacyRedisPath = "spring.redis"
 )
 
 // RedisSettings are Spring Boot's Redis connection settings (spring.data.redis.*, or
@@ -28,7 +28,7 @@ type RedisSettings struct {
 	// Set reports whether the file has the section (or the environment sets one of its
 	// keys, SPRING_DATA_REDIS_HOST for example).
 	Set bool
-	// Path is the section the settings were read from (RedisPath or LegacyRedisPath).
+	// Path is the section the settings were read from (RedisPath, or "spring.redis" in a Spring Boot 2 file).
 	Path string
 	// URL (url) is a redis:// or rediss:// URL; it overrides Host, Port, Username,
 	// Password and, when its path names one, Database, as in Spring Boot.
@@ -100,7 +100,7 @@ func (l *loader) loadRedis(root yamlx.Node) (RedisSettings, error) {
 	if err != nil {
 		return RedisSettings{}, err
 	}
-	legacy, err := section(root, LegacyRedisPath)
+	legacy, err := section(root, legacyRedisPath)
 	if err != nil {
 		return RedisSettings{}, err
 	}

@@ -2,9 +2,12 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/redstream-go/redstream/cache"
+	"github.com/redstream-go/redstream/httpidem"
+	"github.com/redstream-go/redstream/idempotency"
 	"github.com/redstream-go/redstream/internal/yamlx"
 	"github.com/redstream-go/redstream/stream"
 )
@@ -12,13 +15,57 @@ import (
 // The sections of other packages, bound to those packages' plain config structs.
 const (
 	// StreamPath is the section Config.Stream is read from (the yaml tags of stream.Config).
-	StreamPath = stream.ConfigSection
+	StreamPath = "redis-stream"
 	// CachePath is the section Config.Cache is read from (the yaml tags of cache.Config).
 	CachePath = "redis-cache"
+	// IdempotencyPath is the section Config.Idempotency is read from (the yaml tags of
+	// idempotency.Options, and of httpidem.Options under http).
+	IdempotencyPath = "redis-idempotency"
 )
 
-// ErrNoClient is returned by [Config.NewCache], [Config.NewProducer] and
-// [Config.NewConsumer] when Options.Redis was nil.
+// IdempotencySettings are the redis-idempotency section: an Idempotent's options and, under
+// http, the middleware's (its Idempotent and Principal are the application's to set).
+type IdempotencySettings struct {
+	idempotency.Options `yaml:",inline"`
+	HTTP                httpidem.Options `yaml:"http"`
+}
+
+// loadIdempotency binds redis-idempotency and validates it with idempotency.Options.Validate.
+func (l *loader) loadIdempotency(root yamlx.Node) (IdempotencySettings, error) {
+	sec, err := section(root, IdempotencyPath)
+	if err != nil {
+		return IdempotencySettings{}, err
+	}
+	var s IdempotencySettings
+	if err := yamlx.Bind(sec, &s, l.bindOptions()); err != nil {
+		return IdempotencySettings{}, err
+	}
+	if err := s.Options.Validate(); err != nil {
+		return IdempotencySettings{}, &loadError{err: sec.Errorf("%s", strings.TrimPrefix(err.Error(), "idempotency: ")), cause: err}
+	}
+	if s.HTTP.MaxBody < 0 {
+		return IdempotencySettings{}, l.atPath(sec, IdempotencyPath+".http.max-body-bytes", fmt.Sprintf("must be at least 0, got %d", s.HTTP.MaxBody), nil)
+	}
+	return s, nil
+}
+
+// NewIdempotent returns an idempotency.Idempotent on Options.Redis built from
+// c.Idempotency (idempotency.NewRedis), logging to Options.Logger unless the section's
+// options name a logger. The client stays the caller's. It returns [ErrNoClient] without a
+// client.
+func (c *Config) NewIdempotent() (*idempotency.Idempotent, error) {
+	if c.redis == nil {
+		return nil, ErrNoClient
+	}
+	o := c.Idempotency.Options
+	if o.Logger == nil {
+		o.Logger = c.logger
+	}
+	return idempotency.NewRedis(c.redis, o)
+}
+
+// ErrNoClient is returned by [Config.NewCache], [Config.NewProducer], [Config.NewConsumer]
+// and [Config.NewIdempotent] when Options.Redis was nil.
 var ErrNoClient = errors.New("config: no Redis client: set Options.Redis")
 
 // section returns the section at path, with its canonical path even when absent.

@@ -56,12 +56,11 @@ func TestAllSections(t *testing.T) {
 // TestSectionsAbsent: a file without redis-stream and redis-cache gets their defaults.
 func TestSectionsAbsent(t *testing.T) {
 	for name, doc := range map[string]string{
-		"empty":       "",
-		"other only":  "spring:\n  application:\n    name: app\n",
-		"null":        "redis-stream:\nredis-cache: ~\n",
-		"empty maps":  "redis-stream: {}\nredis-cache: {}\n",
-		"ratelimit":   "redis-streaming.ratelimit.enabled: true\n",
-		"other cases": "redis-streams:\n  read-count: 5\nredis-cache-x: {}\n",
+		"empty":      "",
+		"other only": "spring:\n  application:\n    name: app\n",
+		"null":       "redis-stream:\nredis-cache: ~\n",
+		"empty maps": "redis-stream: {}\nredis-cache: {}\n",
+		"ratelimit":  "redis-streaming.ratelimit.enabled: true\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := load(t, doc, quiet)
@@ -82,16 +81,16 @@ func TestSectionNamesRelaxed(t *testing.T) {
 		readCount int
 		prefix    string
 		sliding   bool
-		blockMs   time.Duration // stream.DefaultBlockTimeout when absent
+		blockMs   time.Duration // stream.Config{}.WithDefaults().BlockTimeout when absent
 	}{
-		{"kebab", "redis-stream:\n  read-count: 5\nredis-cache:\n  key-prefix: \"p:\"\n", 5, "p:", false, stream.DefaultBlockTimeout},
-		{"camel", "redisStream:\n  readCount: 6\nredisCache:\n  keyPrefix: \"q:\"\n  slidingExpireEnabled: true\n", 6, "q:", true, stream.DefaultBlockTimeout},
-		{"snake", "redis_stream:\n  read_count: 7\nredis_cache:\n  key_prefix: \"r:\"\n", 7, "r:", false, stream.DefaultBlockTimeout},
-		{"upper", "REDIS-STREAM:\n  READ-COUNT: 8\nREDIS_CACHE:\n  KEY_PREFIX: \"s:\"\n", 8, "s:", false, stream.DefaultBlockTimeout},
-		{"dotted", "redis-stream.read-count: 9\nredis-cache.key-prefix: \"t:\"\nredis-cache.sliding-expire-enabled: true\n", 9, "t:", true, stream.DefaultBlockTimeout},
+		{"kebab", "redis-stream:\n  read-count: 5\nredis-cache:\n  key-prefix: \"p:\"\n", 5, "p:", false, stream.Config{}.WithDefaults().BlockTimeout},
+		{"camel", "redisStream:\n  readCount: 6\nredisCache:\n  keyPrefix: \"q:\"\n  slidingExpireEnabled: true\n", 6, "q:", true, stream.Config{}.WithDefaults().BlockTimeout},
+		{"snake", "redis_stream:\n  read_count: 7\nredis_cache:\n  key_prefix: \"r:\"\n", 7, "r:", false, stream.Config{}.WithDefaults().BlockTimeout},
+		{"upper", "REDIS-STREAM:\n  READ-COUNT: 8\nREDIS_CACHE:\n  KEY_PREFIX: \"s:\"\n", 8, "s:", false, stream.Config{}.WithDefaults().BlockTimeout},
+		{"dotted", "redis-stream.read-count: 9\nredis-cache.key-prefix: \"t:\"\nredis-cache.sliding-expire-enabled: true\n", 9, "t:", true, stream.Config{}.WithDefaults().BlockTimeout},
 		{"dotted and nested", "redisStream.readCount: 10\nredis-stream:\n  block-ms: 60\nredis-cache:\n  key-prefix: \"u:\"\n", 10, "u:", false, 60 * time.Millisecond},
 		{"two spellings merge", "redis-stream:\n  read-count: 12\nredisStream:\n  blockMs: 50\nredis-cache:\n  key-prefix: \"w:\"\n", 12, "w:", false, 50 * time.Millisecond},
-		{"anchors", "base: &b\n  read-count: 11\nredis-stream:\n  <<: *b\nredis-cache:\n  key-prefix: \"v:\"\n", 11, "v:", false, stream.DefaultBlockTimeout},
+		{"anchors", "base: &b\n  read-count: 11\nredis-stream:\n  <<: *b\nredis-cache:\n  key-prefix: \"v:\"\n", 11, "v:", false, stream.Config{}.WithDefaults().BlockTimeout},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,8 +104,8 @@ func TestSectionNamesRelaxed(t *testing.T) {
 			if cfg.Stream.BlockTimeout != tt.blockMs {
 				t.Errorf("Stream.BlockTimeout = %v, want %v", cfg.Stream.BlockTimeout, tt.blockMs)
 			}
-			if cfg.Cache.DefaultTTL != cache.DefaultEntryTTL {
-				t.Errorf("Cache.DefaultTTL = %v, want the default %v", cfg.Cache.DefaultTTL, cache.DefaultEntryTTL)
+			if cfg.Cache.DefaultTTL != cache.DefaultConfig().DefaultTTL {
+				t.Errorf("Cache.DefaultTTL = %v, want the default %v", cfg.Cache.DefaultTTL, cache.DefaultConfig().DefaultTTL)
 			}
 		})
 	}
@@ -164,7 +163,7 @@ func TestSectionErrors(t *testing.T) {
 		},
 		{
 			"cache unknown key", "redis-cache:\n  ttl: 5\n",
-			"config: redis-cache.ttl (line 2): unknown key (known keys: breakdown, breaker, client-side-cache, default-ttl-seconds, env, env-isolation, jitter-ratio, key-prefix, name, null-ttl-seconds, on-redis-error, sliding-expire-enabled, timeout-ms)",
+			"config: redis-cache.ttl (line 2): unknown key (known keys: breakdown, breaker, client-side-cache, default-ttl-seconds, eager-refresh, env, env-isolation, fail-safe, jitter-ratio, key-prefix, load-hard-timeout-ms, load-soft-timeout-ms, name, null-ttl-seconds, on-redis-error, sliding-expire-enabled, timeout-ms)",
 		},
 		{
 			"cache empty name", "redis-cache:\n  key-prefix: x\n  name: \"\"\n",
@@ -231,7 +230,7 @@ func TestAllSectionsOnRedis(t *testing.T) {
 	now := time.Now()
 	key := "user:" + now.Format(time.RFC3339Nano)
 	for i := range 11 {
-		d, err := cfg.RateLimit.Default.AllowAt(ctx, key, now)
+		d, err := cfg.RateLimit.Default.AllowN(ctx, key, now, 1)
 		if err != nil {
 			t.Fatalf("AllowAt: %v", err)
 		}
@@ -307,7 +306,30 @@ func TestAllSectionsOnRedis(t *testing.T) {
 	if n, err := client.Do(ctx, client.B().Xlen().Key(topic+"_test").Build()).AsInt64(); err != nil || n != 1 {
 		t.Errorf("XLEN %s_test = %d, %v; want 1 (env isolation)", topic, n, err)
 	}
-	if !strings.HasPrefix(consumer.Name(), "consumer-") {
-		t.Errorf("consumer name %q, want a generated consumer-... name", consumer.Name())
+	if !strings.HasPrefix(consumer.Stats().Consumer, "consumer-") {
+		t.Errorf("consumer name %q, want a generated consumer-... name", consumer.Stats().Consumer)
+	}
+}
+
+// TestCacheServingKeys: the fail-safe, load timeout and eager refresh keys of redis-cache
+// bind onto cache.Config, -ms keys as durations.
+func TestCacheServingKeys(t *testing.T) {
+	doc := "redis-cache:\n  fail-safe:\n    enabled: true\n    max-staleness-ms: 60000\n    throttle-ms: 250\n    max-entries: 500\n" +
+		"  load-soft-timeout-ms: 50\n  load-hard-timeout-ms: 2000\n  eager-refresh: 0.8\n"
+	cfg, err := config.Load([]byte(doc), quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Cache
+	fs := c.FailSafe
+	if !fs.Enabled || fs.MaxStaleness != time.Minute || fs.Throttle != 250*time.Millisecond || fs.MaxEntries != 500 {
+		t.Errorf("FailSafe = %+v, want enabled, 1m, 250ms, 500", fs)
+	}
+	if c.LoadSoftTimeout != 50*time.Millisecond || c.LoadHardTimeout != 2*time.Second || c.EagerRefresh != 0.8 {
+		t.Errorf("LoadSoftTimeout %v, LoadHardTimeout %v, EagerRefresh %v; want 50ms, 2s, 0.8", c.LoadSoftTimeout, c.LoadHardTimeout, c.EagerRefresh)
+	}
+	_, err = config.Load([]byte("redis-cache:\n  load-soft-timeout-ms: 50\n"), quiet)
+	if err == nil || !strings.Contains(err.Error(), "redis-cache.load-soft-timeout-ms (line 2)") {
+		t.Errorf("a soft timeout without fail-safe: %v, want an error at its line", err)
 	}
 }

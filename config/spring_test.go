@@ -215,7 +215,7 @@ func TestSpringRedisConnects(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d, err := cfg.RateLimit.Default.Allow(ctx, "user-1"); err != nil || !d.Allowed {
+			if d, err := cfg.RateLimit.Default.AllowN(ctx, "user-1", time.Time{}, 1); err != nil || !d.Allowed {
 				t.Fatalf("Default.Allow = %+v, %v", d, err)
 			}
 			keys, err := client.Do(ctx, client.B().Keys().Pattern("orders:rl:api*").Build()).AsStrSlice()

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -106,124 +107,144 @@ type Console struct {
 	log       *slog.Logger
 	consumers []*stream.Consumer
 	limiters  []limiterEntry // by name
+	results   resultStore    // results of recent actions (POST-redirect-GET)
 	mux       *http.ServeMux
 }
 
 // New returns a Console for o. An invalid option is an error wrapping
 // redstream.ErrInvalidConfig that names it.
 func New(o Options) (*Console, error) {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("console: %s: %w", fmt.Sprintf(format, args...), redstream.ErrInvalidConfig)
-	}
 	if o.Client == nil {
-		return nil, bad("nil Client")
+		return nil, invalid("nil Client")
 	}
 	if err := o.Stream.Validate(); err != nil {
 		return nil, fmt.Errorf("console: Stream: %w", err)
 	}
-	c := &Console{client: o.Client, cfg: o.Stream.WithDefaults(), readOnly: o.ReadOnly, log: o.Logger}
+	c := &Console{client: o.Client, cfg: o.Stream.WithDefaults(), readOnly: o.ReadOnly, log: o.Logger, title: o.Title}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
+	if c.title == "" {
+		c.title = "redstream console"
+	}
+	for _, step := range []func(Options) error{c.initTopics, c.initSecurity, c.initSizes, c.initSubjects} {
+		if err := step(o); err != nil {
+			return nil, err
+		}
+	}
+	c.routes()
+	return c, nil
+}
+
+// invalid is New's error for a bad option.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("console: %s: %w", fmt.Sprintf(format, args...), redstream.ErrInvalidConfig)
+}
+
+// initTopics sets the dead-letter administration and the configured topics' stream keys.
+func (c *Console) initTopics(o Options) error {
 	// The console addresses topics by their stream keys; env isolation was applied already.
 	dlCfg := o.Stream
 	dlCfg.EnvIsolation, dlCfg.Env = false, ""
 	dl, err := stream.NewDeadLetters(o.Client, dlCfg)
 	if err != nil {
-		return nil, fmt.Errorf("console: %w", err)
+		return fmt.Errorf("console: %w", err)
 	}
 	c.dl = dl
 	seen := map[string]bool{}
 	for _, t := range o.Topics {
-		key, err := stream.StreamName(o.Stream, t)
+		key, err := streamwire.StreamKey(t, o.Stream.EnvIsolation, o.Stream.Env)
 		if err != nil {
-			return nil, fmt.Errorf("console: Topics: %w", err)
+			return fmt.Errorf("console: Topics: %w", err)
 		}
 		if !seen[key] {
 			seen[key] = true
 			c.topics = append(c.topics, key)
 		}
 	}
-	switch {
-	case o.MaxTopics < 0 || o.MaxTopics > MaxMaxTopics:
-		return nil, bad("MaxTopics %d out of range 0..%d", o.MaxTopics, MaxMaxTopics)
-	case o.MaxTopics == 0:
-		c.maxTopics = DefaultMaxTopics
-	default:
-		c.maxTopics = o.MaxTopics
-	}
+	return nil
+}
+
+// initSecurity sets the path prefix, the CSRF secret and the cross-origin protection.
+func (c *Console) initSecurity(o Options) error {
 	p := strings.TrimRight(o.Prefix, "/")
 	if p != "" && (!strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#\"'<> \t\r\n")) {
-		return nil, bad("Prefix %q must be a path starting with '/'", o.Prefix)
+		return invalid("Prefix %q must be a path starting with '/'", o.Prefix)
 	}
 	c.prefix = p
 	switch {
 	case len(o.Secret) == 0:
 		c.secret = make([]byte, 32)
 		if _, err := rand.Read(c.secret); err != nil {
-			return nil, fmt.Errorf("console: random secret: %w", err)
+			return fmt.Errorf("console: random secret: %w", err)
 		}
 	case len(o.Secret) < 16:
-		return nil, bad("Secret of %d bytes, want at least 16", len(o.Secret))
+		return invalid("Secret of %d bytes, want at least 16", len(o.Secret))
 	default:
 		c.secret = append([]byte(nil), o.Secret...)
 	}
 	c.cop = http.NewCrossOriginProtection()
 	for _, origin := range o.TrustedOrigins {
 		if err := c.cop.AddTrustedOrigin(origin); err != nil {
-			return nil, bad("TrustedOrigins: %v", err)
+			return invalid("TrustedOrigins: %v", err)
 		}
 	}
 	c.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusForbidden, "cross-origin request refused")
 	}))
-	switch {
-	case o.Timeout < 0:
-		return nil, bad("negative Timeout %v", o.Timeout)
-	case o.Timeout == 0:
-		c.timeout = DefaultTimeout
-	default:
-		c.timeout = o.Timeout
+	return nil
+}
+
+// initSizes sets the bounds: topics listed, call timeout, page size, body bytes shown.
+func (c *Console) initSizes(o Options) error {
+	var err error
+	if c.maxTopics, err = bounded("MaxTopics", o.MaxTopics, DefaultMaxTopics, MaxMaxTopics); err != nil {
+		return err
 	}
-	switch {
-	case o.PageSize < 0 || o.PageSize > MaxPageSize:
-		return nil, bad("PageSize %d out of range 0..%d", o.PageSize, MaxPageSize)
-	case o.PageSize == 0:
-		c.pageSize = DefaultPageSize
-	default:
-		c.pageSize = o.PageSize
+	if c.timeout, err = bounded("Timeout", o.Timeout, DefaultTimeout, -1); err != nil {
+		return err
 	}
-	switch {
-	case o.MaxBodyBytes < 0:
-		return nil, bad("negative MaxBodyBytes %d", o.MaxBodyBytes)
-	case o.MaxBodyBytes == 0:
-		c.maxBody = DefaultMaxBodyBytes
-	default:
-		c.maxBody = o.MaxBodyBytes
+	if c.pageSize, err = bounded("PageSize", o.PageSize, DefaultPageSize, MaxPageSize); err != nil {
+		return err
 	}
+	c.maxBody, err = bounded("MaxBodyBytes", o.MaxBodyBytes, DefaultMaxBodyBytes, -1)
+	return err
+}
+
+// bounded returns v, or def when v is 0; a negative v, or one above hi when hi >= 0, is an
+// error naming the option.
+func bounded[T int | time.Duration](name string, v, def, hi T) (T, error) {
+	switch {
+	case v < 0 && hi < 0:
+		return 0, invalid("negative %s %v", name, v)
+	case v < 0 || (hi >= 0 && v > hi):
+		return 0, invalid("%s %v out of range 0..%v", name, v, hi)
+	case v == 0:
+		return def, nil
+	}
+	return v, nil
+}
+
+// initSubjects sets the consumers and limiters the console shows.
+func (c *Console) initSubjects(o Options) error {
 	for _, cons := range o.Consumers {
 		if cons == nil {
-			return nil, bad("nil entry in Consumers")
+			return invalid("nil entry in Consumers")
 		}
 	}
 	c.consumers = append([]*stream.Consumer(nil), o.Consumers...)
 	for name, l := range o.Limiters {
 		if name == "" {
-			return nil, bad("Limiters: empty name")
+			return invalid("Limiters: empty name")
 		}
 		e, err := newLimiterEntry(name, l)
 		if err != nil {
-			return nil, bad("Limiters[%q]: %v", name, err)
+			return invalid("Limiters[%q]: %v", name, err)
 		}
 		c.limiters = append(c.limiters, e)
 	}
 	sort.Slice(c.limiters, func(i, j int) bool { return c.limiters[i].Name < c.limiters[j].Name })
-	c.title = o.Title
-	if c.title == "" {
-		c.title = "redstream console"
-	}
-	c.routes()
-	return c, nil
+	return nil
 }
 
 func (c *Console) routes() {
@@ -235,6 +256,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /dlq/entry", c.pageDeadLetter)
 	m.HandleFunc("GET /dlq/purge", c.pagePurge)
 	m.HandleFunc("GET /limits", c.pageLimits)
+	m.HandleFunc("GET /result", c.pageResult)
 	m.HandleFunc("GET /static/console.css", c.static("text/css; charset=utf-8", consoleCSS))
 	m.HandleFunc("GET /static/console.js", c.static("text/javascript; charset=utf-8", consoleJS))
 	m.Handle("POST /dlq/replay", c.action(c.doReplay))

@@ -25,6 +25,7 @@ import (
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/console"
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -60,7 +61,7 @@ func addDeadLetter(t *testing.T, c rueidis.Client, topic, group, errText string,
 	}
 	fv = append(fv, "dl_id", "1-1", "dl_group", group, "dl_consumer", "c1", "dl_deliveries", "3",
 		"dl_error", errText, "dl_ts", strconv.FormatInt(time.Now().UnixMilli(), 10))
-	id, err := c.Do(context.Background(), c.B().Arbitrary("XADD").Keys(stream.DeadLetterStreamName(topic)).
+	id, err := c.Do(context.Background(), c.B().Arbitrary("XADD").Keys(streamwire.DeadLetterStreamName(topic)).
 		Args("*").Args(fv...).Build()).ToString()
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +92,9 @@ type browser struct {
 	t    *testing.T
 	base string
 	hc   *http.Client
+	// seeOther is the Location of the last POST's 303 answer, which post followed with a
+	// GET as a browser does ("" when it answered otherwise).
+	seeOther string
 }
 
 func newBrowser(t *testing.T, base string) *browser {
@@ -125,7 +129,21 @@ func (b *browser) post(path string, form url.Values, hdr ...string) (int, string
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	return b.do(req)
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	b.seeOther = ""
+	if resp.StatusCode == http.StatusSeeOther {
+		b.seeOther = resp.Header.Get("Location")
+		if !strings.HasPrefix(b.seeOther, "/") {
+			b.t.Fatalf("POST %s: 303 to %q, want a path of the console", path, b.seeOther)
+		}
+		return b.get(b.seeOther)
+	}
+	return resp.StatusCode, string(body)
 }
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
@@ -198,7 +216,7 @@ func TestTopicsAndTopicPage(t *testing.T) {
 		t.Fatalf("GET /: %d\n%s", st, body)
 	}
 	mustContain(t, body, ">"+topic+"</a>", ">"+tagged+"</a>", ">"+orphan+"</a>", "only dead letters remain")
-	for _, dlq := range []string{stream.DeadLetterStreamName(topic), stream.DeadLetterStreamName(tagged)} {
+	for _, dlq := range []string{streamwire.DeadLetterStreamName(topic), streamwire.DeadLetterStreamName(tagged)} {
 		if strings.Contains(body, ">"+dlq+"</a>") {
 			t.Errorf("dead-letter stream %s listed as a topic", dlq)
 		}
@@ -448,8 +466,8 @@ func TestHostileEntries(t *testing.T) {
 		t.Fatalf("5000-field entry: %d, %d bytes; want the first 200 fields within 300 KiB", st, len(body))
 	}
 	// A gzip body is decoded; a broken one is reported, not shown as garbage or a 500.
-	enc, zbody, err := stream.EncodeBody([]byte(`{"zipped":true}`), true)
-	if err != nil || enc != stream.EncGzip {
+	enc, zbody, err := streamwire.EncodeBody([]byte(`{"zipped":true}`), true)
+	if err != nil || enc != streamwire.EncGzip {
 		t.Fatal(enc, err)
 	}
 	gz := addDeadLetter(t, c, topic, "g", "e", "enc", enc, "body", zbody)
@@ -474,7 +492,7 @@ func TestHostileEntries(t *testing.T) {
 func TestActions(t *testing.T) {
 	c := redistest.Client(t)
 	topic := newTopic(t)
-	dlq := stream.DeadLetterStreamName(topic)
+	dlq := streamwire.DeadLetterStreamName(topic)
 	ids := make([]string, 6)
 	for i := range ids {
 		ids[i] = addDeadLetter(t, c, topic, "billing", "boom "+strconv.Itoa(i))
@@ -531,6 +549,20 @@ func TestActions(t *testing.T) {
 	}
 	if n := xlen(t, c, topic); n != 1 {
 		t.Fatalf("topic has %d entries after one replay", n)
+	}
+	// POST-redirect-GET: the action answered 303; reloading its result page shows the
+	// result again and replays nothing more.
+	if b.seeOther == "" || !strings.HasPrefix(b.seeOther, "/result?r=") {
+		t.Fatalf("replay answered without a 303 to its result page (Location %q)", b.seeOther)
+	}
+	if st, again := b.get(b.seeOther); st != http.StatusOK || again != body {
+		t.Errorf("reloaded result page: %d, same page %v", st, again == body)
+	}
+	if n := xlen(t, c, topic); n != 1 {
+		t.Fatalf("reloading the result page replayed again: %d entries", n)
+	}
+	if st, _ := b.get("/result?r=unknown"); st != http.StatusNotFound {
+		t.Errorf("unknown result token: %d, want 404", st)
 	}
 	// Replay a selection (one of which is gone already).
 	st, body = b.post("/dlq/replay", url.Values{"t": {topic}, "id": {ids[1], ids[2], ids[0]}, "csrf": {tok}})
@@ -617,7 +649,7 @@ func TestReadOnly(t *testing.T) {
 			t.Errorf("read-only %s: %d, want 403", action, st)
 		}
 	}
-	if n := xlen(t, c, stream.DeadLetterStreamName(topic)); n != 1 {
+	if n := xlen(t, c, streamwire.DeadLetterStreamName(topic)); n != 1 {
 		t.Fatalf("read-only console changed the dead letters: %d", n)
 	}
 }
@@ -856,7 +888,7 @@ func TestConcurrentReplay(t *testing.T) {
 	if n := xlen(t, c, topic); n != 20 {
 		t.Fatalf("topic has %d entries, want 20 (each dead letter once)", n)
 	}
-	if n := xlen(t, c, stream.DeadLetterStreamName(topic)); n != 0 {
+	if n := xlen(t, c, streamwire.DeadLetterStreamName(topic)); n != 0 {
 		t.Fatalf("%d dead letters left", n)
 	}
 }

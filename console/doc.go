@@ -9,7 +9,7 @@
 // purge (after a typed confirmation). Its rate limits page shows the limiters of
 // [Options.Limiters] and, for a key, the state of each limit (what it admits now, whether a
 // request would be admitted, remaining, retry-after, when it is full again), read with the
-// engine's PeekLimits ([Peeker]), which records nothing; limiters that are also a
+// engine's PeekEach ([Peeker]), which records nothing; limiters that are also a
 // [Resetter] can reset a key.
 //
 // Everything it reads from the streams uses read-only commands (SCAN, XLEN, XRANGE,

@@ -73,7 +73,7 @@ func ExampleOptions_limiters() {
 
 	api, _ := memory.NewLimiter(redstream.FixedWindow(time.Hour, 100), memory.Options{})
 	for i := 0; i < 7; i++ {
-		api.Allow(context.Background(), "customer:ada")
+		api.AllowN(context.Background(), "customer:ada", time.Time{}, 1)
 	}
 	con, err := console.New(console.Options{
 		Client:   client,

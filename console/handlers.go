@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -226,7 +227,7 @@ func (c *Console) pageDeadLetters(w http.ResponseWriter, r *http.Request) {
 
 // checkTopic validates a topic name the way package stream does.
 func checkTopic(topic string) error {
-	if _, err := stream.StreamName(stream.Config{}, topic); err != nil {
+	if _, err := streamwire.StreamKey(topic, false, ""); err != nil {
 		return err
 	}
 	return nil
@@ -467,13 +468,16 @@ func (c *Console) doPurge(w http.ResponseWriter, r *http.Request) {
 		Lines: []string{fmt.Sprintf("%d dead letters purged", n)}})
 }
 
+// renderResult stores the result of an action and redirects to its page (303 See Other:
+// POST-redirect-GET, so a reload does not post the action again). The page is served 409
+// when nothing succeeded.
 func (c *Console) renderResult(w http.ResponseWriter, r *http.Request, res result) {
 	status := http.StatusOK
 	if len(res.Lines) == 0 && len(res.Errors) > 0 {
 		status = http.StatusConflict
 	}
-	crumbs := append(c.topicCrumbs(res.Topic), crumb{"dead letters", res.BackDLQ})
-	c.render(w, r, status, "result.html", crumbs, res)
+	tok := c.results.put(res, status, time.Now())
+	http.Redirect(w, r, buildLink(c.prefix, "/result", "r", tok), http.StatusSeeOther)
 }
 
 // fmtDur formats a duration for people: "850ms", "12s", "3m20s", "5h02m", "3d04h".

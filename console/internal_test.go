@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/redstream-go/redstream/stream"
+	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
 func TestFoldTopics(t *testing.T) {
@@ -53,7 +53,7 @@ func FuzzFoldTopics(f *testing.F) {
 				continue
 			}
 			tp, ok := topicOfDeadLetters(k, keys)
-			if !ok || !set[tp] || stream.DeadLetterStreamName(tp) != k {
+			if !ok || !set[tp] || streamwire.DeadLetterStreamName(tp) != k {
 				t.Fatalf("key %q: neither a topic nor the dead letters of one (%v)", k, topics)
 			}
 		}

@@ -14,6 +14,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/redis/rueidis"
+
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
 )
@@ -21,11 +23,11 @@ import (
 // Peeker is a rate limiter whose keys the console can look up without changing them.
 // *redisbackend.Limiter and *memory.Limiter implement it.
 type Peeker interface {
-	// Limits returns the limiter's limits, in the order of PeekLimits' decisions.
-	Limits() []core.Limit
-	// PeekLimits returns, limit by limit, the decision a request of cost n for key at now
+	// Specs returns the limiter's specs, in the order of PeekEach's decisions.
+	Specs() []redstream.Spec
+	// PeekEach returns, spec by spec, the decision a request of cost n for key at now
 	// would get, recording nothing. The zero now is the engine's clock.
-	PeekLimits(ctx context.Context, key string, now time.Time, n int64) ([]redstream.Decision, error)
+	PeekEach(ctx context.Context, key string, now time.Time, n int64) ([]redstream.Decision, error)
 }
 
 // Resetter is implemented by limiters that can forget a key (*redisbackend.Limiter): the
@@ -55,7 +57,7 @@ type limitInfo struct {
 	Desc      string
 }
 
-// unwrapper is a limiter that wraps another (metrics.NamedLimiter, redstream.MultiLimiter).
+// unwrapper is a limiter that wraps another (metrics.NamedLimiter, a redstream.Multi limiter).
 type unwrapper interface{ Unwrap() redstream.Limiter }
 
 // newLimiterEntry finds the Peeker in l, unwrapping wrappers, and describes its limits.
@@ -66,9 +68,9 @@ func newLimiterEntry(name string, l redstream.Limiter) (limiterEntry, error) {
 		if l == nil || depth > 16 {
 			return e, fmt.Errorf("no limiter the console can inspect")
 		}
-		if m, ok := l.(*redstream.MultiLimiter); ok && names == nil {
-			for _, lim := range m.Limits() {
-				names = append(names, lim.Name)
+		if m, ok := l.(interface{ Rules() []redstream.Rule }); ok && names == nil {
+			for _, r := range m.Rules() {
+				names = append(names, r.Name)
 			}
 		}
 		if p, ok := l.(Peeker); ok {
@@ -77,7 +79,7 @@ func newLimiterEntry(name string, l redstream.Limiter) (limiterEntry, error) {
 		}
 		u, ok := l.(unwrapper)
 		if !ok {
-			return e, fmt.Errorf("%T cannot be inspected: it has no PeekLimits (use a redisbackend or memory limiter)", l)
+			return e, fmt.Errorf("%T cannot be inspected: it has no PeekEach (use a redisbackend or memory limiter)", l)
 		}
 		l = u.Unwrap()
 	}
@@ -89,13 +91,17 @@ func newLimiterEntry(name string, l redstream.Limiter) (limiterEntry, error) {
 	if k, ok := e.peeker.(interface{ KeyPrefix() string }); ok {
 		e.Prefix = k.KeyPrefix()
 	}
-	ls := e.peeker.Limits()
-	if len(ls) == 0 {
-		return e, errors.New("the limiter has no limits")
+	specs := e.peeker.Specs()
+	if len(specs) == 0 {
+		return e, errors.New("the limiter has no specs")
 	}
-	for i, lim := range ls {
+	for i, s := range specs {
+		lim, err := s.Core()
+		if err != nil {
+			return e, fmt.Errorf("spec %d: %w", i, err)
+		}
 		info := limitInfo{Algorithm: lim.Name(), Desc: describeLimit(lim)}
-		if len(names) == len(ls) {
+		if len(names) == len(specs) {
 			info.Name = names[i]
 		}
 		e.Limits = append(e.Limits, info)
@@ -107,8 +113,7 @@ func newLimiterEntry(name string, l redstream.Limiter) (limiterEntry, error) {
 // "100 per 1m0s" for the windows.
 func describeLimit(l core.Limit) string {
 	period := time.Duration(l.Period()) * time.Microsecond
-	switch l.Name() {
-	case "token-bucket", "leaky-bucket":
+	if a, err := core.Lookup(l.Name()); err == nil && a.Shape == core.Bucket {
 		interval := time.Duration(l.Ints()[0]) * time.Microsecond
 		return fmt.Sprintf("burst %d, 1 per %v (full again after %v)", l.Max(), interval, period)
 	}
@@ -255,12 +260,16 @@ type limitsPage struct {
 	KeyShown  string // the key for display: escaped and cut
 	KeyLen    int
 	RedisKeys []string
-	Entry     *limiterEntry
-	States    []limitState
-	Combined  *limitState // the request's decision when there are several limits
-	At        time.Time
-	Notice    string
-	CanReset  bool
+	// NoState is set when none of the key's Redis keys exists (read with EXISTS through the
+	// console's client): the decisions shown are a new key's. StateUnknown when that read
+	// failed.
+	NoState, StateUnknown bool
+	Entry                 *limiterEntry
+	States                []limitState
+	Combined              *limitState // the request's decision when there are several limits
+	At                    time.Time
+	Notice                string
+	CanReset              bool
 }
 
 func (c *Console) pageLimits(w http.ResponseWriter, r *http.Request) {
@@ -269,7 +278,11 @@ func (c *Console) pageLimits(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	c.renderLimits(w, r, http.StatusOK, lk, "")
+	notice := ""
+	if r.URL.Query().Get("done") == "reset" && lk.Limiter != "" {
+		notice = noticeReset
+	}
+	c.renderLimits(w, r, http.StatusOK, lk, notice)
 }
 
 // renderLimits renders the limits page, with the lookup lk when it names a limiter.
@@ -297,7 +310,10 @@ func (c *Console) renderLimits(w http.ResponseWriter, r *http.Request, status in
 			}
 		}
 		ctx, cancel := c.call(r.Context())
-		ds, err := e.peeker.PeekLimits(ctx, lk.Key, time.Time{}, lk.N)
+		ds, err := e.peeker.PeekEach(ctx, lk.Key, time.Time{}, lk.N)
+		if err == nil && e.keys != nil {
+			p.NoState, p.StateUnknown = c.noState(ctx, e.keys(lk.Key))
+		}
 		cancel()
 		p.At = time.Now()
 		switch {
@@ -332,6 +348,27 @@ func (c *Console) renderLimits(w http.ResponseWriter, r *http.Request, status in
 		crumbs = append(crumbs, crumb{lk.Limiter, buildLink(c.prefix, "/limits", "l", lk.Limiter)})
 	}
 	c.render(w, r, status, "limits.html", crumbs, p)
+}
+
+// noState reports whether none of keys exists, and whether that could not be read.
+func (c *Console) noState(ctx context.Context, keys []string) (none, unknown bool) {
+	if len(keys) == 0 {
+		return false, false
+	}
+	cmds := make(rueidis.Commands, len(keys))
+	for i, k := range keys {
+		cmds[i] = c.client.B().Exists().Key(k).Build()
+	}
+	for _, r := range c.client.DoMulti(ctx, cmds...) {
+		n, err := r.AsInt64()
+		if err != nil {
+			return false, true
+		}
+		if n > 0 {
+			return false, false
+		}
+	}
+	return true, false
 }
 
 // stateOf turns a limit's peeked decision for a request of cost n into its row.
@@ -384,5 +421,10 @@ func (c *Console) doResetKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.log.Info("console: reset a rate-limit key", "limiter", lk.Limiter, "key", cutDisplay(lk.Key, 256))
-	c.renderLimits(w, r, http.StatusOK, lk, "The key's state was deleted: it is a new key again.")
+	// POST-redirect-GET: the limits page of the key, which now shows its fresh state.
+	http.Redirect(w, r, buildLink(c.prefix, "/limits", "l", lk.Limiter, "key", lk.formKey(), "enc", lk.Enc,
+		"n", strconv.FormatInt(lk.N, 10), "done", "reset"), http.StatusSeeOther)
 }
+
+// noticeReset is the limits page's notice after a reset (done=reset).
+const noticeReset = "The key's state was deleted: it is a new key again."

@@ -40,8 +40,8 @@ func testLimiters(t *testing.T, c rueidis.Client) (map[string]redstream.Limiter,
 		l, err := redisbackend.NewMultiLimiter(c, specs, redisbackend.Options{KeyPrefix: prefix + ":login"})
 		login = l
 		return l, err
-	}, redstream.Limit{Name: "burst", Spec: redstream.TokenBucket(5, 0.01)},
-		redstream.Limit{Name: "hourly", Spec: redstream.FixedWindow(time.Hour, 20)})
+	}, redstream.Rule{Name: "burst", Spec: redstream.TokenBucket(5, 0.01)},
+		redstream.Rule{Name: "hourly", Spec: redstream.FixedWindow(time.Hour, 20)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,12 +84,12 @@ func TestLimitsPage(t *testing.T) {
 	lims, api, login := testLimiters(t, c)
 	ctx := context.Background()
 	for i := 0; i < 7; i++ {
-		if _, err := lims["api"].Allow(ctx, "customer:ada"); err != nil {
+		if _, err := lims["api"].AllowN(ctx, "customer:ada", time.Time{}, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := 0; i < 3; i++ {
-		if _, err := lims["login"].Allow(ctx, "ada@example.com"); err != nil {
+		if _, err := lims["login"].AllowN(ctx, "ada@example.com", time.Time{}, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -111,7 +111,7 @@ func TestLimitsPage(t *testing.T) {
 		t.Fatalf("lookup: %d\n%s", st, body)
 	}
 	rows := stateRows(t, body)
-	want, err := api.PeekLimits(ctx, "customer:ada", time.Time{}, 1)
+	want, err := api.PeekEach(ctx, "customer:ada", time.Time{}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,11 +122,17 @@ func TestLimitsPage(t *testing.T) {
 		t.Errorf("reset shown %dms, engine %v", rows[0][5], want[0].ResetAfter)
 	}
 	mustContain(t, body, `id="reset"`, "Redis key: <span class=\"id\">")
+	if strings.Contains(body, `id="no-state"`) {
+		t.Errorf("a key with stored state is reported as having none:\n%s", body)
+	}
+	// A key the application never used: the page says that no state is stored under it.
+	_, body = b.get("/limits" + q("l", "api", "key", "customer:nobody"))
+	mustContain(t, body, `id="no-state"`, "No state is stored under this Redis key", api.Keys("customer:nobody")[0])
 
 	// The multi-limit: one row per limit and the request's row.
 	_, body = b.get("/limits" + q("l", "login", "key", "ada@example.com", "n", "2"))
 	rows = stateRows(t, body)
-	each, err := login.PeekLimits(ctx, "ada@example.com", time.Time{}, 2)
+	each, err := login.PeekEach(ctx, "ada@example.com", time.Time{}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,12 +144,15 @@ func TestLimitsPage(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		b.get("/limits" + q("l", "login", "key", "ada@example.com"))
 	}
-	again, err := login.PeekLimits(ctx, "ada@example.com", time.Time{}, 2)
+	again, err := login.PeekEach(ctx, "ada@example.com", time.Time{}, 2)
 	if err != nil || again[0].Remaining != each[0].Remaining || again[1].Remaining != each[1].Remaining {
 		t.Fatalf("after lookups the engine peeks %+v (%v), before %+v", again, err, each)
 	}
 	// The in-process limiter has no reset.
 	_, body = b.get("/limits" + q("l", "local", "key", "x"))
+	if strings.Contains(body, `id="no-state"`) {
+		t.Error("the memory limiter, which has no Redis keys, is said to store nothing in Redis")
+	}
 	if strings.Contains(body, `id="reset"`) {
 		t.Error("the memory limiter offers reset")
 	}
@@ -158,9 +167,10 @@ func TestLimitsPage(t *testing.T) {
 	}
 	form.Set("csrf", b.token("/limits"+q("l", "api", "key", "customer:ada")))
 	st, body = b.post("/limits/reset", form)
-	if st != http.StatusOK || !strings.Contains(body, `id="notice"`) {
-		t.Fatalf("reset: %d\n%s", st, body)
+	if st != http.StatusOK || !strings.Contains(body, `id="notice"`) || !strings.HasPrefix(b.seeOther, "/limits?") {
+		t.Fatalf("reset: %d, 303 to %q\n%s", st, b.seeOther, body)
 	}
+	mustContain(t, body, `id="no-state"`) // the state was just deleted
 	if rows := stateRows(t, body); len(rows) != 1 || rows[0][1] != 100 {
 		t.Fatalf("after reset rows %v, want 100 available", rows)
 	}
@@ -194,7 +204,7 @@ func TestLimitsHostileKeys(t *testing.T) {
 	b := newBrowser(t, srv.URL)
 
 	script := `<script>alert("x")</script>`
-	if _, err := lims["api"].Allow(ctx, script); err != nil {
+	if _, err := lims["api"].AllowN(ctx, script, time.Time{}, 1); err != nil {
 		t.Fatal(err)
 	}
 	st, body := b.get("/limits" + q("l", "api", "key", script))
@@ -207,7 +217,7 @@ func TestLimitsHostileKeys(t *testing.T) {
 
 	binary := "\x00\xff{tag}\n"
 	for i := 0; i < 2; i++ {
-		if _, err := api.Allow(ctx, binary); err != nil {
+		if _, err := api.AllowN(ctx, binary, time.Time{}, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -269,12 +279,6 @@ func TestLimitsConfigErrors(t *testing.T) {
 // opaque is a limiter that is no Peeker and wraps none.
 type opaque struct{}
 
-func (opaque) Allow(context.Context, string) (redstream.Decision, error) {
-	return redstream.Decision{}, nil
-}
-func (opaque) AllowAt(context.Context, string, time.Time) (redstream.Decision, error) {
-	return redstream.Decision{}, nil
-}
 func (opaque) AllowN(context.Context, string, time.Time, int64) (redstream.Decision, error) {
 	return redstream.Decision{}, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -141,12 +142,12 @@ func topicOfDeadLetters(key string, keys map[string]bool) (string, bool) {
 			if keys[base] && !keys[inner] {
 				return base, true
 			}
-			if stream.DeadLetterStreamName(inner) == key {
+			if streamwire.DeadLetterStreamName(inner) == key {
 				return inner, true
 			}
 		}
 	}
-	if stream.DeadLetterStreamName(base) == key {
+	if streamwire.DeadLetterStreamName(base) == key {
 		return base, true
 	}
 	return "", false
@@ -251,7 +252,7 @@ func (c *Console) summaries(ctx context.Context, topics []string) []topicSummary
 			cl.B().Xrange().Key(t).Start("-").End("+").Count(1).Build(),
 			cl.B().Xrevrange().Key(t).End("+").Start("-").Count(1).Build(),
 			cl.B().XinfoGroups().Key(t).Build(),
-			cl.B().Xlen().Key(stream.DeadLetterStreamName(t)).Build())
+			cl.B().Xlen().Key(streamwire.DeadLetterStreamName(t)).Build())
 	}
 	ctx, cancel := c.call(ctx)
 	defer cancel()
@@ -311,6 +312,43 @@ type groupInfo struct {
 	LastDelivered string
 	EntriesRead   int64 // -1 when unknown
 	Lag           int64 // -1 when unknown (Redis < 7.0, or Redis cannot compute it)
+	LagAtLeast    bool  // Lag is a lower bound: counted, and more than maxLagCount
+}
+
+// maxLagCount bounds the entries counted for a group whose lag the server does not know
+// exactly (see countLags).
+const maxLagCount = 10000
+
+// countLags replaces, for each group whose entries-read the server does not report, the lag
+// it reports by the number of entries after the group's last-delivered id (at most
+// maxLagCount, then LagAtLeast), read with XRANGE in one round trip. Redis then reports an
+// estimate, and emulators such as miniredis the stream's length; the count is exact. A
+// failed count leaves the reported lag.
+func (c *Console) countLags(ctx context.Context, topic string, groups []groupInfo) {
+	var idx []int
+	cmds := make(rueidis.Commands, 0, len(groups))
+	for i, g := range groups {
+		if g.EntriesRead >= 0 || g.LastDelivered == "" {
+			continue
+		}
+		start := "(" + g.LastDelivered
+		if g.LastDelivered == "0-0" {
+			start = "-"
+		}
+		idx = append(idx, i)
+		cmds = append(cmds, c.client.B().Xrange().Key(topic).Start(start).End("+").Count(maxLagCount+1).Build())
+	}
+	if len(cmds) == 0 {
+		return
+	}
+	for j, r := range c.client.DoMulti(ctx, cmds...) {
+		es, err := r.ToArray()
+		if err != nil {
+			continue
+		}
+		g := &groups[idx[j]]
+		g.Lag, g.LagAtLeast = int64(min(len(es), maxLagCount)), len(es) > maxLagCount
+	}
 }
 
 func (c *Console) topicInfo(ctx context.Context, topic string) (topicData, error) {
@@ -322,7 +360,7 @@ func (c *Console) topicInfo(ctx context.Context, topic string) (topicData, error
 		cl.B().Xrange().Key(topic).Start("-").End("+").Count(1).Build(),
 		cl.B().Xrevrange().Key(topic).End("+").Start("-").Count(1).Build(),
 		cl.B().XinfoGroups().Key(topic).Build(),
-		cl.B().Xlen().Key(stream.DeadLetterStreamName(topic)).Build())
+		cl.B().Xlen().Key(streamwire.DeadLetterStreamName(topic)).Build())
 	ti := topicData{topicSummary: topicSummary{Name: topic}, EntriesAdded: -1}
 	var err error
 	if ti.DeadLetters, err = res[4].AsInt64(); err != nil {
@@ -354,6 +392,7 @@ func (c *Console) topicInfo(ctx context.Context, topic string) (topicData, error
 	if err != nil {
 		ti.GroupsFailed = err.Error()
 	}
+	c.countLags(ctx, topic, groups)
 	ti.GroupList, ti.Groups = groups, len(groups)
 	return ti, nil
 }
@@ -430,7 +469,7 @@ func (c *Console) localStats(topic, group string) []stream.HandlerStats {
 	var out []stream.HandlerStats
 	for _, cons := range c.consumers {
 		for _, h := range cons.Stats().Handlers {
-			key, err := stream.StreamName(c.cfg, h.Topic)
+			key, err := streamwire.StreamKey(h.Topic, c.cfg.EnvIsolation, c.cfg.Env)
 			if err == nil && key == topic && h.Group == group {
 				out = append(out, h)
 			}
@@ -461,6 +500,7 @@ func (c *Console) groupPage(ctx context.Context, topic, group, after string, n i
 	if err != nil {
 		return gp, err
 	}
+	c.countLags(ctx, topic, groups)
 	found := false
 	for _, g := range groups {
 		if g.Name == group {
@@ -470,34 +510,8 @@ func (c *Console) groupPage(ctx context.Context, topic, group, after string, n i
 	if !found {
 		return gp, errNoGroup
 	}
-	cons, err := res[1].ToArray()
-	if err != nil {
+	if gp.Consumers, err = c.parseConsumers(res[1]); err != nil {
 		return gp, err
-	}
-	for i, m := range cons {
-		if i == maxConsumers {
-			break
-		}
-		info, err := m.AsMap()
-		if err != nil {
-			return gp, err
-		}
-		ci := consumerInfo{Inactive: -1, RemovableIn: -1}
-		ci.Name, _ = mapStr(info, "name")
-		ci.Pending, _ = mapInt(info, "pending")
-		idle, _ := mapInt(info, "idle")
-		ci.Idle = time.Duration(idle) * time.Millisecond
-		if n, err := mapInt(info, "inactive"); err == nil && n >= 0 {
-			ci.Inactive = time.Duration(n) * time.Millisecond
-		}
-		if to := c.cfg.ConsumerTimeout; to > 0 && ci.Pending == 0 {
-			if ci.Idle >= to {
-				ci.Removable = true
-			} else {
-				ci.RemovableIn = to - ci.Idle
-			}
-		}
-		gp.Consumers = append(gp.Consumers, ci)
 	}
 	sort.Slice(gp.Consumers, func(i, j int) bool { return gp.Consumers[i].Name < gp.Consumers[j].Name })
 	pend, err := res[2].ToArray()
@@ -523,6 +537,42 @@ func (c *Console) groupPage(ctx context.Context, topic, group, after string, n i
 		gp.Next = gp.Pending[n-1].ID
 	}
 	return gp, nil
+}
+
+// parseConsumers reads an XINFO CONSUMERS reply (at most maxConsumers of them), with each
+// consumer's removability under Config.ConsumerTimeout.
+func (c *Console) parseConsumers(m rueidis.RedisResult) ([]consumerInfo, error) {
+	cons, err := m.ToArray()
+	if err != nil {
+		return nil, err
+	}
+	var out []consumerInfo
+	for i, e := range cons {
+		if i == maxConsumers {
+			break
+		}
+		info, err := e.AsMap()
+		if err != nil {
+			return nil, err
+		}
+		ci := consumerInfo{Inactive: -1, RemovableIn: -1}
+		ci.Name, _ = mapStr(info, "name")
+		ci.Pending, _ = mapInt(info, "pending")
+		idle, _ := mapInt(info, "idle")
+		ci.Idle = time.Duration(idle) * time.Millisecond
+		if n, err := mapInt(info, "inactive"); err == nil && n >= 0 {
+			ci.Inactive = time.Duration(n) * time.Millisecond
+		}
+		if to := c.cfg.ConsumerTimeout; to > 0 && ci.Pending == 0 {
+			if ci.Idle >= to {
+				ci.Removable = true
+			} else {
+				ci.RemovableIn = to - ci.Idle
+			}
+		}
+		out = append(out, ci)
+	}
+	return out, nil
 }
 
 // deadLetterRow is one dead letter in a list.
@@ -590,7 +640,7 @@ func (c *Console) listDeadLetters(ctx context.Context, topic, group, q, after st
 				continue
 			}
 			short, _ := cutString(d.Error, 200)
-			key, _ := cutString(d.Fields[stream.FieldKey], 200)
+			key, _ := cutString(d.Fields[streamwire.FieldKey], 200)
 			p.Rows = append(p.Rows, deadLetterRow{DeadLetter: d, ErrorShort: short, Key: key})
 		}
 		if p.Next != "" || int64(len(letters)) < batch {

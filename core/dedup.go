@@ -15,10 +15,6 @@ type WindowDedup struct {
 	Window int64 // µs
 }
 
-// KeyTTLMargin is added to Window for the expiry of a whole dedup key (60 s), so a key is
-// reclaimed once traffic stops.
-const KeyTTLMargin = 60 * Second
-
 // NewWindowDedup validates window (µs, in (0, MaxDuration]).
 func NewWindowDedup(window int64) (WindowDedup, error) {
 	if err := checkDuration("window", window); err != nil {

@@ -10,10 +10,22 @@
 // time is an error ([ErrInvalidCost], [ErrCostTooLarge], [ErrInvalidTime]), and time going
 // backwards has a defined answer in every algorithm.
 //
-// Limiters: [TokenBucket] and [LeakyBucket] (both GCRA), [SlidingLog] (exact),
-// [SlidingCounter] (two weighted windows), [FixedWindow]. Deduplication: [WindowDedup] and
-// [Bloom] (sizing and bit positions from [Murmur3x64_128]). Retries: [Backoff].
+// Limiters: the registry of algorithms ([Algorithms], [Lookup]) holds one [Algorithm] row per
+// algorithm: its name, its parameter [Shape] ([Bucket]: capacity and rate; [Window]: window
+// and limit), its Lua function and its state words. [Algorithm.New] validates [Params] and
+// returns a [Limit], which decides a key's [State] ([Limit.CheckState], [Limit.CommitState],
+// [Limit.StepState]) and says when the key may be forgotten ([Limit.IdleState]). The rows
+// are the token bucket and the leaky bucket (both GCRA), the exact sliding log, the sliding
+// counter (two weighted windows), the fixed window and the concurrency limit (units held at
+// once by leases that expire; [ReleaseLease] and [ExtendLease] act on its leases); every
+// engine reads the registry, so
+// an algorithm added to it reaches them all (CONTRIBUTING.md, "Adding a limiter algorithm").
+// [Combine] merges the decisions of several limits applied all-or-nothing.
 //
-// The package uses only the standard library, performs no I/O, starts no goroutine, reads no
-// clock and uses no map, so it builds for GOOS=wasip1 GOARCH=wasm.
+// Deduplication: [WindowDedup] and [Bloom] (sizing and bit positions from [Murmur3x64_128]).
+// Retries: [Backoff].
+//
+// The package uses only the standard library (and internal/corekit, which does too),
+// performs no I/O, starts no goroutine, reads no clock and uses no map, so it builds for
+// GOOS=wasip1 GOARCH=wasm.
 package core

@@ -2,7 +2,7 @@ package core
 
 import "fmt"
 
-// SlidingLog is the exact sliding window log: a request of cost n is admitted at now iff the
+// slidingLog is the exact sliding window log: a request of cost n is admitted at now iff the
 // number of admitted units recorded in (now-Window, now] plus n is at most Limit. An entry
 // recorded at ts stops counting once now >= ts + Window (a timestamp exactly Window old no
 // longer counts). Memory is O(Limit) per key.
@@ -10,32 +10,33 @@ import "fmt"
 // Time going backwards is defined per key: a request older than the newest entry is treated
 // as arriving at the newest entry's time, so the log stays ordered; durations in the decision
 // are still measured from the caller's now.
-type SlidingLog struct {
+type slidingLog struct {
 	Window int64 // µs
 	Limit  int64
 }
 
 // MaxLogLimit bounds a SlidingLog's limit (2^20 = 1,048,576 entries per key): the log keeps
-// one entry per admitted unit, so larger limits belong to SlidingCounter (O(1) per key).
+// one entry per admitted unit, so larger limits belong to the sliding counter (O(1) per key).
 const MaxLogLimit int64 = 1 << 20
 
-// NewSlidingLog validates window (µs, in (0, MaxDuration]) and limit (in [1, MaxLogLimit]).
-func NewSlidingLog(window, limit int64) (SlidingLog, error) {
-	if err := checkDuration("window", window); err != nil {
-		return SlidingLog{}, err
+// newSlidingLog validates window (µs, in (0, MaxDuration]) and limit (in [1, MaxLogLimit]).
+func newSlidingLog(p Params) (limiter, error) {
+	if err := checkDuration("window", p.Window); err != nil {
+		return nil, err
 	}
-	if err := checkLimit("limit", limit); err != nil {
-		return SlidingLog{}, err
+	if err := checkLimit("limit", p.Limit); err != nil {
+		return nil, err
 	}
-	if limit > MaxLogLimit {
-		return SlidingLog{}, badConfig("limit", limit, fmt.Sprintf("at most %d for the sliding log (use the sliding counter above)", MaxLogLimit))
+	if p.Limit > MaxLogLimit {
+		return nil, badConfig("limit", p.Limit, fmt.Sprintf("at most %d for the sliding log (use the sliding counter above)", MaxLogLimit))
 	}
-	return SlidingLog{Window: window, Limit: limit}, nil
+	return slidingLog{Window: p.Window, Limit: p.Limit}, nil
 }
 
-// Log is the state of one key of a SlidingLog: the timestamps of admitted units, oldest
-// first, in a ring buffer that grows up to Limit entries and is then reused without
-// allocation. The zero value is an empty log.
+// Log is the state of one key of the sliding log (State.Log): the timestamps of admitted
+// units, oldest first, in a ring buffer that grows up to the limit's entries and is then
+// reused without allocation. The zero value is an empty log. A Log is not safe for
+// concurrent use.
 type Log struct {
 	buf  []int64
 	head int
@@ -48,8 +49,18 @@ func (l *Log) Len() int { return l.n }
 // At returns the i-th oldest entry (0 <= i < Len).
 func (l *Log) At(i int) int64 { return l.buf[(l.head+i)%len(l.buf)] }
 
-// Newest returns the newest entry; it must not be called on an empty log.
-func (l *Log) Newest() int64 { return l.At(l.n - 1) }
+func (l *Log) newest() int64 { return l.At(l.n - 1) }
+
+// Append adds an entry at ts, the newest: an engine that keeps a log in another form (a
+// sorted set, a WebAssembly buffer) rebuilds it oldest first. It returns false, changing
+// nothing, when ts is before the newest entry or outside [0, MaxTime].
+func (l *Log) Append(ts int64) bool {
+	if ts < 0 || ts > MaxTime || (l.n > 0 && ts < l.newest()) {
+		return false
+	}
+	l.push(ts, MaxLogLimit)
+	return true
+}
 
 func (l *Log) popOldest() {
 	l.head = (l.head + 1) % len(l.buf)
@@ -81,28 +92,11 @@ func (l *Log) push(ts, limit int64) {
 // Reset empties the log, keeping its buffer.
 func (l *Log) Reset() { l.head, l.n = 0, 0 }
 
-// Step decides a request of cost n at now, updating l in place only when admitted.
-func (p SlidingLog) Step(l *Log, now, n int64) (Decision, error) {
-	d, err := p.Check(l, now, n)
-	if err == nil && d.Allowed {
-		p.Record(l, now, n)
-	}
-	return d, err
-}
-
-// Check decides a request of cost n at now without changing l; Record records an admitted
-// request. Step is Check followed by Record when allowed; the two halves let a multi-limit
-// commit only when every limit admits. A denied request leaves the log exactly as it was
-// (expired entries are pruned only when a request is recorded), so the answer to a later
-// request never depends on whether an earlier one was denied.
-func (p SlidingLog) Check(l *Log, now, n int64) (Decision, error) {
-	var d Decision
-	err := p.check(l, now, n, &d)
-	return d, err
-}
-
-// check is Check writing the decision into *d (all of it).
-func (p SlidingLog) check(l *Log, now, n int64, d *Decision) error {
+// checkLog decides a request of cost n at now without changing l, writing the decision
+// into *d (all of it). A denied request leaves the log exactly as it was (expired entries
+// are pruned only when a request is recorded), so the answer to a later request never
+// depends on whether an earlier one was denied.
+func (p slidingLog) checkLog(l *Log, now, n int64, d *Decision) error {
 	*d = Decision{}
 	if err := CheckTime(now); err != nil {
 		return err
@@ -123,19 +117,8 @@ func (p SlidingLog) check(l *Log, now, n int64, d *Decision) error {
 	k := count + n - p.Limit // oldest live entries that must expire first
 	d.Remaining = p.Limit - count
 	d.RetryAfter = l.At(live+int(k-1)) + p.Window - now
-	d.ResetAfter = l.Newest() + p.Window - now
+	d.ResetAfter = l.newest() + p.Window - now
 	return nil
-}
-
-// StepInto is Step writing the decision into *d (all of it). It is the call an in-process
-// engine makes on a key it holds: a Decision is too large to be returned in registers, and
-// Go copies a returned one through memory.
-func (p SlidingLog) StepInto(l *Log, now, n int64, d *Decision) error {
-	err := p.check(l, now, n, d)
-	if err == nil && d.Allowed {
-		p.Record(l, now, n)
-	}
-	return err
 }
 
 // firstLive returns the index of the oldest entry newer than cutoff (Len if none), by
@@ -153,9 +136,9 @@ func (l *Log) firstLive(cutoff int64) int {
 	return lo
 }
 
-// Record prunes the entries that expired at now and appends n entries at now (or at the
-// newest entry's time, if later). Call it only after Check admitted the same request.
-func (p SlidingLog) Record(l *Log, now, n int64) {
+// record prunes the entries that expired at now and appends n entries at now (or at the
+// newest entry's time, if later). Call it only after checkLog admitted the same request.
+func (p slidingLog) record(l *Log, now, n int64) {
 	eff := p.effective(l, now)
 	for l.n > 0 && l.At(0) <= eff-p.Window {
 		l.popOldest()
@@ -165,14 +148,69 @@ func (p SlidingLog) Record(l *Log, now, n int64) {
 	}
 }
 
-func (p SlidingLog) effective(l *Log, now int64) int64 {
-	if l.n > 0 && l.Newest() > now {
-		return l.Newest()
+func (p slidingLog) effective(l *Log, now int64) int64 {
+	if l.n > 0 && l.newest() > now {
+		return l.newest()
 	}
 	return now
 }
 
-// Idle reports whether the log holds no entry that still counts at now.
-func (p SlidingLog) Idle(l *Log, now int64) bool {
-	return l.n == 0 || l.Newest() <= now-p.Window
+var emptyLog Log
+
+func (p slidingLog) max() int64    { return p.Limit }
+func (p slidingLog) period() int64 { return p.Window }
+func (p slidingLog) ints() []int64 { return []int64{p.Window, p.Limit} }
+
+// check decides on s.Log. When it admits, next says what record would do: drop the next[0]
+// oldest entries (those expired at the effective time), then append next[1] entries at
+// next[2] (now, or the newest entry's time if later).
+func (p slidingLog) check(s *State, now, n int64, d *Decision, next *Next) error {
+	l := s.Log
+	if l == nil {
+		l = &emptyLog
+	}
+	*next = Next{}
+	if err := p.checkLog(l, now, n, d); err != nil || !d.Allowed {
+		return err
+	}
+	eff := p.effective(l, now)
+	*next = Next{int64(l.firstLive(eff - p.Window)), n, eff}
+	return nil
+}
+
+// commit applies next to s.Log, creating it for a new key.
+func (p slidingLog) commit(s *State, next Next) {
+	if s.Log == nil {
+		s.Log = new(Log)
+	}
+	l := s.Log
+	for i := int64(0); i < next[0] && l.n > 0; i++ {
+		l.popOldest()
+	}
+	for i := int64(0); i < next[1]; i++ {
+		l.push(next[2], p.Limit)
+	}
+}
+
+// step decides on s.Log in place, creating it for a new key's first admitted request.
+func (p slidingLog) step(s *State, now, n int64, d *Decision) error {
+	if s.Log == nil {
+		var next Next
+		err := p.check(s, now, n, d, &next)
+		if err == nil && d.Allowed {
+			p.commit(s, next)
+		}
+		return err
+	}
+	err := p.checkLog(s.Log, now, n, d)
+	if err == nil && d.Allowed {
+		p.record(s.Log, now, n)
+	}
+	return err
+}
+
+// idle: the log holds no entry that still counts at now.
+func (p slidingLog) idle(s *State, now int64) bool {
+	l := s.Log
+	return l == nil || l.n == 0 || l.newest() <= now-p.Window
 }

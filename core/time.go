@@ -3,6 +3,9 @@ package core
 import (
 	"fmt"
 	"math"
+	"time"
+
+	"github.com/redstream-go/redstream/internal/corekit"
 )
 
 // Time in core is an int64 count of microseconds since the Unix epoch; durations are int64
@@ -10,20 +13,20 @@ import (
 // JavaScript numbers and Go's int64 agree bit for bit.
 const (
 	// MaxTime is the largest accepted time: 2^52 µs after the epoch (year 2112).
-	MaxTime int64 = 1 << 52
+	MaxTime int64 = corekit.MaxTime
 	// MaxDuration is the largest accepted window, interval or tolerance: 2^51 µs (71 years).
 	// MaxTime + 2*MaxDuration = 2^53, the last integer a double holds exactly.
 	MaxDuration int64 = 1 << 51
-	// MaxExact is 2^53, the bound on every product the algorithms form.
-	MaxExact int64 = 1 << 53
 	// MaxCount bounds limits and capacities: 2^40 (about 1.1e12).
 	MaxCount int64 = 1 << 40
 
-	// Microsecond, Millisecond and Second are durations in core units.
-	Microsecond int64 = 1
+	// Millisecond and Second are durations in core units (the unit is the microsecond).
 	Millisecond int64 = 1000
 	Second      int64 = 1000000
 )
+
+// maxExact is 2^53, the bound on every product the algorithms form.
+const maxExact int64 = 1 << 53
 
 // CheckTime returns ErrInvalidTime when now is outside [0, MaxTime].
 func CheckTime(now int64) error {
@@ -65,7 +68,7 @@ func badConfig(name string, v any, want string) error {
 
 func checkDuration(name string, d int64) error {
 	if d <= 0 || d > MaxDuration {
-		return badConfig(name, fmt.Sprintf("%dµs", d), fmt.Sprintf("in (0, %dµs]", MaxDuration))
+		return badConfig(name, time.Duration(d)*time.Microsecond, fmt.Sprintf("more than 0 and at most %v", time.Duration(MaxDuration)*time.Microsecond))
 	}
 	return nil
 }

@@ -205,7 +205,7 @@ func parseQuery(q string) (sels []selector, grouping []string, err error) {
 
 // constantNames returns the values of the metric-name constants of packages stream, cache
 // and metrics, read from their source: every const whose name starts with Metric (stream,
-// cache) or ends with Total (metrics), string literals or references to package metrics.
+// cache; any case) or ends with Total (metrics), string literals or references to package metrics.
 func constantNames(t *testing.T) map[string]bool {
 	t.Helper()
 	fset := token.NewFileSet()
@@ -262,7 +262,7 @@ func constantNames(t *testing.T) map[string]bool {
 	names := map[string]bool{}
 	for pkg, consts := range values {
 		for n, v := range consts {
-			if !(pkg != "metrics" && strings.HasPrefix(n, "Metric") || pkg == "metrics" && strings.HasSuffix(n, "Total")) {
+			if !(pkg != "metrics" && strings.HasPrefix(strings.ToLower(n), "metric") || pkg == "metrics" && strings.HasSuffix(n, "Total")) {
 				continue
 			}
 			s, ok := resolve(pkg, v)
@@ -296,7 +296,7 @@ func exposition(t *testing.T) map[string]map[string]bool {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		if _, err := named.Allow(ctx, "k"); err != nil {
+		if _, err := named.AllowN(ctx, "k", time.Time{}, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -310,12 +310,12 @@ func exposition(t *testing.T) map[string]map[string]bool {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		if _, err := rnamed.Allow(ctx, "k"); err != nil {
+		if _, err := rnamed.AllowN(ctx, "k", time.Time{}, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Dedup: a Redis deduplicator (its failure counters exist from its construction).
-	dd, err := redisbackend.NewSetDeduplicator(client, "dash-dedup", redisbackend.DedupOptions{})
+	dd, err := redisbackend.NewDeduplicator(client, "dash-dedup", redstream.DedupSpec{Strategy: redstream.DedupSet}, redisbackend.DedupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,7 +427,7 @@ func exposition(t *testing.T) map[string]map[string]bool {
 
 // onlyOnFailure are families created on the first failure only, so a healthy exercise does
 // not show them; they must still be exported constants.
-var onlyOnFailure = map[string]bool{stream.MetricBackgroundErrors: true}
+var onlyOnFailure = map[string]bool{"redis_streaming_mq_background_errors_total": true}
 
 // baseName returns the family of a histogram series name (_bucket, _sum, _count).
 func baseName(name string, known func(string) bool) string {
@@ -510,10 +510,11 @@ func TestDashboardQueries(t *testing.T) {
 		}
 	}
 	// The dashboard covers what an operator watches.
-	for _, want := range []string{stream.MetricProduced, stream.MetricConsumed, stream.MetricHandleLatency, stream.MetricPending,
-		stream.MetricLag, stream.MetricInFlight, stream.MetricDeadLettered, stream.MetricDeadLetterSize, stream.MetricRetried,
-		stream.MetricBackgroundErrors, metrics.RateLimitAllowedTotal, metrics.RateLimitDeniedTotal, metrics.RateLimitErrorsTotal,
-		cache.MetricHits, cache.MetricMisses, cache.MetricLoads, cache.MetricLoadErrors, metrics.ReliabilityRetriesTotal} {
+	for _, want := range []string{"redis_streaming_mq_produced_total", "redis_streaming_mq_consumed_total", "redis_streaming_mq_handle_latency_ms_seconds", "redis_streaming_mq_pending",
+		"redis_streaming_mq_lag", "redis_streaming_mq_inflight", "redis_streaming_mq_dead_total", "redis_streaming_dlq_size", "redis_streaming_mq_retried_total",
+		"redis_streaming_mq_background_errors_total", "redis_streaming_rl_allowed_total", "redis_streaming_rl_denied_total", "redis_streaming_rl_errors_total",
+		"redis_cache_hits_total", "redis_cache_misses_total", "redis_cache_loads_total", "redis_cache_load_errors_total",
+		"redis_streaming_reliability_retries_total"} {
 		if !used[want] {
 			t.Errorf("no panel shows %s", want)
 		}
@@ -524,14 +525,14 @@ func TestDashboardQueries(t *testing.T) {
 // TestCheckRejects proves the checker fails what it should: unknown metrics, unknown
 // labels, a non-histogram used as one, and garbage.
 func TestCheckRejects(t *testing.T) {
-	consts := map[string]bool{"redis_cache_hits_total": true, "redis_streaming_mq_handle_latency_seconds": true}
+	consts := map[string]bool{"redis_cache_hits_total": true, "redis_streaming_mq_handle_latency_ms_seconds": true}
 	fams := map[string]map[string]bool{
-		"redis_cache_hits_total":                           {"name": true},
-		"redis_streaming_mq_handle_latency_seconds_bucket": {"topic": true, "group": true, "le": true},
+		"redis_cache_hits_total":                              {"name": true},
+		"redis_streaming_mq_handle_latency_ms_seconds_bucket": {"topic": true, "group": true, "le": true},
 	}
 	good := []string{
 		`sum by (name) (rate(redis_cache_hits_total{name=~"$cache"}[$__rate_interval]))`,
-		`histogram_quantile(0.99, sum by (le, topic) (rate(redis_streaming_mq_handle_latency_seconds_bucket{topic="a,b}"}[5m])))`,
+		`histogram_quantile(0.99, sum by (le, topic) (rate(redis_streaming_mq_handle_latency_ms_seconds_bucket{topic="a,b}"}[5m])))`,
 		`redis_cache_hits_total * 1e3 > bool 0`,
 	}
 	for _, q := range good {
@@ -540,13 +541,13 @@ func TestCheckRejects(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		`rate(redis_cache_hitz_total[5m])`:                         "not exported",
-		`rate(redstream_requests_total[5m])`:                       "not exported",
-		`sum by (topic) (rate(redis_cache_hits_total[5m]))`:        "grouping by topic",
-		`rate(redis_cache_hits_total{topic="x"}[5m])`:              "no label topic",
-		`rate(redis_cache_hits_total_bucket[5m])`:                  "not a histogram",
-		`sum(rate(redis_streaming_mq_handle_latency_seconds[5m]))`: "absent from the exposition",
-		`sum(rate(redis_cache_hits_total{name~"x"}[5m]))`:          "bad label matcher",
+		`rate(redis_cache_hitz_total[5m])`:                            "not exported",
+		`rate(redstream_requests_total[5m])`:                          "not exported",
+		`sum by (topic) (rate(redis_cache_hits_total[5m]))`:           "grouping by topic",
+		`rate(redis_cache_hits_total{topic="x"}[5m])`:                 "no label topic",
+		`rate(redis_cache_hits_total_bucket[5m])`:                     "not a histogram",
+		`sum(rate(redis_streaming_mq_handle_latency_ms_seconds[5m]))`: "absent from the exposition",
+		`sum(rate(redis_cache_hits_total{name~"x"}[5m]))`:             "bad label matcher",
 		`sum(1)`: "no metric",
 		`rate(redis_cache_hits_total[5m]) / rate(nope_total[5m])`:   "nope_total",
 		`label_values(redis_cache_hits_total{name="a"}, name) + up`: "metric up",

@@ -16,10 +16,18 @@
 // Give stacked middlewares' limiters distinct names (metrics.Named): the name is how a
 // client matches a RateLimit item to its policy.
 //
+// A limiter in shadow mode (redstream.Shadow) admits every request, and the middleware
+// then writes no RateLimit-Policy, RateLimit or Retry-After: a limit on trial is not
+// advertised, so that clients which pace themselves by those fields do not change the
+// traffic the trial measures. Its shadow denials are counted by metrics.Named.
+//
 // A request without a key (the KeyFunc fails or returns "") is 400 Bad Request. When the
 // limiter's backend fails, its failure policy (redstream.WithFailurePolicy) decides, inside
 // the limiter, where it is counted; an error that still reaches the middleware is 503. The
 // package imports no engine: build the limiter with package memory, redisbackend or config.
+//
+// [NewConcurrency] caps the requests in progress per key instead, with leases of a
+// redstream.ConcurrencyLimiter released when each handler returns.
 package httplimit
 
 import (
@@ -33,6 +41,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/failure"
 )
 
 // KeyFunc returns the rate-limit key of a request, e.g. a client IP, a user or an API key.
@@ -91,7 +100,7 @@ type Options struct {
 	// Cost returns a request's cost, > 0. Nil means 1 per request.
 	Cost func(r *http.Request) int64
 	// Policies are advertised in RateLimit-Policy. When empty they are discovered from the
-	// limiter: the named limits of a redstream.MultiLimiter, or the single Spec of an
+	// limiter: the rules of a redstream.Multi limiter, or the single Spec of an
 	// engine, named after a metrics.NamedLimiter ("default" without one). When nothing is
 	// discovered, each response advertises "default" with the Decision's Limit as quota.
 	Policies []Policy
@@ -101,7 +110,7 @@ type Options struct {
 	// OnError writes the response when the key function fails or the limiter returns an
 	// error. Nil writes 400 Bad Request for ErrKey (no key, or an empty one, and the
 	// limiter's redstream.ErrEmptyKey), 500 Internal Server Error for other bad input (a
-	// Cost function's invalid cost: redstream.IsBadInput), and 503 Service Unavailable for
+	// Cost function's invalid cost, or redisbackend.ErrTooLarge), and 503 Service Unavailable for
 	// backend errors.
 	OnError func(w http.ResponseWriter, r *http.Request, err error)
 }
@@ -119,6 +128,7 @@ type Middleware struct {
 	o        Options
 	policies []Policy
 	header   string // RateLimit-Policy, precomputed; "" when discovered per response
+	shadow   bool   // the limiter is in shadow mode: no header fields
 }
 
 // New returns a middleware, or an error wrapping redstream.ErrInvalidConfig for a nil
@@ -135,7 +145,7 @@ func New(o Options) (*Middleware, error) {
 			return nil, fmt.Errorf("httplimit: %w: Options.Policies[%d] = %+v, want a name, Quota > 0 and Window >= 0", redstream.ErrInvalidConfig, i, p)
 		}
 	}
-	m := &Middleware{o: o, policies: o.Policies}
+	m := &Middleware{o: o, policies: o.Policies, shadow: inShadow(o.Limiter)}
 	if len(m.policies) == 0 {
 		m.policies = discover(o.Limiter)
 	}
@@ -144,10 +154,6 @@ func New(o Options) (*Middleware, error) {
 	}
 	return m, nil
 }
-
-// Policies returns the policies the middleware advertises (nil when they come from each
-// Decision).
-func (m *Middleware) Policies() []Policy { return append([]Policy(nil), m.policies...) }
 
 // Wrap returns next behind the rate limit.
 func (m *Middleware) Wrap(next http.Handler) http.Handler {
@@ -175,13 +181,15 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		switch {
 		case errors.Is(err, redstream.ErrEmptyKey):
 			status = http.StatusBadRequest
-		case redstream.IsBadInput(err):
+		case failure.IsBadInput(err):
 			status = http.StatusInternalServerError
 		}
 		m.fail(w, r, fmt.Errorf("%w: %w", ErrLimiter, err), status)
 		return
 	}
-	m.setHeaders(w.Header(), d)
+	if !m.shadow && !d.Shadow {
+		m.setHeaders(w.Header(), d)
+	}
 	if !d.Allowed {
 		w.Header()[hdrRetryAfter] = []string{strconv.FormatInt(ceilSeconds(d.RetryAfter, 1), 10)}
 		if m.o.OnDenied != nil {
@@ -312,7 +320,7 @@ func ceilSeconds(d time.Duration, min int64) int64 {
 }
 
 // discover walks the Unwrap chain of l for a name (Name() string) and the limits:
-// Limits() []redstream.Limit, Specs() []redstream.Spec or Limits() []core.Limit.
+// Rules() []redstream.Rule (redstream.Multi), Specs() []redstream.Spec or Limits() []core.Limit.
 func discover(l redstream.Limiter) []Policy {
 	var (
 		policies []Policy
@@ -326,11 +334,11 @@ func discover(l redstream.Limiter) []Policy {
 		}
 		if params == nil {
 			switch v := l.(type) {
-			case interface{ Limits() []redstream.Limit }:
-				for _, lim := range v.Limits() {
-					if p, err := lim.Spec.Core(); err == nil {
+			case interface{ Rules() []redstream.Rule }:
+				for _, r := range v.Rules() {
+					if p, err := r.Spec.Core(); err == nil {
 						params = append(params, p)
-						names = append(names, lim.Name)
+						names = append(names, r.Name)
 					}
 				}
 			case interface{ Specs() []redstream.Spec }:
@@ -339,7 +347,7 @@ func discover(l redstream.Limiter) []Policy {
 						params = append(params, p)
 					}
 				}
-			case interface{ Limits() []core.Limit }:
+			case interface{ Limits() []core.Limit }: // wasmcore
 				params = v.Limits()
 			}
 		}
@@ -363,6 +371,22 @@ func discover(l redstream.Limiter) []Policy {
 		policies = append(policies, Policy{Name: n, Quota: p.Max(), Window: time.Duration(p.Period()) * time.Microsecond})
 	}
 	return policies
+}
+
+// inShadow reports whether the Unwrap chain of l holds a limiter in shadow mode
+// (redstream.Shadow, which has a method Shadow() bool).
+func inShadow(l redstream.Limiter) bool {
+	for depth := 0; l != nil && depth < 32; depth++ {
+		if s, ok := l.(interface{ Shadow() bool }); ok && s.Shadow() {
+			return true
+		}
+		u, ok := l.(interface{ Unwrap() redstream.Limiter })
+		if !ok {
+			return false
+		}
+		l = u.Unwrap()
+	}
+	return false
 }
 
 // String returns the policy as one RateLimit-Policy item, e.g. "api";q=100;w=60.

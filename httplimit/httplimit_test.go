@@ -41,12 +41,6 @@ type fakeLimiter struct {
 	policy redstream.FailurePolicy
 }
 
-func (f *fakeLimiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
-	return f.AllowN(ctx, key, time.Time{}, 1)
-}
-func (f *fakeLimiter) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	return f.AllowN(ctx, key, now, 1)
-}
 func (f *fakeLimiter) AllowN(context.Context, string, time.Time, int64) (redstream.Decision, error) {
 	return f.d, f.err
 }
@@ -130,8 +124,8 @@ func TestHeadersMulti(t *testing.T) {
 	multi, err := redstream.Multi(func(s []redstream.Spec) (redstream.Limiter, error) {
 		return memory.NewMultiLimiter(s, clk.opts())
 	},
-		redstream.Limit{Name: "burst", Spec: redstream.TokenBucket(2, 1)},
-		redstream.Limit{Name: "hourly", Spec: redstream.FixedWindow(time.Hour, 100)},
+		redstream.Rule{Name: "burst", Spec: redstream.TokenBucket(2, 1)},
+		redstream.Rule{Name: "hourly", Spec: redstream.FixedWindow(time.Hour, 100)},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -148,9 +142,6 @@ func TestHeadersExplicitAndFromDecision(t *testing.T) {
 	f := &fakeLimiter{d: redstream.Decision{Allowed: true, Limit: 10, Remaining: 4, ResetAfter: 1500 * time.Millisecond}}
 	m, _ := httplimit.New(httplimit.Options{Limiter: f, Key: byUser})
 	check(t, 0, get(t, m.Wrap(okHandler), "u"), want{200, `"default";q=10`, `"default";r=4;t=2`, ""})
-	if m.Policies() != nil {
-		t.Errorf("Policies() = %v, want nil (per-decision)", m.Policies())
-	}
 
 	m, err := httplimit.New(httplimit.Options{Limiter: f, Key: byUser,
 		Policies: []httplimit.Policy{{Name: `we"ird`, Quota: 10, Window: 90 * time.Second}}})

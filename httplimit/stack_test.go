@@ -15,6 +15,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/httplimit"
+	"github.com/redstream-go/redstream/internal/failure"
 	"github.com/redstream-go/redstream/internal/redistest"
 	"github.com/redstream-go/redstream/memory"
 	"github.com/redstream-go/redstream/metrics"
@@ -214,8 +215,8 @@ func TestStackedMiddlewares(t *testing.T) {
 	multi, err := redstream.Multi(func(s []redstream.Spec) (redstream.Limiter, error) {
 		return memory.NewMultiLimiter(s, clk.opts())
 	},
-		redstream.Limit{Name: "burst", Spec: redstream.TokenBucket(10, 1)},
-		redstream.Limit{Name: "daily", Spec: redstream.FixedWindow(24*time.Hour, 1000)},
+		redstream.Rule{Name: "burst", Spec: redstream.TokenBucket(10, 1)},
+		redstream.Rule{Name: "daily", Spec: redstream.FixedWindow(24*time.Hour, 1000)},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -262,10 +263,10 @@ func TestParseSFList(t *testing.T) {
 func TestFailurePolicyCountedOnce(t *testing.T) {
 	down := fmt.Errorf("redis down")
 	fallback := func(name string) uint64 {
-		return metrics.RateLimit.GetOrCreateCounter(metrics.Name(metrics.RateLimitFallbackTotal, "name", name, "reason", string(redstream.ReasonError))).Get()
+		return metrics.RateLimit.GetOrCreateCounter(metrics.Name("redis_streaming_rl_fallback_total", "name", name, "reason", string(failure.Error))).Get()
 	}
 	errs := func(name string) uint64 {
-		return metrics.RateLimit.GetOrCreateCounter(metrics.Name(metrics.RateLimitErrorsTotal, "name", name)).Get()
+		return metrics.RateLimit.GetOrCreateCounter(metrics.Name("redis_streaming_rl_errors_total", "name", name)).Get()
 	}
 	for _, tc := range []struct {
 		name   string
@@ -343,7 +344,7 @@ func TestHungRedisServesFallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Kill(pid, syscall.SIGCONT)
-	before := metrics.RateLimit.GetOrCreateCounter(metrics.Name(metrics.RateLimitFallbackTotal, "name", "hung-api", "reason", string(redstream.ReasonBreakerOpen))).Get()
+	before := metrics.RateLimit.GetOrCreateCounter(metrics.Name("redis_streaming_rl_fallback_total", "name", "hung-api", "reason", string(failure.BreakerOpen))).Get()
 	var slowest, last, lastStall time.Duration
 	meter := redistest.NewStallMeter(t)
 	for i := range 20 {
@@ -358,7 +359,7 @@ func TestHungRedisServesFallback(t *testing.T) {
 	if slowest > time.Second || last > 50*time.Millisecond+lastStall {
 		t.Errorf("slowest %v, last %v (the process stalled %v meanwhile): want about the 100ms timeout, then immediate", slowest, last, lastStall)
 	}
-	after := metrics.RateLimit.GetOrCreateCounter(metrics.Name(metrics.RateLimitFallbackTotal, "name", "hung-api", "reason", string(redstream.ReasonBreakerOpen))).Get()
+	after := metrics.RateLimit.GetOrCreateCounter(metrics.Name("redis_streaming_rl_fallback_total", "name", "hung-api", "reason", string(failure.BreakerOpen))).Get()
 	if after-before < 10 {
 		t.Errorf("breaker_open fallbacks +%d, want most of the 20", after-before)
 	}

@@ -20,7 +20,7 @@ local MICROS_PER_SECOND = 1000000 -- core.Second
 local MICROS_PER_MILLI = 1000 -- core.Millisecond
 local MAX_TIME = 4503599627370496 -- core.MaxTime
 local MAX_DURATION = 2251799813685248 -- core.MaxDuration
-local KEY_TTL_MARGIN = 60000000 -- core.KeyTTLMargin
+local KEY_TTL_MARGIN = 60000000 -- corekit.KeyTTLMargin
 
 local now
 if ARGV[1] == '' then

@@ -53,9 +53,9 @@ local function pexpire(ttl)
   return fmt('%d', ms)
 end
 
--- fixedwindow(key, window, limit) returns the decision and, when admitted, the function that
+-- fixed_window(key, window, limit) returns the decision and, when admitted, the function that
 -- records it.
-local function fixedwindow(key, window, limit)
+local function fixed_window(key, window, limit)
   local start, count = 0, 0
   local v = redis.call('GET', key)
   if v then
@@ -76,7 +76,7 @@ local function fixedwindow(key, window, limit)
 end
 
 -- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
-local decide, a1, a2, a3, a4 = fixedwindow, window, limit, nil, nil
+local decide, a1, a2, a3, a4 = fixed_window, window, limit, nil, nil
 
 -- foreign returns the error reply for key, which f failed to read with err. Its helpers are
 -- local to it, so that a script pays for them only on this error path (a function statement

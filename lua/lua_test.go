@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
+	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/luagen"
 	"github.com/redstream-go/redstream/internal/lualint"
 	"github.com/redstream-go/redstream/internal/redistest"
@@ -97,7 +99,7 @@ func TestSharedSources(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, restated := range []string{"redis.call('TIME')", "local function quo", "local function pexpire", "local function gcra", "local function slidinglog"} {
+		for _, restated := range []string{"redis.call('TIME')", "local function quo", "local function pexpire", "local function gcra", "local function sliding_log"} {
 			if strings.Contains(string(b), restated) {
 				t.Errorf("%s restates %q; include the fragment instead", e, restated)
 			}
@@ -105,13 +107,13 @@ func TestSharedSources(t *testing.T) {
 	}
 	uses := map[string]int{}
 	for _, s := range lua.Scripts() {
-		for _, frag := range []string{"local now\n", "local function gcra(", "local function slidinglog(", "local function slidingcounter(", "local function fixedwindow(", "local function foreign(", "local function decided(", "local function sane(", "local function guard("} {
+		for _, frag := range []string{"local now\n", "local function gcra(", "local function sliding_log(", "local function sliding_counter(", "local function fixed_window(", "local function foreign(", "local function decided(", "local function sane(", "local function guard("} {
 			if strings.Contains(s.Source, frag) {
 				uses[frag]++
 			}
 		}
 	}
-	for frag, want := range map[string]int{"local now\n": 10, "local function gcra(": 3, "local function slidinglog(": 3, "local function slidingcounter(": 3, "local function fixedwindow(": 3, "local function foreign(": 14, "local function decided(": 6, "local function sane(": 8, "local function guard(": 8} {
+	for frag, want := range map[string]int{"local now\n": 15, "local function gcra(": 6, "local function sliding_log(": 5, "local function sliding_counter(": 6, "local function fixed_window(": 6, "local function foreign(": 18, "local function decided(": 9, "local function sane(": 11, "local function guard(": 8} {
 		if uses[frag] != want {
 			t.Errorf("%q is in %d generated scripts, want %d", frag, uses[frag], want)
 		}
@@ -176,18 +178,18 @@ func TestErrorReplies(t *testing.T) {
 		args []string
 		want string
 	}{
-		{lua.GCRA, []string{"k"}, []string{"-1", "1", "1000", "5000", "5", "1000", "0"}, "gcra: now out of range"},
-		{lua.GCRA, []string{"k"}, []string{"4503599627370497", "1", "1000", "5000", "5", "1000", "0"}, "gcra: now out of range"},
-		{lua.GCRA, []string{"k"}, []string{"1", "6", "1000", "5000", "5", "1000", "1"}, "gcra: cost out of range"},
-		{lua.SlidingLog, []string{"k"}, []string{"1", "0", "1000", "5", "1000"}, "sliding_log: cost out of range"},
-		{lua.SlidingCounter, []string{"k"}, []string{"x", "1", "1000", "5", "1000"}, "sliding_counter: now out of range"},
-		{lua.FixedWindow, []string{"k"}, []string{"1", "9", "1000", "5", "1000"}, "fixed_window: cost out of range"},
-		{lua.Multi, []string{"k"}, []string{"1", "1", "1000", "zz", "1", "1", "1"}, "multi: unknown algorithm"},
-		{lua.Multi, []string{"k"}, []string{"1", "1", "1000"}, "multi: bad arguments"},
-		{lua.DedupWindow, []string{"{d}z", "{d}m"}, []string{"1", "0", "e"}, "dedup_window: window out of range"},
-		{lua.BloomAdd, []string{"b"}, []string{"3", "1", "2"}, "bloom_add: bad arguments"},
-		{lua.BloomExists, []string{"b"}, []string{"inf"}, "bloom_exists: bad arguments"},
-		{lua.DedupWindowCheck, []string{"{d}z", "{d}m"}, []string{"1", "2251799813685249", ""}, "dedup_window_check: window out of range"},
+		{scriptSource("gcra"), []string{"k"}, []string{"-1", "1", "1000", "5000", "5", "1000", "0"}, "gcra: now out of range"},
+		{scriptSource("gcra"), []string{"k"}, []string{"4503599627370497", "1", "1000", "5000", "5", "1000", "0"}, "gcra: now out of range"},
+		{scriptSource("gcra"), []string{"k"}, []string{"1", "6", "1000", "5000", "5", "1000", "1"}, "gcra: cost out of range"},
+		{scriptSource("sliding_log"), []string{"k"}, []string{"1", "0", "1000", "5", "1000"}, "sliding_log: cost out of range"},
+		{scriptSource("sliding_counter"), []string{"k"}, []string{"x", "1", "1000", "5", "1000"}, "sliding_counter: now out of range"},
+		{scriptSource("fixed_window"), []string{"k"}, []string{"1", "9", "1000", "5", "1000"}, "fixed_window: cost out of range"},
+		{scriptSource("multi"), []string{"k"}, []string{"1", "1", "1000", "zz", "1", "1", "1"}, "multi: unknown algorithm"},
+		{scriptSource("multi"), []string{"k"}, []string{"1", "1", "1000"}, "multi: bad arguments"},
+		{scriptSource("dedup_window"), []string{"{d}z", "{d}m"}, []string{"1", "0", "e"}, "dedup_window: window out of range"},
+		{scriptSource("bloom_add"), []string{"b"}, []string{"3", "1", "2"}, "bloom_add: bad arguments"},
+		{scriptSource("bloom_exists"), []string{"b"}, []string{"inf"}, "bloom_exists: bad arguments"},
+		{scriptSource("dedup_window_check"), []string{"{d}z", "{d}m"}, []string{"1", "2251799813685249", ""}, "dedup_window_check: window out of range"},
 	}
 	for _, c := range []struct {
 		name   string
@@ -214,7 +216,7 @@ func TestTokenBucketReply(t *testing.T) {
 	// capacity 5, 1/s: T = 1e6 µs, tau = 5e6 µs; now = 2026-01-01 (µs, above 2^50).
 	args := []string{"1767225600000000", "5", "1000000", "5000000", "5", "1000", "0"}
 	run := func() []int64 {
-		vs, err := c.Do(ctx, c.B().Eval().Script(lua.GCRA).Numkeys(1).Key(key).Arg(args...).Build()).AsIntSlice()
+		vs, err := c.Do(ctx, c.B().Eval().Script(scriptSource("gcra")).Numkeys(1).Key(key).Arg(args...).Build()).AsIntSlice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,4 +244,30 @@ func equal(a, b []int64) bool {
 		}
 	}
 	return true
+}
+
+// scriptSource returns the source of package lua's script name.
+func scriptSource(name string) string {
+	for _, s := range lua.Scripts() {
+		if s.Name == name {
+			return s.Source
+		}
+	}
+	panic("no script " + name)
+}
+
+// TestDispatchIsTheRegistry: multi.lua and peek.lua decide exactly the algorithms of core's
+// registry (lua.Script.Algorithms, generated with their dispatch).
+func TestDispatchIsTheRegistry(t *testing.T) {
+	var want []string
+	for _, a := range core.Algorithms() {
+		want = append(want, a.Name)
+	}
+	for _, name := range []string{"multi", "peek"} {
+		for _, s := range lua.Scripts() {
+			if s.Name == name && !slices.Equal(s.Algorithms, want) {
+				t.Errorf("%s decides %v, want the registry's %v (run go generate ./lua/...)", name, s.Algorithms, want)
+			}
+		}
+	}
 }

@@ -10,10 +10,8 @@
 --          counter: sliding_counter.lua; fixed window: fixed_window.lua
 -- ARGV[1]  now: µs since the Unix epoch in [0, MAX_TIME], or '' to read the server's TIME
 -- ARGV[2]  cost n of the request peeked at, in [1, min of the limits]
--- ARGV[4*i-1 .. 4*i+2]  limit i: an algorithm code and three parameters, as in multi.lua
---          'tb' T tau burst    token bucket       'lb' T tau burst   leaky bucket
---          'sl' W L 0          sliding log        'sc' W L 0         sliding counter
---          'fw' W L 0          fixed window
+-- ARGV[4*i-1 .. 4*i+2]  limit i: an algorithm's code and three parameters, as in
+--          multi.lua (the dispatch over core's registry is generated: --@algorithms)
 --
 -- Reply: 6 integers per limit, in KEYS order, what that limit's script would reply for the
 --        request: allowed (1|0), limit, remaining, retry_after (µs), reset_after (µs),
@@ -64,137 +62,6 @@ local function pexpire(ttl)
   local ms = (ttl - r) / MICROS_PER_MILLI + margin
   if r > 0 then ms = ms + 1 end
   return fmt('%d', ms)
-end
-
--- gcra(key, interval, tau, burst, shaping) decides key for the emission interval T, the
--- tolerance tau and burst = floor(tau / T); shaping (the leaky bucket) makes an admitted
--- decision carry its delay. It returns the decision and, when admitted, the function that
--- records it. A denied request consumes nothing; the TAT never moves back.
-local function gcra(key, interval, tau, burst, shaping)
-  local t = tonumber(redis.call('GET', key) or 0)
-  if now > t then t = now end
-  local next = t + n * interval
-  if next - now <= tau then
-    local delay = 0
-    if shaping then delay = t - now end
-    local left = tau - (next - now)
-    return {1, burst, (left - fmod(left, interval)) / interval, 0, next - now, delay}, function()
-      redis.call('SET', key, fmt('%d', next), 'PX', pexpire(next - now))
-    end
-  end
-  local remaining = 0
-  local free = tau - (t - now)
-  if free > 0 then remaining = (free - fmod(free, interval)) / interval end
-  return {0, burst, remaining, next - now - tau, t - now, 0}
-end
-
--- slidinglog(key, window, limit) returns the decision and, when admitted, the function that
--- records it.
-local function slidinglog(key, window, limit)
-  local total, newest = 0, nil
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if last[1] then
-    total, newest = tonumber(last[1]), tonumber(last[2])
-  end
-  local eff = now
-  if newest and newest > now then eff = newest end
-  local cut = fmt('%d', eff - window)
-  -- The anchor is the newest entry at or below cut. No entry (a new key): none. The newest
-  -- entry at or below cut (the whole log left the window): the newest entry itself, so the
-  -- query is skipped; tonumber(cut) is the bound Redis compares the scores with.
-  local base, anchor = 0, nil
-  if newest and newest <= tonumber(cut) then
-    anchor = last[1]
-  elseif newest then
-    anchor = redis.call('ZREVRANGEBYSCORE', key, cut, '-inf', 'LIMIT', 0, 1)[1]
-  end
-  if anchor then base = tonumber(anchor) end
-  local count = total - base
-  if count + n <= limit then
-    return {1, limit, limit - count - n, 0, eff + window - now, 0}, function()
-      if anchor then
-        local expired = redis.call('ZCOUNT', key, '-inf', cut)
-        if expired > 1 then redis.call('ZREMRANGEBYRANK', key, 0, fmt('%d', expired - 2)) end
-      end
-      if newest == eff then redis.call('ZREM', key, last[1]) end
-      redis.call('ZADD', key, fmt('%d', eff), fmt('%d', total + n))
-      redis.call('PEXPIRE', key, pexpire(eff + window - now))
-    end
-  end
-  -- Wait until the k oldest live units have left the window: unit base + k belongs to the
-  -- first entry whose cumulative count reaches it, at most k entries in.
-  local k = count + n - limit
-  local live = redis.call('ZRANGEBYSCORE', key, '(' .. cut, '+inf', 'WITHSCORES', 'LIMIT', 0, fmt('%d', k))
-  local at
-  for i = 1, #live, 2 do
-    if tonumber(live[i]) >= base + k then
-      at = tonumber(live[i + 1])
-      break
-    end
-  end
-  return {0, limit, limit - count, at + window - now, newest + window - now, 0}
-end
-
--- fixedwindow(key, window, limit) returns the decision and, when admitted, the function that
--- records it.
-local function fixedwindow(key, window, limit)
-  local start, count = 0, 0
-  local v = redis.call('GET', key)
-  if v then
-    local s, c = string.match(v, '^(%d+):(%d+)$')
-    start, count = tonumber(s), tonumber(c)
-  end
-  local eff = now
-  if start > eff then eff = start end
-  local ws = eff - fmod(eff, window)
-  if ws ~= start then start, count = ws, 0 end
-  local reset = start + window - now
-  if count + n <= limit then
-    return {1, limit, limit - count - n, 0, reset, 0}, function()
-      redis.call('SET', key, fmt('%d:%d', start, count + n), 'PX', pexpire(reset))
-    end
-  end
-  return {0, limit, limit - count, reset, reset, 0}
-end
-
--- slidingcounter(key, w, limit) returns the decision and, when admitted, the function that
--- records it.
-local function slidingcounter(key, w, limit)
-  local start, count, prev = 0, 0, 0
-  local v = redis.call('GET', key)
-  if v then
-    local s, c, p = string.match(v, '^(%d+):(%d+):(%d+)$')
-    start, count, prev = tonumber(s), tonumber(c), tonumber(p)
-  end
-  local eff = now
-  if start > eff then eff = start end
-  local ws = eff - fmod(eff, w)
-  if ws == start + w then
-    prev = count
-    start, count = ws, 0
-  elseif ws ~= start then
-    start, count, prev = ws, 0, 0
-  end
-  local weighted = prev * (w - (eff - start))
-  if count + n <= limit and weighted <= (limit - count - n) * w then
-    local reset = start + 2 * w - now
-    return {1, limit, limit - count - n - ceildiv(weighted, w), 0, reset, 0}, function()
-      redis.call('SET', key, fmt('%d:%d:%d', start, count + n, prev), 'PX', pexpire(reset))
-    end
-  end
-  local remaining = limit - count - ceildiv(weighted, w)
-  if remaining < 0 then remaining = 0 end
-  local reset = start
-  if count > 0 then reset = start + 2 * w elseif prev > 0 then reset = start + w end
-  local at
-  if count + n <= limit then
-    at = start + w - quo((limit - count - n) * w, prev)
-  else
-    local m = quo((limit - n) * w, count)
-    if m > w then m = w end
-    at = start + 2 * w - m
-  end
-  return {0, limit, remaining, at - now, reset - now, 0}
 end
 
 -- foreign returns the error reply for key, which f failed to read with err. Its helpers are
@@ -251,25 +118,201 @@ local function decided(f, key, ...)
   return true, d, commit
 end
 
+-- gcra(key, interval, tau, burst, shaping) decides key for the emission interval T, the
+-- tolerance tau and burst = floor(tau / T); shaping (the leaky bucket) makes an admitted
+-- decision carry its delay. It returns the decision and, when admitted, the function that
+-- records it. A denied request consumes nothing; the TAT never moves back.
+local function gcra(key, interval, tau, burst, shaping)
+  local t = tonumber(redis.call('GET', key) or 0)
+  if now > t then t = now end
+  local next = t + n * interval
+  if next - now <= tau then
+    local delay = 0
+    if shaping then delay = t - now end
+    local left = tau - (next - now)
+    return {1, burst, (left - fmod(left, interval)) / interval, 0, next - now, delay}, function()
+      redis.call('SET', key, fmt('%d', next), 'PX', pexpire(next - now))
+    end
+  end
+  local remaining = 0
+  local free = tau - (t - now)
+  if free > 0 then remaining = (free - fmod(free, interval)) / interval end
+  return {0, burst, remaining, next - now - tau, t - now, 0}
+end
+
+-- sliding_log(key, window, limit) returns the decision and, when admitted, the function that
+-- records it.
+local function sliding_log(key, window, limit)
+  local total, newest = 0, nil
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if last[1] then
+    total, newest = tonumber(last[1]), tonumber(last[2])
+  end
+  local eff = now
+  if newest and newest > now then eff = newest end
+  local cut = fmt('%d', eff - window)
+  -- The anchor is the newest entry at or below cut. No entry (a new key): none. The newest
+  -- entry at or below cut (the whole log left the window): the newest entry itself, so the
+  -- query is skipped; tonumber(cut) is the bound Redis compares the scores with.
+  local base, anchor = 0, nil
+  if newest and newest <= tonumber(cut) then
+    anchor = last[1]
+  elseif newest then
+    anchor = redis.call('ZREVRANGEBYSCORE', key, cut, '-inf', 'LIMIT', 0, 1)[1]
+  end
+  if anchor then base = tonumber(anchor) end
+  local count = total - base
+  if count + n <= limit then
+    return {1, limit, limit - count - n, 0, eff + window - now, 0}, function()
+      if anchor then
+        local expired = redis.call('ZCOUNT', key, '-inf', cut)
+        if expired > 1 then redis.call('ZREMRANGEBYRANK', key, 0, fmt('%d', expired - 2)) end
+      end
+      if newest == eff then redis.call('ZREM', key, last[1]) end
+      redis.call('ZADD', key, fmt('%d', eff), fmt('%d', total + n))
+      redis.call('PEXPIRE', key, pexpire(eff + window - now))
+    end
+  end
+  -- Wait until the k oldest live units have left the window: unit base + k belongs to the
+  -- first entry whose cumulative count reaches it, at most k entries in.
+  local k = count + n - limit
+  local live = redis.call('ZRANGEBYSCORE', key, '(' .. cut, '+inf', 'WITHSCORES', 'LIMIT', 0, fmt('%d', k))
+  local at
+  for i = 1, #live, 2 do
+    if tonumber(live[i]) >= base + k then
+      at = tonumber(live[i + 1])
+      break
+    end
+  end
+  return {0, limit, limit - count, at + window - now, newest + window - now, 0}
+end
+
+-- sliding_counter(key, w, limit) returns the decision and, when admitted, the function that
+-- records it.
+local function sliding_counter(key, w, limit)
+  local start, count, prev = 0, 0, 0
+  local v = redis.call('GET', key)
+  if v then
+    local s, c, p = string.match(v, '^(%d+):(%d+):(%d+)$')
+    start, count, prev = tonumber(s), tonumber(c), tonumber(p)
+  end
+  local eff = now
+  if start > eff then eff = start end
+  local ws = eff - fmod(eff, w)
+  if ws == start + w then
+    prev = count
+    start, count = ws, 0
+  elseif ws ~= start then
+    start, count, prev = ws, 0, 0
+  end
+  local weighted = prev * (w - (eff - start))
+  if count + n <= limit and weighted <= (limit - count - n) * w then
+    local reset = start + 2 * w - now
+    return {1, limit, limit - count - n - ceildiv(weighted, w), 0, reset, 0}, function()
+      redis.call('SET', key, fmt('%d:%d:%d', start, count + n, prev), 'PX', pexpire(reset))
+    end
+  end
+  local remaining = limit - count - ceildiv(weighted, w)
+  if remaining < 0 then remaining = 0 end
+  local reset = start
+  if count > 0 then reset = start + 2 * w elseif prev > 0 then reset = start + w end
+  local at
+  if count + n <= limit then
+    at = start + w - quo((limit - count - n) * w, prev)
+  else
+    local m = quo((limit - n) * w, count)
+    if m > w then m = w end
+    at = start + 2 * w - m
+  end
+  return {0, limit, remaining, at - now, reset - now, 0}
+end
+
+-- fixed_window(key, window, limit) returns the decision and, when admitted, the function that
+-- records it.
+local function fixed_window(key, window, limit)
+  local start, count = 0, 0
+  local v = redis.call('GET', key)
+  if v then
+    local s, c = string.match(v, '^(%d+):(%d+)$')
+    start, count = tonumber(s), tonumber(c)
+  end
+  local eff = now
+  if start > eff then eff = start end
+  local ws = eff - fmod(eff, window)
+  if ws ~= start then start, count = ws, 0 end
+  local reset = start + window - now
+  if count + n <= limit then
+    return {1, limit, limit - count - n, 0, reset, 0}, function()
+      redis.call('SET', key, fmt('%d:%d', start, count + n), 'PX', pexpire(reset))
+    end
+  end
+  return {0, limit, limit - count, reset, reset, 0}
+end
+
+-- concurrency(key, window, limit, token) returns the decision and, when admitted, the
+-- function that records it.
+local function concurrency(key, window, limit, token)
+  local newest
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if last[1] and string.sub(last[1], 1, 1) ~= '#' then newest = tonumber(last[2]) end
+  local eff = now
+  if newest and newest > now then eff = newest end
+  local cut = fmt('%d', eff - window)
+  local count = redis.call('ZCOUNT', key, '(' .. cut, '+inf')
+  if count + n <= limit then
+    return {1, limit, limit - count - n, 0, eff + window - now, 0}, function()
+      redis.call('ZREMRANGEBYSCORE', key, 0, cut)
+      local name = 'l' .. fmt('%d', token)
+      if token == 0 then
+        local seq = 1
+        local first = redis.call('ZRANGE', key, 0, 0)[1]
+        if first and string.sub(first, 1, 1) == '#' then
+          seq = tonumber(string.sub(first, 2)) + 1
+          redis.call('ZREM', key, first)
+        end
+        redis.call('ZADD', key, '-inf', '#' .. fmt('%d', seq))
+        name = 'a' .. fmt('%d', seq)
+      end
+      local score = fmt('%d', eff)
+      for i = 1, n do redis.call('ZADD', key, score, name .. '.' .. fmt('%d', i)) end
+      redis.call('PEXPIRE', key, pexpire(eff + window - now))
+    end
+  end
+  -- Wait until the k oldest held units have expired.
+  local k = count + n - limit
+  local at = redis.call('ZRANGEBYSCORE', key, '(' .. cut, '+inf', 'WITHSCORES', 'LIMIT', fmt('%d', k - 1), 1)
+  return {0, limit, limit - count, tonumber(at[2]) + window - now, newest + window - now, 0}
+end
+
+-- The dispatch over core's registry (core.Algorithms), generated by internal/luagen: one
+-- comparison per algorithm (a table of the codes would allocate on every call).
+local function algorithm_limit(alg, p1, p2, p3)
+  if alg == 'tb' then return true, p3 end
+  if alg == 'lb' then return true, p3 end
+  if alg == 'sl' then return true, p2 end
+  if alg == 'sc' then return true, p2 end
+  if alg == 'fw' then return true, p2 end
+  if alg == 'cc' then return true, p2 end
+  return false
+end
+
+local function algorithm_decide(alg, key, p1, p2, p3)
+  if alg == 'tb' then return decided(gcra, key, p1, p2, p3, false) end
+  if alg == 'lb' then return decided(gcra, key, p1, p2, p3, true) end
+  if alg == 'sl' then return decided(sliding_log, key, p1, p2) end
+  if alg == 'sc' then return decided(sliding_counter, key, p1, p2) end
+  if alg == 'fw' then return decided(fixed_window, key, p1, p2) end
+  if alg == 'cc' then return decided(concurrency, key, p1, p2, p3) end
+end
+
 local out = {}
 for i = 1, #KEYS do
   local a = 4 * i - 1
   local alg, p1, p2, p3 = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  local limit = p2
-  if alg == 'tb' or alg == 'lb' then limit = p3 end
+  local known, limit = algorithm_limit(alg, p1, p2, p3)
+  if not known then return redis.error_reply('ERR peek: unknown algorithm') end
   if not p1 or not limit or n > limit then return redis.error_reply('ERR peek: cost out of range') end
-  local ok, d
-  if alg == 'tb' or alg == 'lb' then
-    ok, d = decided(gcra, KEYS[i], p1, p2, p3, alg == 'lb')
-  elseif alg == 'sl' then
-    ok, d = decided(slidinglog, KEYS[i], p1, p2)
-  elseif alg == 'sc' then
-    ok, d = decided(slidingcounter, KEYS[i], p1, p2)
-  elseif alg == 'fw' then
-    ok, d = decided(fixedwindow, KEYS[i], p1, p2)
-  else
-    return redis.error_reply('ERR peek: unknown algorithm')
-  end
+  local ok, d = algorithm_decide(alg, KEYS[i], p1, p2, p3)
   if not ok then return d end
   for j = 1, 6 do out[#out + 1] = d[j] end
 end

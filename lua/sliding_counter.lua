@@ -66,9 +66,9 @@ local function pexpire(ttl)
   return fmt('%d', ms)
 end
 
--- slidingcounter(key, w, limit) returns the decision and, when admitted, the function that
+-- sliding_counter(key, w, limit) returns the decision and, when admitted, the function that
 -- records it.
-local function slidingcounter(key, w, limit)
+local function sliding_counter(key, w, limit)
   local start, count, prev = 0, 0, 0
   local v = redis.call('GET', key)
   if v then
@@ -107,7 +107,7 @@ local function slidingcounter(key, w, limit)
 end
 
 -- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
-local decide, a1, a2, a3, a4 = slidingcounter, window, limit, nil, nil
+local decide, a1, a2, a3, a4 = sliding_counter, window, limit, nil, nil
 
 -- foreign returns the error reply for key, which f failed to read with err. Its helpers are
 -- local to it, so that a script pays for them only on this error path (a function statement

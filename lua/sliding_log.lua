@@ -60,9 +60,9 @@ local function pexpire(ttl)
   return fmt('%d', ms)
 end
 
--- slidinglog(key, window, limit) returns the decision and, when admitted, the function that
+-- sliding_log(key, window, limit) returns the decision and, when admitted, the function that
 -- records it.
-local function slidinglog(key, window, limit)
+local function sliding_log(key, window, limit)
   local total, newest = 0, nil
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   if last[1] then
@@ -108,7 +108,7 @@ local function slidinglog(key, window, limit)
 end
 
 -- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
-local decide, a1, a2, a3, a4 = slidinglog, window, limit, nil, nil
+local decide, a1, a2, a3, a4 = sliding_log, window, limit, nil, nil
 
 -- foreign returns the error reply for key, which f failed to read with err. Its helpers are
 -- local to it, so that a script pays for them only on this error path (a function statement

@@ -10,15 +10,16 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/failure"
 )
 
 // MaxBloomBits is the largest in-memory Bloom filter (all shards together, in bits)
-// NewBloomDeduplicator accepts: 2^33 bits, 1 GiB, about 1.2 billion expected insertions at a
+// NewDeduplicator accepts: 2^33 bits, 1 GiB, about 1.2 billion expected insertions at a
 // 1% false-positive rate. A larger request is almost always a typo, and would take the
 // memory at construction.
 const MaxBloomBits = 1 << 33
 
-// BloomDeduplicator is a probabilistic deduplicator: a Bloom filter in an in-memory bitset,
+// bloomDedup is a probabilistic deduplicator: a Bloom filter in an in-memory bitset,
 // sized and addressed exactly as core.Bloom defines (MurmurHash3 x64_128 positions, split
 // into core.Bloom.Shards blocks), so it sets the same bits as a Redis engine given the same
 // parameters. It never forgets an element (no false negatives) and reports a never-seen
@@ -30,9 +31,8 @@ const MaxBloomBits = 1 << 33
 // new element exactly one sees it as new. The empty element is never a duplicate and is
 // never recorded.
 //
-// A BloomDeduplicator is safe for concurrent use. Its zero value is not usable; call
-// [NewBloomDeduplicator] or [NewDeduplicator].
-type BloomDeduplicator struct {
+// A bloomDedup is safe for concurrent use. NewDeduplicator builds it.
+type bloomDedup struct {
 	b         core.Bloom
 	words     []uint64 // shard s occupies words[s*shardWords : (s+1)*shardWords]
 	shardWrds uint64
@@ -41,32 +41,32 @@ type BloomDeduplicator struct {
 	adds      atomic.Int64
 }
 
-// stripe is one lock of a BloomDeduplicator, padded to a cache line.
+// stripe is one lock of a bloomDedup, padded to a cache line.
 type stripe struct {
 	mu sync.Mutex
 	_  [64 - 8]byte
 }
 
-var _ redstream.Deduplicator = (*BloomDeduplicator)(nil)
+var _ redstream.Deduplicator = (*bloomDedup)(nil)
 
-// NewBloomDeduplicator returns an empty Bloom filter deduplicator sized by spec's
+// newBloomDedup returns an empty Bloom filter deduplicator sized by spec's
 // Insertions, FPRate and Shards (zero fields take redstream's defaults: 1,000,000 at 0.03,
-// one shard), as every engine's NewBloomDeduplicator. spec.Strategy must be
+// one shard), as every engine's newBloomDedup. spec.Strategy must be
 // redstream.DedupBloom or empty. Of opts only Shards is used, as the number of locks. It
 // returns an error wrapping redstream.ErrInvalidConfig for bad parameters or a filter above
 // MaxBloomBits.
-func NewBloomDeduplicator(spec redstream.DedupSpec, opts Options) (*BloomDeduplicator, error) {
+func newBloomDedup(spec redstream.DedupSpec, opts Options) (*bloomDedup, error) {
 	if spec.Strategy != "" && spec.Strategy != redstream.DedupBloom {
 		return nil, fmt.Errorf("memory: %w: strategy %q is not %q", redstream.ErrInvalidConfig, spec.Strategy, redstream.DedupBloom)
 	}
 	b, err := spec.BloomParams()
 	if err != nil {
-		return nil, fmt.Errorf("memory: %w", err)
+		return nil, failure.Prefixed("memory", err)
 	}
 	return newBloom(b, opts)
 }
 
-func newBloom(b core.Bloom, opts Options) (*BloomDeduplicator, error) {
+func newBloom(b core.Bloom, opts Options) (*bloomDedup, error) {
 	r, err := opts.resolve()
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func newBloom(b core.Bloom, opts Options) (*BloomDeduplicator, error) {
 	if wps*uint64(b.Shards) > MaxBloomBits/64 {
 		return nil, fmt.Errorf("memory: %w: a Bloom filter of %d bits exceeds MaxBloomBits", redstream.ErrInvalidConfig, b.Bits)
 	}
-	return &BloomDeduplicator{
+	return &bloomDedup{
 		b:         b,
 		words:     make([]uint64, wps*uint64(b.Shards)),
 		shardWrds: wps,
@@ -84,18 +84,18 @@ func newBloom(b core.Bloom, opts Options) (*BloomDeduplicator, error) {
 	}, nil
 }
 
-// Params returns the filter's core parameters (sizing, hash functions, shards).
-func (d *BloomDeduplicator) Params() core.Bloom { return d.b }
+// params returns the filter's core parameters (sizing, hash functions, shards).
+func (d *bloomDedup) params() core.Bloom { return d.b }
 
 // locate returns the element's word base and bit positions, using buf when it is large
 // enough.
-func (d *BloomDeduplicator) locate(element string, buf []uint64) (uint64, []uint64) {
+func (d *bloomDedup) locate(element string, buf []uint64) (uint64, []uint64) {
 	shard, pos := d.b.Locate(unsafe.Slice(unsafe.StringData(element), len(element)), buf[:0])
 	return uint64(shard) * d.shardWrds, pos
 }
 
 // contains reports whether every bit of the element is set.
-func (d *BloomDeduplicator) contains(base uint64, pos []uint64) bool {
+func (d *bloomDedup) contains(base uint64, pos []uint64) bool {
 	for _, p := range pos {
 		if atomic.LoadUint64(&d.words[base+p/64])&(1<<(p%64)) == 0 {
 			return false
@@ -106,7 +106,7 @@ func (d *BloomDeduplicator) contains(base uint64, pos []uint64) bool {
 
 // add sets the element's bits, under the element's stripe lock, and reports whether any bit
 // changed (the element was new); it counts the add if so.
-func (d *BloomDeduplicator) add(element string) bool {
+func (d *bloomDedup) add(element string) bool {
 	var buf [32]uint64
 	base, pos := d.locate(element, buf[:])
 	st := &d.stripes[pos[0]&d.mask]
@@ -127,7 +127,7 @@ func (d *BloomDeduplicator) add(element string) bool {
 
 // IsDuplicate reports whether every bit of element is set: true for every recorded element
 // and, with about the false-positive rate, for some others. It never returns an error.
-func (d *BloomDeduplicator) IsDuplicate(ctx context.Context, element string) (bool, error) {
+func (d *bloomDedup) IsDuplicate(ctx context.Context, element string) (bool, error) {
 	if element == "" {
 		return false, nil
 	}
@@ -137,7 +137,7 @@ func (d *BloomDeduplicator) IsDuplicate(ctx context.Context, element string) (bo
 }
 
 // MarkSeen sets element's bits. It never returns an error.
-func (d *BloomDeduplicator) MarkSeen(ctx context.Context, element string) error {
+func (d *bloomDedup) MarkSeen(ctx context.Context, element string) error {
 	if element != "" {
 		d.add(element)
 	}
@@ -146,7 +146,7 @@ func (d *BloomDeduplicator) MarkSeen(ctx context.Context, element string) error 
 
 // CheckAndMark sets element's bits and reports whether they were all set already (a
 // duplicate, or a false positive). It never returns an error.
-func (d *BloomDeduplicator) CheckAndMark(ctx context.Context, element string) (bool, error) {
+func (d *bloomDedup) CheckAndMark(ctx context.Context, element string) (bool, error) {
 	if element == "" {
 		return false, nil
 	}
@@ -154,7 +154,7 @@ func (d *BloomDeduplicator) CheckAndMark(ctx context.Context, element string) (b
 }
 
 // Clear resets every bit and the count of adds. It never returns an error.
-func (d *BloomDeduplicator) Clear(ctx context.Context) error {
+func (d *bloomDedup) Clear(ctx context.Context) error {
 	for i := range d.stripes {
 		d.stripes[i].mu.Lock()
 	}
@@ -171,14 +171,14 @@ func (d *BloomDeduplicator) Clear(ctx context.Context) error {
 // UniqueCount returns the number of adds (MarkSeen or CheckAndMark) on this instance that
 // set at least one bit since the last Clear: the elements it took as new. It is at most the
 // true number of distinct elements (a false positive is not counted). It never returns an
-// error. For the filter's own estimate see [BloomDeduplicator.Count].
-func (d *BloomDeduplicator) UniqueCount(ctx context.Context) (int64, error) {
+// error. For the filter's own estimate see estimate.
+func (d *bloomDedup) UniqueCount(ctx context.Context) (int64, error) {
 	return d.adds.Load(), nil
 }
 
-// Count estimates the number of distinct elements in the filter from its set bits
+// estimate estimates the number of distinct elements in the filter from its set bits
 // (core.Bloom.EstimateCount, summed over the blocks). It reads every word of the filter.
-func (d *BloomDeduplicator) Count() int64 {
+func (d *bloomDedup) estimate() int64 {
 	var total int64
 	for s := 0; s < d.b.Shards; s++ {
 		var ones uint64

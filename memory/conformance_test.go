@@ -71,3 +71,15 @@ func TestConformanceLimiterShortKeys(t *testing.T) {
 		return &shortKeys{Limiter: l, names: map[string]string{}}, nil
 	}, proptest.Options{Checks: 1000, Algorithms: []redstream.Algorithm{redstream.AlgorithmTokenBucket, redstream.AlgorithmLeakyBucket}})
 }
+
+func TestConformanceConcurrencyLimiter(t *testing.T) {
+	proptest.TestConcurrencyLimiter(t, func(specs []redstream.Spec) (redstream.ConcurrencyLimiter, error) {
+		return NewConcurrencyLimiter(specs, Options{})
+	}, proptest.Options{Checks: 1000})
+}
+
+func TestConformanceReserver(t *testing.T) {
+	proptest.TestReserver(t, func(specs []redstream.Spec) (redstream.Limiter, error) {
+		return NewMultiLimiter(specs, Options{})
+	}, proptest.Options{Checks: 1000})
+}

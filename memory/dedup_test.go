@@ -26,35 +26,35 @@ func newDedup(t *testing.T, spec redstream.DedupSpec, opts Options) redstream.De
 
 func TestNewDeduplicator(t *testing.T) {
 	t.Run("set", func(t *testing.T) {
-		if _, ok := newDedup(t, redstream.DedupSpec{Strategy: redstream.DedupSet}, Options{}).(*SetDeduplicator); !ok {
-			t.Error("not a *SetDeduplicator")
+		if _, ok := newDedup(t, redstream.DedupSpec{Strategy: redstream.DedupSet}, Options{}).(*setDedup); !ok {
+			t.Error("not a *setDedup")
 		}
 	})
 	t.Run("bloom defaults", func(t *testing.T) {
-		d, ok := newDedup(t, redstream.DedupSpec{Strategy: redstream.DedupBloom}, Options{}).(*BloomDeduplicator)
+		d, ok := newDedup(t, redstream.DedupSpec{Strategy: redstream.DedupBloom}, Options{}).(*bloomDedup)
 		if !ok {
-			t.Fatal("not a *BloomDeduplicator")
+			t.Fatal("not a *bloomDedup")
 		}
-		want, _ := core.NewBloom(redstream.DefaultBloomInsertions, redstream.DefaultBloomFPRate, 1)
-		if got := d.Params(); got != want {
+		want, _ := core.NewBloom(1_000_000, 0.03, 1) // the defaults of DedupSpec
+		if got := d.params(); got != want {
 			t.Errorf("Params = %+v, want %+v", got, want)
 		}
 	})
 	t.Run("bloom shards", func(t *testing.T) {
 		d := newDedup(t, redstream.DedupSpec{Strategy: redstream.DedupBloom, Insertions: 1000, FPRate: 0.01, Shards: 4}, Options{})
 		want, _ := core.NewBloom(1000, 0.01, 4)
-		if got := d.(*BloomDeduplicator).Params(); got != want {
+		if got := d.(*bloomDedup).params(); got != want {
 			t.Errorf("Params = %+v, want %+v", got, want)
 		}
 	})
 	t.Run("windowed defaults", func(t *testing.T) {
 		d := newDedup(t, redstream.DedupSpec{Strategy: redstream.DedupWindowed}, Options{})
-		w, ok := d.(*WindowDeduplicator)
+		w, ok := d.(*windowDedup)
 		if !ok {
-			t.Fatal("not a *WindowDeduplicator")
+			t.Fatal("not a *windowDedup")
 		}
-		if w.Window() != redstream.DefaultDedupWindow {
-			t.Errorf("Window = %v, want %v", w.Window(), redstream.DefaultDedupWindow)
+		if w.window() != time.Hour { // the default window
+			t.Errorf("Window = %v, want 1h", w.window())
 		}
 		if _, ok := d.(redstream.TimedDeduplicator); !ok {
 			t.Error("does not implement redstream.TimedDeduplicator")
@@ -96,11 +96,11 @@ func TestNewDeduplicatorErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewBloomDeduplicator(redstream.DedupSpec{Insertions: -1, FPRate: 0.01}, Options{}); !errors.Is(err, redstream.ErrInvalidConfig) {
-		t.Errorf("NewBloomDeduplicator(-1, 0.01): %v, want ErrInvalidConfig", err)
+	if _, err := newBloomDedup(redstream.DedupSpec{Insertions: -1, FPRate: 0.01}, Options{}); !errors.Is(err, redstream.ErrInvalidConfig) {
+		t.Errorf("newBloomDedup(-1, 0.01): %v, want ErrInvalidConfig", err)
 	}
-	if _, err := NewWindowDeduplicator(0, Options{}); !errors.Is(err, redstream.ErrInvalidConfig) {
-		t.Errorf("NewWindowDeduplicator(0): %v, want ErrInvalidConfig", err)
+	if _, err := newWindowDedup(0, Options{}); !errors.Is(err, redstream.ErrInvalidConfig) {
+		t.Errorf("newWindowDedup(0): %v, want ErrInvalidConfig", err)
 	}
 }
 
@@ -170,7 +170,7 @@ func TestDedupBasics(t *testing.T) {
 func TestSeedWindowed(t *testing.T) {
 	ctx := context.Background()
 	const w = time.Hour
-	d, err := NewWindowDeduplicator(w, Options{})
+	d, err := newWindowDedup(w, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestSeedWindowed(t *testing.T) {
 func TestWindowedUniqueCountAndPruning(t *testing.T) {
 	ctx := context.Background()
 	clk := &fakeClock{now: t0}
-	d, err := NewWindowDeduplicator(time.Minute, Options{Clock: clk.Now, Shards: 1, SweepThreshold: 4})
+	d, err := newWindowDedup(time.Minute, Options{Clock: clk.Now, Shards: 1, SweepThreshold: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestWindowedUniqueCountAndPruning(t *testing.T) {
 
 func TestDedupBadTime(t *testing.T) {
 	ctx := context.Background()
-	d, err := NewWindowDeduplicator(time.Second, Options{})
+	d, err := newWindowDedup(time.Second, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,8 +250,8 @@ func TestDedupBadTime(t *testing.T) {
 		if _, err := d.CheckAndMarkAt(ctx, "x", at); !errors.Is(err, redstream.ErrInvalidTime) {
 			t.Errorf("CheckAndMarkAt(%v): %v, want ErrInvalidTime", at, err)
 		}
-		if err := d.MarkSeenAt(ctx, "x", at); !errors.Is(err, redstream.ErrInvalidTime) {
-			t.Errorf("MarkSeenAt(%v): %v, want ErrInvalidTime", at, err)
+		if _, err := d.CheckAndMarkAt(ctx, "x", at); !errors.Is(err, redstream.ErrInvalidTime) {
+			t.Errorf("CheckAndMarkAt(%v): %v, want ErrInvalidTime", at, err)
 		}
 	}
 	if n, _ := d.UniqueCount(ctx); n != 0 {
@@ -302,7 +302,7 @@ func TestBloomMatchesCore(t *testing.T) {
 func TestBloomAccuracy(t *testing.T) {
 	const n, p = 20_000, 0.01
 	ctx := context.Background()
-	d, err := NewBloomDeduplicator(redstream.DedupSpec{Insertions: n, FPRate: p}, Options{})
+	d, err := newBloomDedup(redstream.DedupSpec{Insertions: n, FPRate: p}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestBloomAccuracy(t *testing.T) {
 	if uc > n || uc < n*98/100 {
 		t.Errorf("UniqueCount = %d, want at most %d and close to it", uc, n)
 	}
-	if c := d.Count(); math.Abs(float64(c)-n) > 0.03*n {
+	if c := d.estimate(); math.Abs(float64(c)-n) > 0.03*n {
 		t.Errorf("Count = %d, want %d within 3%%", c, n)
 	}
 }

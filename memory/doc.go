@@ -6,16 +6,17 @@
 //   - [NewLimiter] builds a [Limiter] for any redstream.Spec: token bucket, leaky bucket
 //     (with Decision.Delay for shaping), exact sliding window log, sliding window counter,
 //     fixed window. It implements redstream.Limiter.
-//   - [NewMultiLimiter] builds the same [Limiter] type of several limits on one key,
+//   - [NewMultiLimiter] builds the same [Limiter] type of several specs on one key,
 //     all-or-nothing (for example 10 per second and 10,000 per day).
+//   - [NewConcurrencyLimiter] builds a [ConcurrencyLimiter]: leases (Acquire, Release,
+//     Extend) on a redstream.Concurrency limit, at most N units held at once per key, alone
+//     or all-or-nothing with rate limits (docs/concurrency.md).
 //
-// Deduplication, each implementing redstream.Deduplicator:
-//   - [SetDeduplicator]: exact, remembers every element until Clear.
-//   - [BloomDeduplicator]: a Bloom filter with core's sizing and bit positions; fixed memory,
-//     no false negatives, false positives at about the configured rate.
-//   - [WindowDeduplicator]: forgets an element a window after it was last seen; it also
-//     implements redstream.TimedDeduplicator.
-//   - [NewDeduplicator] builds any of them from a redstream.DedupSpec.
+// Deduplication: [NewDeduplicator] builds the redstream.Deduplicator of a redstream.DedupSpec:
+// exact (a set, remembers every element until Clear), a Bloom filter (core's sizing and bit
+// positions; fixed memory, no false negatives, false positives at about the configured
+// rate), or windowed (forgets an element a window after it was last seen; it also
+// implements redstream.TimedDeduplicator).
 //
 // Every engine is safe for concurrent use. State is kept in hash tables split into
 // [Options].Shards shards, each under its own mutex and chosen by a hash/maphash hash of the
@@ -28,8 +29,8 @@
 // triggered by [Options].SweepThreshold, and [Limiter.TrackedKeys] reports how many keys
 // are held. Sweeping never changes an answer while time moves forward.
 //
-// Time: calls without a time (Allow, the zero time.Time) read [Options].Clock, by default a
-// monotonic clock anchored to the wall clock (see [Options]); calls with an explicit time
-// (AllowAt, AllowN, IsDuplicateAt...) use it as given, which makes tests and replays
-// reproducible. The engines start no goroutine and need no Close.
+// Time: the zero time.Time (redstream.Allow, the Deduplicator methods) reads
+// [Options].Clock, by default a monotonic clock anchored to the wall clock (see [Options]);
+// an explicit time (AllowN, PeekN, IsDuplicateAt, CheckAndMarkAt) is used as given, which
+// makes tests and replays reproducible. The engines start no goroutine and need no Close.
 package memory

@@ -18,14 +18,14 @@ func ExampleLimiter_PeekN() {
 	}
 	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	limiter.AllowAt(ctx, "user:1", now)
-	limiter.AllowAt(ctx, "user:1", now.Add(100*time.Millisecond))
+	limiter.AllowN(ctx, "user:1", now, 1)
+	limiter.AllowN(ctx, "user:1", now.Add(100*time.Millisecond), 1)
 	at := now.Add(200 * time.Millisecond)
 	d, _ := limiter.PeekN(ctx, "user:1", at, 3)
 	fmt.Printf("cost 3: allowed=%v remaining=%d\n", d.Allowed, d.Remaining)
 	d, _ = limiter.PeekN(ctx, "user:1", at, 4)
 	fmt.Printf("cost 4: allowed=%v retry-after=%v\n", d.Allowed, d.RetryAfter)
-	d, _ = limiter.AllowAt(ctx, "user:1", at)
+	d, _ = limiter.AllowN(ctx, "user:1", at, 1)
 	fmt.Printf("a request of cost 1 then: remaining=%d\n", d.Remaining)
 	// Output:
 	// cost 3: allowed=true remaining=0

@@ -21,10 +21,10 @@ func ExampleNewLimiter() {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; i < 6; i++ {
 		at := start.Add(time.Duration(i) * 100 * time.Millisecond)
-		d, _ := limiter.AllowAt(ctx, "user:1", at)
+		d, _ := limiter.AllowN(ctx, "user:1", at, 1)
 		fmt.Printf("t+%v allowed=%v remaining=%d retryAfter=%v\n", at.Sub(start), d.Allowed, d.Remaining, d.RetryAfter)
 	}
-	d, _ := limiter.AllowAt(ctx, "user:1", start.Add(time.Second))
+	d, _ := limiter.AllowN(ctx, "user:1", start.Add(time.Second), 1)
 	fmt.Printf("t+1s allowed=%v\n", d.Allowed)
 	// Output:
 	// t+0s allowed=true remaining=4 retryAfter=0s
@@ -47,14 +47,14 @@ func ExampleNewLimiter_tokenBucket() {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	admitted := 0
 	for i := 0; i < 15; i++ {
-		if d, _ := limiter.AllowAt(ctx, "user:1", start); d.Allowed {
+		if d, _ := limiter.AllowN(ctx, "user:1", start, 1); d.Allowed {
 			admitted++
 		}
 	}
 	fmt.Println("burst admitted:", admitted)
-	d, _ := limiter.AllowAt(ctx, "user:1", start)
+	d, _ := limiter.AllowN(ctx, "user:1", start, 1)
 	fmt.Println("next one in:", d.RetryAfter)
-	d, _ = limiter.AllowAt(ctx, "user:1", start.Add(200*time.Millisecond))
+	d, _ = limiter.AllowN(ctx, "user:1", start.Add(200*time.Millisecond), 1)
 	fmt.Println("after 200ms allowed:", d.Allowed)
 	// Output:
 	// burst admitted: 10
@@ -72,7 +72,7 @@ func ExampleNewLimiter_leakyBucket() {
 	ctx := context.Background()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, at := range []time.Duration{0, 0, 0, time.Second} {
-		d, _ := limiter.AllowAt(ctx, "queue", start.Add(at))
+		d, _ := limiter.AllowN(ctx, "queue", start.Add(at), 1)
 		fmt.Printf("t+%v allowed=%v delay=%v retryAfter=%v\n", at, d.Allowed, d.Delay, d.RetryAfter)
 	}
 	// Output:
@@ -92,10 +92,10 @@ func ExampleOptions_clock() {
 		panic(err)
 	}
 	ctx := context.Background()
-	d1, _ := limiter.Allow(ctx, "user:1")
-	d2, _ := limiter.Allow(ctx, "user:1")
+	d1, _ := limiter.AllowN(ctx, "user:1", time.Time{}, 1)
+	d2, _ := limiter.AllowN(ctx, "user:1", time.Time{}, 1)
 	now = now.Add(time.Minute)
-	d3, _ := limiter.Allow(ctx, "user:1")
+	d3, _ := limiter.AllowN(ctx, "user:1", time.Time{}, 1)
 	fmt.Println(d1.Allowed, d2.Allowed, d3.Allowed)
 	// Output:
 	// true false true
@@ -114,7 +114,7 @@ func ExampleNewMultiLimiter() {
 	ctx := context.Background()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, at := range []time.Duration{0, 0, 0, time.Second, time.Second, 2 * time.Second} {
-		d, _ := limiter.AllowAt(ctx, "user:1", start.Add(at))
+		d, _ := limiter.AllowN(ctx, "user:1", start.Add(at), 1)
 		fmt.Printf("t+%v allowed=%v remaining=%d retryAfter=%v\n", at, d.Allowed, d.Remaining, d.RetryAfter)
 	}
 	// Output:
@@ -153,11 +153,12 @@ func ExampleNewDeduplicator() {
 
 // A windowed deduplicator forgets an element one window after it was last seen; exactly
 // one window later it is new again.
-func ExampleNewWindowDeduplicator() {
-	dedup, err := memory.NewWindowDeduplicator(time.Hour, memory.Options{})
+func ExampleNewDeduplicator_windowed() {
+	d, err := memory.NewDeduplicator(redstream.DedupSpec{Strategy: redstream.DedupWindowed, Window: time.Hour}, memory.Options{})
 	if err != nil {
 		panic(err)
 	}
+	dedup := d.(redstream.TimedDeduplicator) // the windowed strategy takes explicit times too
 	ctx := context.Background()
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, at := range []time.Duration{0, 59 * time.Minute, 59*time.Minute + time.Hour} {
@@ -172,21 +173,22 @@ func ExampleNewWindowDeduplicator() {
 
 // A Bloom filter sized for a million elements at a 1% false-positive rate takes about
 // 1.2 MB; it never forgets an element.
-func ExampleNewBloomDeduplicator() {
-	dedup, err := memory.NewBloomDeduplicator(redstream.DedupSpec{Insertions: 1_000_000, FPRate: 0.01}, memory.Options{})
+func ExampleNewDeduplicator_bloom() {
+	spec := redstream.DedupSpec{Strategy: redstream.DedupBloom, Insertions: 1_000_000, FPRate: 0.01}
+	dedup, err := memory.NewDeduplicator(spec, memory.Options{})
 	if err != nil {
 		panic(err)
 	}
 	ctx := context.Background()
-	p := dedup.Params()
+	p, _ := spec.BloomParams()
 	fmt.Printf("%d bits, %d hash functions\n", p.Bits, p.K)
 	for i := 0; i < 1000; i++ {
 		dedup.MarkSeen(ctx, fmt.Sprintf("event-%d", i))
 	}
 	dup, _ := dedup.IsDuplicate(ctx, "event-42")
 	added, _ := dedup.UniqueCount(ctx)
-	fmt.Println("event-42 seen:", dup, "added:", added, "estimate:", dedup.Count())
+	fmt.Println("event-42 seen:", dup, "added:", added)
 	// Output:
 	// 9585059 bits, 7 hash functions
-	// event-42 seen: true added: 1000 estimate: 1000
+	// event-42 seen: true added: 1000
 }

@@ -2,18 +2,18 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/engine"
+	"github.com/redstream-go/redstream/internal/failure"
 )
 
 // Limiter is an in-process rate limiter of one [redstream.Spec] ([NewLimiter]) or of several
 // applied all-or-nothing ([NewMultiLimiter]), deciding with the algorithms' core steps.
 // State lives in a hash table keyed by the user key and split into Options.Shards shards; a
-// decision on a key already tracked allocates nothing (with at most [MultiInline] limits).
+// decision on a key already tracked allocates nothing (with at most 8 specs).
 // Keys whose state has fully recovered are evicted by amortized sweeping (see
 // Options.SweepThreshold), so memory stays proportional to the keys that still matter.
 //
@@ -25,10 +25,10 @@ import (
 // in a ring buffer of at most Limit entries, reused across decisions. Keys are referenced,
 // not copied.
 //
-// With several limits a request is admitted only if every limit admits it, and only then is
-// it recorded in every limit; the limits of one key are decided under one lock, so the
+// With several specs a request is admitted only if every spec admits it, and only then is
+// it recorded in every spec; the specs of one key are decided under one lock, so the
 // combination is atomic, and a denied request changes no limit's state. Its Decision is
-// core.Combine of the limits' decisions: the smallest Remaining (with that limit's Limit)
+// core.Combine of the specs' decisions: the smallest Remaining (with that spec's Limit)
 // and the largest RetryAfter, ResetAfter and Delay.
 //
 // An evicted key is indistinguishable from a new one for every request at or after the time
@@ -42,12 +42,13 @@ type Limiter struct {
 	buckets *engine.Buckets // a single token or leaky bucket: the lock-free path
 	k       *engine.Limiter // every other limiter
 	limits  []core.Limit
+	specs   []redstream.Spec
 }
 
 var _ redstream.Limiter = (*Limiter)(nil)
 
-// MultiInline is the number of limits a multi-limit decision handles without allocating.
-const MultiInline = engine.Inline
+// multiInline is the number of specs a multi-limit decision handles without allocating.
+const multiInline = engine.Inline
 
 // NewLimiter returns an in-process limiter for spec. It validates spec with Spec.Core and
 // returns an error wrapping redstream.ErrInvalidConfig when spec or opts is invalid (for
@@ -59,7 +60,7 @@ func NewLimiter(spec redstream.Spec, opts Options) (*Limiter, error) {
 // NewMultiLimiter returns an all-or-nothing limiter of specs (at least one) on every key; one
 // spec gives the limiter [NewLimiter] returns. It returns an error wrapping
 // redstream.ErrInvalidConfig when specs is empty or a spec or opts is invalid; the message
-// names the spec. Package redstream's Multi gives the limits names.
+// names the spec. Package redstream's Multi names them (rules).
 func NewMultiLimiter(specs []redstream.Spec, opts Options) (*Limiter, error) {
 	ls, err := engine.Limits("memory", specs)
 	if err != nil {
@@ -69,34 +70,20 @@ func NewMultiLimiter(specs []redstream.Spec, opts Options) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{cfg: c, limits: ls}
+	l := &Limiter{cfg: c, limits: ls, specs: append([]redstream.Spec(nil), specs...)}
 	if len(ls) == 1 {
 		if b, ok := engine.NewBuckets(ls[0], c); ok {
 			l.buckets = b
 			return l, nil
 		}
 	}
-	l.k = engine.NewNativeLimiter(ls, c)
+	l.k = engine.NewLimiter(ls, c)
 	return l, nil
 }
 
-// Limits returns the validated core limits the limiter decides with, in the order of the
-// specs, in a new slice.
-func (l *Limiter) Limits() []core.Limit { return append([]core.Limit(nil), l.limits...) }
-
-// Allow is shorthand for AllowN(ctx, key, time.Time{}, 1): cost 1 at the limiter's clock.
-func (l *Limiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
-	var d redstream.Decision
-	err := l.allow(&d, key, time.Time{}, 1)
-	return d, err
-}
-
-// AllowAt is shorthand for AllowN(ctx, key, now, 1).
-func (l *Limiter) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	var d redstream.Decision
-	err := l.allow(&d, key, now, 1)
-	return d, err
-}
+// Specs returns the limiter's specs (one, unless built by NewMultiLimiter with several), in
+// a new slice: what the decisions of PeekEach are about.
+func (l *Limiter) Specs() []redstream.Spec { return append([]redstream.Spec(nil), l.specs...) }
 
 // AllowN decides a request of cost n for key at now (the zero time means Options.Clock).
 // It returns redstream.ErrEmptyKey for an empty key, redstream.ErrInvalidCost for n <= 0,
@@ -148,7 +135,7 @@ func (l *Limiter) allow(d *redstream.Decision, key string, now time.Time, n int6
 }
 
 // wrap prefixes an error of core with the package name.
-func wrap(err error) error { return fmt.Errorf("memory: %w", err) }
+func wrap(err error) error { return failure.Prefixed("memory", err) }
 
 // TrackedKeys returns the number of keys whose state the limiter holds, counting keys that
 // have recovered but not been swept yet. Each shard is counted under its lock; the total is

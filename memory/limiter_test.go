@@ -123,7 +123,7 @@ func TestSeedTokenBucket(t *testing.T) {
 	)
 	runSteps(t, l, "user:1", steps)
 	// A long pause refills the whole burst, and no more.
-	d, err := l.AllowAt(context.Background(), "user:1", t0.Add(time.Hour))
+	d, err := l.AllowN(context.Background(), "user:1", t0.Add(time.Hour), 1)
 	if err != nil || !d.Allowed || d.Remaining != 9 {
 		t.Fatalf("after an hour: %+v, %v; want allowed with Remaining 9", d, err)
 	}
@@ -272,48 +272,22 @@ func TestBadInput(t *testing.T) {
 
 // reference decides like proptest's model: core's step over per-key state, no eviction.
 type reference struct {
-	p    core.Limit
-	ints map[string]int64
-	wins map[string]core.WindowState
-	logs map[string]*core.Log
+	p      core.Limit
+	states map[string]*core.State
 }
 
 func newReference(p core.Limit) *reference {
-	return &reference{p: p, ints: map[string]int64{}, wins: map[string]core.WindowState{}, logs: map[string]*core.Log{}}
+	return &reference{p: p, states: map[string]*core.State{}}
 }
 
 func (r *reference) decide(key string, now, n int64) (core.Decision, error) {
-	var (
-		d   core.Decision
-		err error
-	)
-	switch p := r.p.(type) {
-	case core.TokenBucket:
-		var tat int64
-		if tat, d, err = p.Step(r.ints[key], now, n); err == nil {
-			r.ints[key] = tat
-		}
-	case core.LeakyBucket:
-		var tat int64
-		if tat, d, err = p.Step(r.ints[key], now, n); err == nil {
-			r.ints[key] = tat
-		}
-	case core.SlidingCounter:
-		var s core.WindowState
-		if s, d, err = p.Step(r.wins[key], now, n); err == nil {
-			r.wins[key] = s
-		}
-	case core.FixedWindow:
-		var s core.WindowState
-		if s, d, err = p.Step(r.wins[key], now, n); err == nil {
-			r.wins[key] = s
-		}
-	case core.SlidingLog:
-		if r.logs[key] == nil {
-			r.logs[key] = new(core.Log)
-		}
-		d, err = p.Step(r.logs[key], now, n)
+	s := r.states[key]
+	if s == nil {
+		s = new(core.State)
+		r.states[key] = s
 	}
+	var d core.Decision
+	err := r.p.StepState(s, now, n, &d)
 	return d, err
 }
 
@@ -325,11 +299,11 @@ func TestTimeGoesBackwards(t *testing.T) {
 	for _, spec := range allSpecs {
 		t.Run(string(spec.Algorithm), func(t *testing.T) {
 			l := newLimiter(t, spec, Options{})
-			ref := newReference(l.Limits()[0])
+			ref := newReference(l.limits[0])
 			for i, off := range offsets {
 				at := t0.Add(off)
 				want, werr := ref.decide("k", at.UnixMicro(), 1)
-				got, err := l.AllowAt(context.Background(), "k", at)
+				got, err := l.AllowN(context.Background(), "k", at, 1)
 				if err != nil || werr != nil {
 					t.Fatalf("request %d: %v (reference %v)", i, err, werr)
 				}
@@ -368,21 +342,21 @@ func TestInjectedClock(t *testing.T) {
 	clk := &fakeClock{now: t0}
 	l := newLimiter(t, redstream.TokenBucket(1, 1), Options{Clock: clk.Now})
 	ctx := context.Background()
-	if d, _ := l.Allow(ctx, "k"); !d.Allowed {
+	if d, _ := l.AllowN(ctx, "k", time.Time{}, 1); !d.Allowed {
 		t.Fatalf("first Allow denied: %+v", d)
 	}
-	if d, _ := l.Allow(ctx, "k"); d.Allowed || d.RetryAfter != time.Second {
+	if d, _ := l.AllowN(ctx, "k", time.Time{}, 1); d.Allowed || d.RetryAfter != time.Second {
 		t.Fatalf("second Allow at the same clock time: %+v, want denied with RetryAfter 1s", d)
 	}
 	clk.Advance(time.Second)
-	if d, _ := l.Allow(ctx, "k"); !d.Allowed {
+	if d, _ := l.AllowN(ctx, "k", time.Time{}, 1); !d.Allowed {
 		t.Fatalf("Allow a second later denied: %+v", d)
 	}
 	if clk.reads != 3 {
 		t.Errorf("clock read %d times, want 3", clk.reads)
 	}
 	// An explicit time is used as given and the clock is not read.
-	if d, _ := l.AllowAt(ctx, "k", t0.Add(time.Hour)); !d.Allowed {
+	if d, _ := l.AllowN(ctx, "k", t0.Add(time.Hour), 1); !d.Allowed {
 		t.Fatalf("AllowAt an hour later denied: %+v", d)
 	}
 	if clk.reads != 3 {
@@ -394,7 +368,7 @@ func TestInjectedClock(t *testing.T) {
 func TestDefaultClock(t *testing.T) {
 	l := newLimiter(t, redstream.TokenBucket(1, 1e6), Options{})
 	before := time.Now()
-	d, err := l.Allow(context.Background(), "k")
+	d, err := l.AllowN(context.Background(), "k", time.Time{}, 1)
 	after := time.Now()
 	if err != nil || !d.Allowed {
 		t.Fatalf("Allow: %+v, %v", d, err)
@@ -421,15 +395,15 @@ func TestAllocs(t *testing.T) {
 		t.Run(string(spec.Algorithm), func(t *testing.T) {
 			l := newLimiter(t, spec, Options{})
 			at := t0
-			l.AllowAt(ctx, "user:1", at)
+			l.AllowN(ctx, "user:1", at, 1)
 			if got := testing.AllocsPerRun(1000, func() {
 				at = at.Add(170 * time.Millisecond) // keeps admitting and expiring entries
-				l.AllowAt(ctx, "user:1", at)
+				l.AllowN(ctx, "user:1", at, 1)
 			}); got != 0 {
 				t.Errorf("AllowAt allocates %v per call, want 0", got)
 			}
-			l.Allow(ctx, "user:2")
-			if got := testing.AllocsPerRun(1000, func() { l.Allow(ctx, "user:2") }); got != 0 {
+			l.AllowN(ctx, "user:2", time.Time{}, 1)
+			if got := testing.AllocsPerRun(1000, func() { l.AllowN(ctx, "user:2", time.Time{}, 1) }); got != 0 {
 				t.Errorf("Allow allocates %v per call, want 0", got)
 			}
 		})
@@ -440,10 +414,10 @@ func TestAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		at := t0
-		m.AllowAt(ctx, "user:1", at)
+		m.AllowN(ctx, "user:1", at, 1)
 		if got := testing.AllocsPerRun(1000, func() {
 			at = at.Add(170 * time.Millisecond)
-			m.AllowAt(ctx, "user:1", at)
+			m.AllowN(ctx, "user:1", at, 1)
 		}); got != 0 {
 			t.Errorf("multi AllowAt allocates %v per call, want 0", got)
 		}
@@ -480,7 +454,7 @@ func TestHammer(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for i := 0; i < tries; i++ {
-						d, err := l.Allow(context.Background(), "hot")
+						d, err := l.AllowN(context.Background(), "hot", time.Time{}, 1)
 						if err != nil {
 							t.Error(err)
 							return
@@ -509,7 +483,7 @@ func TestEviction(t *testing.T) {
 			ctx := context.Background()
 			use := func(key string, at time.Time) {
 				t.Helper()
-				if d, err := l.AllowAt(ctx, key, at); err != nil || !d.Allowed {
+				if d, err := l.AllowN(ctx, key, at, 1); err != nil || !d.Allowed {
 					t.Fatalf("AllowAt(%q): %+v, %v", key, d, err)
 				}
 			}
@@ -544,7 +518,7 @@ func TestEviction(t *testing.T) {
 				t.Fatalf("TrackedKeys after the sweep = %d, want 2", got)
 			}
 			// A swept key starts over as a new key.
-			d, err := l.AllowAt(ctx, "a0", later)
+			d, err := l.AllowN(ctx, "a0", later, 1)
 			if err != nil || !d.Allowed || d.Remaining != 2 {
 				t.Fatalf("swept key: %+v, %v; want allowed with Remaining 2", d, err)
 			}
@@ -572,10 +546,10 @@ func TestEvictionBoundsMemory(t *testing.T) {
 			for i := 0; i < 200_000; i++ {
 				at = at.Add(10 * time.Microsecond)
 				key := "k" + strconv.Itoa(i)
-				if _, err := l.AllowAt(context.Background(), key, at); err != nil {
+				if _, err := l.AllowN(context.Background(), key, at, 1); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := m.AllowAt(context.Background(), key, at); err != nil {
+				if _, err := m.AllowN(context.Background(), key, at, 1); err != nil {
 					t.Fatal(err)
 				}
 				if i%1000 == 0 {
@@ -652,13 +626,13 @@ func TestHammerWhileRebuilding(t *testing.T) {
 							if g%4 == 1 {
 								key = "a-key-longer-than-fifteen-bytes:" + key
 							}
-							if d, err := l.Allow(context.Background(), key); err != nil || !d.Allowed {
+							if d, err := l.AllowN(context.Background(), key, time.Time{}, 1); err != nil || !d.Allowed {
 								t.Errorf("new key %s: %+v, %v", key, d, err)
 								return
 							}
 							continue
 						}
-						d, err := l.Allow(context.Background(), tc.hot)
+						d, err := l.AllowN(context.Background(), tc.hot, time.Time{}, 1)
 						if err != nil {
 							t.Error(err)
 							return
@@ -699,12 +673,12 @@ func TestKeyForms(t *testing.T) {
 			l := newLimiter(t, spec, Options{Shards: 2})
 			ctx := context.Background()
 			for _, k := range keys {
-				if d, err := l.AllowAt(ctx, k, t0); err != nil || !d.Allowed {
+				if d, err := l.AllowN(ctx, k, t0, 1); err != nil || !d.Allowed {
 					t.Fatalf("first request for %q: %+v, %v", k, d, err)
 				}
 			}
 			for _, k := range keys {
-				if d, err := l.AllowAt(ctx, k, t0); err != nil || d.Allowed {
+				if d, err := l.AllowN(ctx, k, t0, 1); err != nil || d.Allowed {
 					t.Fatalf("second request for %q: %+v, %v; want denied", k, d, err)
 				}
 			}

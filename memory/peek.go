@@ -9,16 +9,11 @@ import (
 	"github.com/redstream-go/redstream/internal/engine"
 )
 
-// Peek is shorthand for PeekN(ctx, key, now, 1).
-func (l *Limiter) Peek(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	return l.PeekN(ctx, key, now, 1)
-}
-
 // PeekN returns the Decision that AllowN(ctx, key, now, n) would return, without recording
 // anything: whether a request of cost n would be admitted, the Limit, the Remaining after
 // it (or, when it would be denied, now), RetryAfter and ResetAfter. Two peeks at the same
 // time answer the same, and a later decision is the same as without the peek; a key the
-// limiter does not track stays untracked. With several limits it is their core.Combine, as
+// limiter does not track stays untracked. With several specs it is their core.Combine, as
 // AllowN's. It returns the errors of AllowN for bad input. ctx is not used.
 func (l *Limiter) PeekN(ctx context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {
 	ds, err := l.peek(key, now, n)
@@ -28,11 +23,11 @@ func (l *Limiter) PeekN(ctx context.Context, key string, now time.Time, n int64)
 	return engine.Decision(core.Combine(ds)), nil
 }
 
-// PeekLimits is PeekN limit by limit: the decision of each limit (in the order of Limits)
+// PeekEach is PeekN spec by spec: the decision of each spec (in the order of Specs)
 // for a request of cost n at now, all read at one moment under the key's lock. A limit's
-// decision is its own: with several limits, a request is admitted only if every one of
+// decision is its own: with several specs, a request is admitted only if every one of
 // them admits it.
-func (l *Limiter) PeekLimits(ctx context.Context, key string, now time.Time, n int64) ([]redstream.Decision, error) {
+func (l *Limiter) PeekEach(ctx context.Context, key string, now time.Time, n int64) ([]redstream.Decision, error) {
 	ds, err := l.peek(key, now, n)
 	if err != nil {
 		return nil, err
@@ -56,7 +51,7 @@ func (l *Limiter) peek(key string, now time.Time, n int64) ([]core.Decision, err
 		}
 		return []core.Decision{d}, nil
 	}
-	ds, err := l.k.PeekLimits(key, t, n)
+	ds, err := l.k.PeekEach(key, t, n)
 	if err != nil {
 		return nil, wrap(err)
 	}

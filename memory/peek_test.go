@@ -56,9 +56,9 @@ func TestPeekIsTheNextDecision(t *testing.T) {
 					if err1 != nil || err2 != nil || p1 != p2 {
 						t.Fatalf("step %d: peeks %+v (%v), %+v (%v)", step, p1, err1, p2, err2)
 					}
-					each, err := l.PeekLimits(ctx, key, now, n)
+					each, err := l.PeekEach(ctx, key, now, n)
 					if err != nil || len(each) != len(specs) {
-						t.Fatalf("step %d: PeekLimits = %v, %v", step, each, err)
+						t.Fatalf("step %d: PeekEach = %v, %v", step, each, err)
 					}
 					d, err := l.AllowN(ctx, key, now, n)
 					if err != nil || d != p1 {
@@ -77,7 +77,7 @@ func TestPeekIsTheNextDecision(t *testing.T) {
 					t.Fatalf("%d admitted, %d denied", admitted, denied)
 				}
 				tracked := l.TrackedKeys()
-				if d, err := l.Peek(ctx, "new key", now); err != nil || !d.Allowed {
+				if d, err := l.PeekN(ctx, "new key", now, 1); err != nil || !d.Allowed {
 					t.Fatalf("peek of a new key = %+v, %v", d, err)
 				}
 				if got := l.TrackedKeys(); got != tracked {
@@ -108,7 +108,7 @@ func TestPeekBadInput(t *testing.T) {
 			{"k", time.Unix(-5, 0), 1, redstream.ErrInvalidTime},
 		} {
 			_, err := l.PeekN(ctx, tt.key, tt.now, tt.n)
-			_, err2 := l.PeekLimits(ctx, tt.key, tt.now, tt.n)
+			_, err2 := l.PeekEach(ctx, tt.key, tt.now, tt.n)
 			if !errors.Is(err, tt.want) || !errors.Is(err2, tt.want) {
 				t.Errorf("%s: key %q n %d: %v / %v, want %v", name, tt.key, tt.n, err, err2, tt.want)
 			}
@@ -140,7 +140,7 @@ func TestPeekHammer(t *testing.T) {
 							return
 						default:
 						}
-						d, err := l.Peek(ctx, fmt.Sprintf("k%d", i%40), time.Time{})
+						d, err := l.PeekN(ctx, fmt.Sprintf("k%d", i%40), time.Time{}, 1)
 						if err != nil || d.Limit <= 0 || d.Remaining < 0 || d.Remaining > d.Limit {
 							errs <- fmt.Errorf("peek: %+v, %v", d, err)
 							return
@@ -149,7 +149,7 @@ func TestPeekHammer(t *testing.T) {
 				}()
 			}
 			for i := 0; i < 20000; i++ {
-				if _, err := l.Allow(ctx, fmt.Sprintf("k%d", i%40)); err != nil {
+				if _, err := l.AllowN(ctx, fmt.Sprintf("k%d", i%40), time.Time{}, 1); err != nil {
 					t.Fatal(err)
 				}
 			}

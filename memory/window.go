@@ -2,16 +2,16 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/engine"
+	"github.com/redstream-go/redstream/internal/failure"
 )
 
-// WindowDeduplicator forgets an element Window after it was last seen (core.WindowDedup):
+// windowDedup forgets an element Window after it was last seen (core.WindowDedup):
 // a sighting is a duplicate iff the element was seen less than Window ago, exactly Window
 // later it is new again, and CheckAndMark refreshes the last-seen time of a duplicate too.
 //
@@ -21,49 +21,48 @@ import (
 // and runs every operation at max(mark, now) (core.WindowDedup.Effective), so a clock going
 // backwards never brings an expired element back.
 //
-// A WindowDeduplicator is safe for concurrent use; CheckAndMark is atomic. The empty
-// element is never a duplicate and is never recorded. Its zero value is not usable; call
-// [NewWindowDeduplicator] or [NewDeduplicator].
-type WindowDeduplicator struct {
+// A windowDedup is safe for concurrent use; CheckAndMark is atomic. The empty
+// element is never a duplicate and is never recorded. NewDeduplicator builds it.
+type windowDedup struct {
 	w    core.WindowDedup
 	opts engine.Config
 	t    engine.Table[int64] // element -> last seen (µs)
 	high atomic.Int64        // the high-water mark (µs); 0 before the first write
 }
 
-var _ redstream.TimedDeduplicator = (*WindowDeduplicator)(nil)
+var _ redstream.TimedDeduplicator = (*windowDedup)(nil)
 
-// NewWindowDeduplicator returns an empty windowed deduplicator. window is truncated to
+// newWindowDedup returns an empty windowed deduplicator. window is truncated to
 // whole microseconds and must be in (0, core.MaxDuration]; otherwise, or when opts is
 // invalid, the error wraps redstream.ErrInvalidConfig.
-func NewWindowDeduplicator(window time.Duration, opts Options) (*WindowDeduplicator, error) {
+func newWindowDedup(window time.Duration, opts Options) (*windowDedup, error) {
 	w, err := core.NewWindowDedup(window.Microseconds())
 	if err != nil {
-		return nil, fmt.Errorf("memory: %w", err)
+		return nil, failure.Prefixed("memory", err)
 	}
 	r, err := opts.resolve()
 	if err != nil {
 		return nil, err
 	}
-	return &WindowDeduplicator{w: w, opts: r, t: engine.NewTable[int64](r)}, nil
+	return &windowDedup{w: w, opts: r, t: engine.NewTable[int64](r)}, nil
 }
 
-// Window returns the deduplication window.
-func (d *WindowDeduplicator) Window() time.Duration {
+// window returns the deduplication window.
+func (d *windowDedup) window() time.Duration {
 	return time.Duration(d.w.Window) * time.Microsecond
 }
 
 // at validates an explicit time and returns it, or the clock's, in µs.
-func (d *WindowDeduplicator) at(now time.Time) (int64, error) {
+func (d *windowDedup) at(now time.Time) (int64, error) {
 	t := d.opts.Micros(now)
 	if err := core.CheckTime(t); err != nil {
-		return 0, fmt.Errorf("memory: %w", err)
+		return 0, failure.Prefixed("memory", err)
 	}
 	return t, nil
 }
 
 // raise moves the high-water mark up to t.
-func (d *WindowDeduplicator) raise(t int64) {
+func (d *windowDedup) raise(t int64) {
 	for {
 		h := d.high.Load()
 		if h >= t || d.high.CompareAndSwap(h, t) {
@@ -73,24 +72,25 @@ func (d *WindowDeduplicator) raise(t int64) {
 }
 
 // IsDuplicate is shorthand for IsDuplicateAt(ctx, element, time.Time{}).
-func (d *WindowDeduplicator) IsDuplicate(ctx context.Context, element string) (bool, error) {
+func (d *windowDedup) IsDuplicate(ctx context.Context, element string) (bool, error) {
 	return d.IsDuplicateAt(ctx, element, time.Time{})
 }
 
-// MarkSeen is shorthand for MarkSeenAt(ctx, element, time.Time{}).
-func (d *WindowDeduplicator) MarkSeen(ctx context.Context, element string) error {
-	return d.MarkSeenAt(ctx, element, time.Time{})
+// MarkSeen is shorthand for CheckAndMarkAt(ctx, element, time.Time{}) without its answer.
+func (d *windowDedup) MarkSeen(ctx context.Context, element string) error {
+	_, err := d.CheckAndMarkAt(ctx, element, time.Time{})
+	return err
 }
 
 // CheckAndMark is shorthand for CheckAndMarkAt(ctx, element, time.Time{}).
-func (d *WindowDeduplicator) CheckAndMark(ctx context.Context, element string) (bool, error) {
+func (d *windowDedup) CheckAndMark(ctx context.Context, element string) (bool, error) {
 	return d.CheckAndMarkAt(ctx, element, time.Time{})
 }
 
 // IsDuplicateAt reports whether element was seen less than Window before now (the zero time
 // means Options.Clock), without recording it. It returns an error wrapping
 // redstream.ErrInvalidTime for a time before the Unix epoch or after core.MaxTime.
-func (d *WindowDeduplicator) IsDuplicateAt(ctx context.Context, element string, now time.Time) (bool, error) {
+func (d *windowDedup) IsDuplicateAt(ctx context.Context, element string, now time.Time) (bool, error) {
 	if element == "" {
 		return false, nil
 	}
@@ -107,17 +107,10 @@ func (d *WindowDeduplicator) IsDuplicateAt(ctx context.Context, element string, 
 	return dup, nil
 }
 
-// MarkSeenAt records a sighting of element at now (the zero time means Options.Clock). Its
-// errors are those of IsDuplicateAt.
-func (d *WindowDeduplicator) MarkSeenAt(ctx context.Context, element string, now time.Time) error {
-	_, err := d.CheckAndMarkAt(ctx, element, now)
-	return err
-}
-
 // CheckAndMarkAt atomically reports whether element is a duplicate at now (the zero time
 // means Options.Clock) and records the sighting, refreshing the last-seen time of a
 // duplicate. Its errors are those of IsDuplicateAt.
-func (d *WindowDeduplicator) CheckAndMarkAt(ctx context.Context, element string, now time.Time) (bool, error) {
+func (d *windowDedup) CheckAndMarkAt(ctx context.Context, element string, now time.Time) (bool, error) {
 	if element == "" {
 		return false, nil
 	}
@@ -141,7 +134,7 @@ func (d *WindowDeduplicator) CheckAndMarkAt(ctx context.Context, element string,
 }
 
 // Clear forgets every element. The high-water mark stays. It never returns an error.
-func (d *WindowDeduplicator) Clear(ctx context.Context) error {
+func (d *windowDedup) Clear(ctx context.Context) error {
 	d.t.Clear()
 	return nil
 }
@@ -149,7 +142,7 @@ func (d *WindowDeduplicator) Clear(ctx context.Context) error {
 // UniqueCount returns the number of elements that would be duplicates at the clock's time
 // (Options.Clock, or the high-water mark if later). It first prunes every element expired
 // at the high-water mark, so it reads the whole map.
-func (d *WindowDeduplicator) UniqueCount(ctx context.Context) (int64, error) {
+func (d *windowDedup) UniqueCount(ctx context.Context) (int64, error) {
 	t, err := d.at(time.Time{})
 	if err != nil {
 		return 0, err

@@ -75,9 +75,9 @@ func TestHandlerExposesEveryComponent(t *testing.T) {
 
 	body := scrape(t)
 	for _, want := range []string{
-		cache.MetricHits + `{name="metrics-components-test"} 1`,
-		stream.MetricProduced + `{topic="metrics-components-topic"} 2`,
-		metrics.RateLimitAllowedTotal + `{name="metrics-components-test"} 1`,
+		`redis_cache_hits_total{name="metrics-components-test"} 1`,
+		"redis_streaming_mq_produced_total" + `{topic="metrics-components-topic"} 2`,
+		"redis_streaming_rl_allowed_total" + `{name="metrics-components-test"} 1`,
 	} {
 		if n := countLines(body, want); n != 1 {
 			t.Errorf("exposition has %d lines %q, want 1:\n%s", n, want, body)
@@ -87,7 +87,7 @@ func TestHandlerExposesEveryComponent(t *testing.T) {
 
 	// A closed cache's set is unregistered: its series leave the exposition.
 	c.Close()
-	if body := scrape(t); strings.Contains(body, cache.MetricHits+`{name="metrics-components-test"}`) {
+	if body := scrape(t); strings.Contains(body, `redis_cache_hits_total{name="metrics-components-test"}`) {
 		t.Errorf("a closed cache's counters are still exposed")
 	}
 }

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/failure"
 	"github.com/redstream-go/redstream/metrics"
 )
 
-func fallbackCount(t testing.TB, name string, reason redstream.FailureReason) uint64 {
+func fallbackCount(t testing.TB, name string, reason failure.Reason) uint64 {
 	t.Helper()
-	return metrics.RateLimit.GetOrCreateCounter(metrics.Name(metrics.RateLimitFallbackTotal, "name", name, "reason", string(reason))).Get()
+	return metrics.RateLimit.GetOrCreateCounter(metrics.Name("redis_streaming_rl_fallback_total", "name", name, "reason", string(reason))).Get()
 }
 
 // breakerFake is an engine with a circuit breaker.
@@ -37,14 +38,14 @@ func TestNamedCountsPolicyAnswers(t *testing.T) {
 	}
 	n, _ := metrics.Named(outer, p)
 	for i := 0; i < 3; i++ {
-		if d, err := n.Allow(ctx, "k"); err != nil || !d.Allowed {
+		if d, err := n.AllowN(ctx, "k", time.Time{}, 1); err != nil || !d.Allowed {
 			t.Fatal(d, err)
 		}
 	}
 	if n.Unwrap() != p {
 		t.Error("Unwrap does not return the limiter given to Named")
 	}
-	if e, a, f := counter(t, metrics.RateLimitErrorsTotal, outer), counter(t, metrics.RateLimitAllowedTotal, outer), fallbackCount(t, outer, redstream.ReasonTimeout); e != 3 || a != 3 || f != 3 {
+	if e, a, f := counter(t, "redis_streaming_rl_errors_total", outer), counter(t, "redis_streaming_rl_allowed_total", outer), fallbackCount(t, outer, failure.Timeout); e != 3 || a != 3 || f != 3 {
 		t.Errorf("outside: errors %d, allowed %d, fallback{timeout} %d; want 3, 3, 3", e, a, f)
 	}
 
@@ -52,11 +53,11 @@ func TestNamedCountsPolicyAnswers(t *testing.T) {
 	ni, _ := metrics.Named(inner, down)
 	pi, _ := redstream.WithFailurePolicy(ni, redstream.FailOpen, nil)
 	for i := 0; i < 2; i++ {
-		if d, err := pi.Allow(ctx, "k"); err != nil || !d.Allowed {
+		if d, err := pi.AllowN(ctx, "k", time.Time{}, 1); err != nil || !d.Allowed {
 			t.Fatal(d, err)
 		}
 	}
-	if e, a, f := counter(t, metrics.RateLimitErrorsTotal, inner), counter(t, metrics.RateLimitAllowedTotal, inner), fallbackCount(t, inner, redstream.ReasonTimeout); e != 2 || a != 0 || f != 2 {
+	if e, a, f := counter(t, "redis_streaming_rl_errors_total", inner), counter(t, "redis_streaming_rl_allowed_total", inner), fallbackCount(t, inner, failure.Timeout); e != 2 || a != 0 || f != 2 {
 		t.Errorf("inside: errors %d, allowed %d, fallback{timeout} %d; want 2, 0, 2", e, a, f)
 	}
 
@@ -65,7 +66,7 @@ func TestNamedCountsPolicyAnswers(t *testing.T) {
 	if err != nil || len(ds) != 2 {
 		t.Fatal(ds, err)
 	}
-	if e, f := counter(t, metrics.RateLimitErrorsTotal, outer), fallbackCount(t, outer, redstream.ReasonTimeout); e != 5 || f != 5 {
+	if e, f := counter(t, "redis_streaming_rl_errors_total", outer), fallbackCount(t, outer, failure.Timeout); e != 5 || f != 5 {
 		t.Errorf("after a batch of 2: errors %d, fallback %d; want 5, 5", e, f)
 	}
 	// Fail-closed batch: errors per key.
@@ -74,7 +75,7 @@ func TestNamedCountsPolicyAnswers(t *testing.T) {
 	if _, err := nc.AllowBatch(ctx, []string{"a", "b", "c"}, time.Time{}, 1); err == nil {
 		t.Fatal("fail-closed batch without an error")
 	}
-	if e := counter(t, metrics.RateLimitErrorsTotal, closed); e != 3 {
+	if e := counter(t, "redis_streaming_rl_errors_total", closed); e != 3 {
 		t.Errorf("fail-closed batch: errors %d, want 3", e)
 	}
 }
@@ -84,17 +85,17 @@ func TestNamedObserveForwards(t *testing.T) {
 	p, _ := redstream.WithFailurePolicy(down, redstream.FailOpen, nil)
 	inner, _ := metrics.Named("degraded-fwd-inner", p)
 	outer, _ := metrics.Named("degraded-fwd-outer", inner) // Named(Named(policy))
-	if _, err := outer.Allow(context.Background(), "k"); err != nil {
+	if _, err := outer.AllowN(context.Background(), "k", time.Time{}, 1); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"degraded-fwd-inner", "degraded-fwd-outer"} {
-		if e, f := counter(t, metrics.RateLimitErrorsTotal, name), fallbackCount(t, name, redstream.ReasonBreakerOpen); e != 1 || f != 1 {
+		if e, f := counter(t, "redis_streaming_rl_errors_total", name), fallbackCount(t, name, failure.BreakerOpen); e != 1 || f != 1 {
 			t.Errorf("%s: errors %d, fallback{breaker_open} %d; want 1, 1", name, e, f)
 		}
 	}
 	plain, _ := metrics.Named("degraded-fwd-plain", &fakeLimiter{})
-	if plain.Observe(nil) != plain {
-		t.Error("Observe without a policy inside should return the NamedLimiter itself")
+	if v, ok := failure.View(plain, nil); ok || v != plain {
+		t.Error("failure.View without a policy inside should return the NamedLimiter itself and false")
 	}
 }
 
@@ -104,7 +105,7 @@ func TestNamedBreakerGauge(t *testing.T) {
 	if _, err := metrics.Named("degraded-gauge", p); err != nil {
 		t.Fatal(err)
 	}
-	g := metrics.RateLimit.GetOrCreateGauge(metrics.Name(metrics.RateLimitBreakerState, "name", "degraded-gauge"), nil)
+	g := metrics.RateLimit.GetOrCreateGauge(metrics.Name("redis_streaming_rl_breaker_state", "name", "degraded-gauge"), nil)
 	if g.Get() != 2 {
 		t.Errorf("gauge = %v, want 2 (open)", g.Get())
 	}
@@ -132,7 +133,7 @@ func TestNamedPolicyAllocs(t *testing.T) {
 	} {
 		p, _ := redstream.WithFailurePolicy(inner, redstream.FailOpen, nil)
 		n, _ := metrics.Named("degraded-allocs-"+name, p)
-		if a := testing.AllocsPerRun(1000, func() { n.Allow(ctx, "k") }); a != 0 {
+		if a := testing.AllocsPerRun(1000, func() { n.AllowN(ctx, "k", time.Time{}, 1) }); a != 0 {
 			t.Errorf("%s: Named(WithFailurePolicy).Allow allocates %v per call, want 0", name, a)
 		}
 	}

@@ -51,8 +51,8 @@ func ExampleHandler_components() {
 	rec := httptest.NewRecorder()
 	metrics.Handler(false).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	for _, line := range strings.Split(rec.Body.String(), "\n") {
-		if strings.HasPrefix(line, cache.MetricHits+`{name="users"}`) ||
-			strings.HasPrefix(line, stream.MetricProduced+`{topic="orders"}`) {
+		if strings.HasPrefix(line, `redis_cache_hits_total{name="users"}`) ||
+			strings.HasPrefix(line, `redis_streaming_mq_produced_total{topic="orders"}`) {
 			fmt.Println(line)
 		}
 	}

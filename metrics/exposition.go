@@ -13,7 +13,7 @@ import (
 	vm "github.com/VictoriaMetrics/metrics"
 )
 
-// The Prometheus metric types a [Family] may have.
+// The Prometheus metric types, the values of Family.Type.
 const (
 	TypeCounter   = "counter"
 	TypeGauge     = "gauge"
@@ -40,7 +40,7 @@ type Sample struct {
 // Family is one metric family of the exposition, with its metadata.
 type Family struct {
 	Name    string
-	Type    string // TypeCounter, TypeGauge, TypeHistogram, TypeSummary or TypeUntyped
+	Type    string // "counter", "gauge", "histogram", "summary" or "untyped"
 	Help    string // blank for a family redstream does not know
 	Samples []Sample
 }
@@ -107,7 +107,7 @@ func (e *Exposer) WritePrometheus(w io.Writer) {
 
 // ServeHTTP serves the exposition (a /metrics endpoint).
 func (e *Exposer) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", ContentType)
+	w.Header().Set("Content-Type", contentType)
 	e.WritePrometheus(w)
 }
 

@@ -7,26 +7,28 @@ type family struct{ typ, help string }
 // names are the Java system's, kept for its dashboards).
 var known = map[string]family{
 	// Named rate limiters (metrics.Named), label name.
-	RateLimitAllowedTotal: {TypeCounter, "Decisions a named rate limiter admitted."},
-	RateLimitDeniedTotal:  {TypeCounter, "Decisions a named rate limiter denied."},
-	RateLimitErrorsTotal:  {TypeCounter, "Calls of a named rate limiter whose backend failed (whatever the failure policy answered) or that returned an error for bad input."},
+	rateLimitAllowedTotal:      {TypeCounter, "Decisions a named rate limiter admitted."},
+	rateLimitDeniedTotal:       {TypeCounter, "Decisions a named rate limiter denied."},
+	rateLimitErrorsTotal:       {TypeCounter, "Calls of a named rate limiter whose backend failed (whatever the failure policy answered) or that returned an error for bad input."},
+	rateLimitShadowDeniedTotal: {TypeCounter, "Decisions a named rate limiter in shadow mode would have denied and admitted (counted as allowed too)."},
 
 	// Degraded rate limiting (metrics.Named), label name (and reason).
-	RateLimitFallbackTotal: {TypeCounter, "Decisions a failure policy answered (fail-open or the fallback limiter) because the backend failed, by reason (timeout, error, breaker_open, canceled)."},
-	RateLimitBreakerState:  {TypeGauge, "State of the circuit breaker of a named rate limiter's engine: 0 closed, 1 half-open, 2 open."},
-	DedupFailuresTotal:     {TypeCounter, "Calls of a Redis deduplicator that failed because Redis did, by reason (timeout, error, breaker_open, canceled)."},
-	DedupBreakerState:      {TypeGauge, "State of a Redis deduplicator's circuit breaker: 0 closed, 1 half-open, 2 open."},
+	rateLimitFallbackTotal: {TypeCounter, "Decisions a failure policy answered (fail-open or the fallback limiter) because the backend failed, by reason (timeout, error, breaker_open, canceled)."},
+	rateLimitBreakerState:  {TypeGauge, "State of the circuit breaker of a named rate limiter's engine: 0 closed, 1 half-open, 2 open."},
+	dedupFailuresTotal:     {TypeCounter, "Calls of a Redis deduplicator that failed because Redis did, by reason (timeout, error, breaker_open, canceled)."},
+	dedupBreakerState:      {TypeGauge, "State of a Redis deduplicator's circuit breaker: 0 closed, 1 half-open, 2 open."},
 
 	// Redis limiters' local denials (package redisbackend), label prefix.
-	RateLimitLocalDeniedTotal: {TypeCounter, "Decisions a Redis limiter denied in process, without a Redis call, from an earlier denial of the same key."},
+	rateLimitLocalDeniedTotal: {TypeCounter, "Decisions a Redis limiter denied in process, without a Redis call, from an earlier denial of the same key."},
 
 	// Package reliability, label name (and outcome).
-	ReliabilityOutcomesTotal:          {TypeCounter, "Elements a failure processor handled, by outcome (success, retried, failed, skipped, dead_letter, ignored, rejected)."},
-	ReliabilityRetriesTotal:           {TypeCounter, "Retries (tries after the first) of a failure processor."},
-	ReliabilityDeadLetterDroppedTotal: {TypeCounter, "Elements a full in-memory dead-letter queue refused."},
+	reliabilityOutcomesTotal:          {TypeCounter, "Elements a failure processor handled, by outcome (success, retried, failed, skipped, dead_letter, ignored, rejected)."},
+	reliabilityRetriesTotal:           {TypeCounter, "Retries (tries after the first) of a failure processor."},
+	reliabilityDeadLetterDroppedTotal: {TypeCounter, "Elements a full in-memory dead-letter queue refused."},
 
 	// Package stream, labels topic (and group).
 	"redis_streaming_mq_produced_total":              {TypeCounter, "Entries written to the topic's stream."},
+	"redis_streaming_mq_duplicate_sends_total":       {TypeCounter, "Sends with a unique id already held (WithUnique): refused, or debounced into the scheduled message."},
 	"redis_streaming_mq_consumed_total":              {TypeCounter, "Entries a handler processed successfully."},
 	"redis_streaming_mq_acked_total":                 {TypeCounter, "Entries acknowledged (dead letters included)."},
 	"redis_streaming_mq_filtered_total":              {TypeCounter, "Entries a filter skipped (acknowledged without handling)."},
@@ -38,8 +40,9 @@ var known = map[string]family{
 	"redis_streaming_mq_duplicates_total":            {TypeCounter, "Entries a handler's deduplicator skipped as business duplicates (acknowledged unhandled)."},
 	"redis_streaming_mq_poison_total":                {TypeCounter, "Entries that could not be decoded."},
 	"redis_streaming_mq_trimmed_while_pending_total": {TypeCounter, "Pending entries found deleted from the stream by trimming."},
-	"redis_streaming_mq_handle_latency_seconds":      {TypeHistogram, "Duration of handler calls, in seconds."},
+	"redis_streaming_mq_handle_latency_ms_seconds":   {TypeHistogram, "Duration of handler calls, in seconds."},
 	"redis_streaming_mq_inflight":                    {TypeGauge, "Handler calls running."},
+	"redis_streaming_mq_max_inflight":                {TypeGauge, "Handler calls that may run at once (the handler's concurrency)."},
 	"redis_streaming_mq_queued":                      {TypeGauge, "Entries read or claimed, waiting for a free handler slot."},
 	"redis_streaming_mq_pending":                     {TypeGauge, "Entries delivered to the group and not yet acknowledged."},
 	"redis_streaming_mq_lag":                         {TypeGauge, "Entries not yet delivered to the group."},
@@ -50,6 +53,7 @@ var known = map[string]family{
 	"redis_streaming_mq_trim_deleted_total":          {TypeCounter, "Entries removed from the stream by trimming."},
 	"redis_streaming_dlq_size":                       {TypeGauge, "Entries in the topic's dead-letter stream."},
 	"redis_streaming_dlq_trimmed_total":              {TypeCounter, "Dead letters dropped by the dead-letter stream's bounds."},
+	"redis_streaming_dlq_waiting":                    {TypeGauge, "Entries whose dead-letter write failed, pending until the write works."},
 	DLQReplaySuccessTotal:                            {TypeCounter, "Dead letters replayed back to their topic."},
 	"redis_streaming_dlq_replay_failure_total":       {TypeCounter, "Dead-letter replays that failed."},
 	"redis_streaming_dlq_replay_latency_seconds":     {TypeHistogram, "Duration of one dead-letter replay, in seconds."},
@@ -63,19 +67,43 @@ var known = map[string]family{
 	"redis_streaming_mq_delayed":               {TypeGauge, "Scheduled messages waiting for their due time."},
 	"redis_streaming_mq_deleted_on_ack_total":  {TypeCounter, "Acknowledged entries deleted from the stream (Handler.DeleteOnAck, single-group topics)."},
 
+	// Package stream/periodic, labels topic and schedule.
+	"redis_streaming_periodic_sent_total":    {TypeCounter, "Ticks of a schedule this process sent to the topic."},
+	"redis_streaming_periodic_skipped_total": {TypeCounter, "Missed ticks of a schedule this process recorded as dropped by the missed-tick policy."},
+	"redis_streaming_periodic_errors_total":  {TypeCounter, "Failed Redis calls of a schedule's delivery in this process (the ticks wait)."},
+	// Package stream: fenced deliveries (labels topic, group, op).
+	"redis_streaming_mq_stale_refused_total": {TypeCounter, "Writes of stale deliveries refused (taken over or delivered again), by operation."},
+
 	// Package cache, label name.
-	"redis_cache_hits_total":           {TypeCounter, "Cache reads that found a value."},
-	"redis_cache_misses_total":         {TypeCounter, "Cache reads that found nothing (or a load in progress)."},
-	"redis_cache_null_hits_total":      {TypeCounter, "Cache reads that found a cached not-found marker."},
-	"redis_cache_local_hits_total":     {TypeCounter, "Cache reads answered from client-side cache memory (also counted as hits or null hits)."},
-	"redis_cache_loads_total":          {TypeCounter, "Loader calls, degraded ones included."},
-	"redis_cache_load_errors_total":    {TypeCounter, "Loader calls that failed (an error other than not found, or a panic)."},
-	"redis_cache_lock_waits_total":     {TypeCounter, "Loads that found another process's load in progress and waited for it."},
-	"redis_cache_degraded_loads_total": {TypeCounter, "Loads done without the lock after waiting the wait timeout."},
+	"redis_cache_hits_total":            {TypeCounter, "Cache reads that found a value."},
+	"redis_cache_misses_total":          {TypeCounter, "Cache reads that found nothing (or a load in progress)."},
+	"redis_cache_null_hits_total":       {TypeCounter, "Cache reads that found a cached not-found marker."},
+	"redis_cache_local_hits_total":      {TypeCounter, "Cache reads answered from client-side cache memory (also counted as hits or null hits)."},
+	"redis_cache_loads_total":           {TypeCounter, "Loader calls, degraded ones included."},
+	"redis_cache_load_errors_total":     {TypeCounter, "Loader calls that failed (an error other than not found, or a panic)."},
+	"redis_cache_lock_waits_total":      {TypeCounter, "Loads that found another process's load in progress and waited for it."},
+	"redis_cache_degraded_loads_total":  {TypeCounter, "Loads done without the lock after waiting the wait timeout."},
+	"redis_cache_eager_refreshes_total": {TypeCounter, "Eager refreshes: reloads of a cached key started past a fraction of its TTL."},
 
 	// Package cache when Redis fails (deadline, circuit breaker, on-redis-error), label name
 	// (and reason: error, timeout, breaker_open).
 	"redis_cache_redis_errors_total": {TypeCounter, "Redis calls of a cache that failed (error reply, broken connection, timeout)."},
 	"redis_cache_fallback_total":     {TypeCounter, "Keys a cache answered from the loader because Redis failed, by reason."},
+	"redis_cache_stale_total":        {TypeCounter, "GetOrLoad calls a cache answered with a stale value, by reason (failure, soft_timeout)."},
 	"redis_cache_breaker_state":      {TypeGauge, "State of a cache's circuit breaker in front of Redis: 0 closed, 1 open, 2 half-open."},
+
+	// Package cache, the staleness bound of client-side cache memory, label name.
+	"redis_cache_local_refused_total":      {TypeCounter, "Hits in client-side cache memory not served because the heartbeat is older than the staleness bound."},
+	"redis_cache_heartbeat_failures_total": {TypeCounter, "Heartbeat rounds of client-side caching that failed or timed out."},
+	"redis_cache_heartbeat_age_seconds":    {TypeGauge, "Time since the send of the last heartbeat round every connection answered."},
+
+	// Package idempotency (and httpidem on it), in the Dedup set, label name.
+	"redis_idempotency_stored_total":              {TypeCounter, "Results an Idempotent stored after its function ran once for a key."},
+	"redis_idempotency_replayed_total":            {TypeCounter, "Calls answered with a stored result, without running the function."},
+	"redis_idempotency_in_flight_conflicts_total": {TypeCounter, "Calls that found their key in flight (answered ErrInFlight, or waited)."},
+	"redis_idempotency_mismatched_total":          {TypeCounter, "Calls whose key was bound to another fingerprint (ErrMismatch)."},
+	"redis_idempotency_lease_expired_total":       {TypeCounter, "Leases that ran out before their holder stored a result: taken over by a later call, or found lost by the holder."},
+	"redis_idempotency_failures_total":            {TypeCounter, "Redis calls of an Idempotent that failed (timeout, error, breaker open)."},
+	"redis_idempotency_in_flight":                 {TypeGauge, "Functions an Idempotent is running in this process."},
+	"redis_idempotency_breaker_state":             {TypeGauge, "State of an Idempotent's circuit breaker: 0 closed, 1 half-open, 2 open."},
 }

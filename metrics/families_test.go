@@ -11,7 +11,7 @@ import (
 // constant has its type and help text here, so the exposition's # HELP lines cannot drift
 // from the names the code writes.
 func TestKnownFamiliesCoverConstants(t *testing.T) {
-	decl := regexp.MustCompile(`(?m)^\s*[A-Z]\w*\s*=\s*"(redis_[a-z0-9_]+)"`)
+	decl := regexp.MustCompile(`(?m)^\s*[A-Za-z]\w*\s*=\s*"(redis_[a-z0-9_]+)"`)
 	files, err := filepath.Glob(filepath.Join("..", "*", "*.go"))
 	if err != nil {
 		t.Fatal(err)

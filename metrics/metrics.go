@@ -1,6 +1,6 @@
 // Package metrics holds redstream's metrics: one VictoriaMetrics/metrics [Set] per
-// component, the metric names (kept from the Java system, so existing dashboards and alerts
-// work unchanged), and Prometheus text exposition through [WritePrometheus] and [Handler],
+// component, under the Java system's metric names (so existing dashboards and alerts work
+// unchanged; docs/metrics.md lists them), and Prometheus text exposition through [WritePrometheus] and [Handler],
 // with # HELP and # TYPE lines and an optional metric-name namespace ([NewExposer]).
 // Programs serving prometheus/client_golang's promhttp register the same metrics through
 // package metrics/promcollector instead.
@@ -24,11 +24,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	vm "github.com/VictoriaMetrics/metrics"
-	"github.com/redstream-go/redstream"
 )
 
 // Set is a VictoriaMetrics metric set.
@@ -53,129 +50,77 @@ var (
 	Cache = vm.NewSet()
 )
 
-// Component names a Set in [Sets]: "ratelimit", "reliability", "dedup", "stream", "cache".
-type Component string
-
-// The components.
-const (
-	ComponentRateLimit   Component = "ratelimit"
-	ComponentReliability Component = "reliability"
-	ComponentDedup       Component = "dedup"
-	ComponentStream      Component = "stream"
-	ComponentCache       Component = "cache"
-)
-
-var components = []struct {
-	c   Component
-	set *Set
-}{
-	{ComponentRateLimit, RateLimit},
-	{ComponentReliability, Reliability},
-	{ComponentDedup, Dedup},
-	{ComponentStream, Stream},
-	{ComponentCache, Cache},
-}
-
 func init() {
-	for _, c := range components {
-		vm.RegisterSet(c.set)
+	for _, set := range []*Set{RateLimit, Reliability, Dedup, Stream, Cache} {
+		vm.RegisterSet(set)
 	}
-}
-
-// Sets returns the component sets by name. The map is a new copy on each call.
-func Sets() map[Component]*Set {
-	m := make(map[Component]*Set, len(components))
-	for _, c := range components {
-		m[c.c] = c.set
-	}
-	return m
 }
 
 // Metric names of the rate limiters. Each carries a name="..." label, the limiter's name.
 const (
-	// RateLimitAllowedTotal counts admitted decisions of a named limiter.
-	RateLimitAllowedTotal = "redis_streaming_rl_allowed_total"
-	// RateLimitDeniedTotal counts denied decisions of a named limiter.
-	RateLimitDeniedTotal = "redis_streaming_rl_denied_total"
-	// RateLimitErrorsTotal counts calls of a named limiter whose backend failed, whatever
+	// rateLimitAllowedTotal counts admitted decisions of a named limiter.
+	rateLimitAllowedTotal = "redis_streaming_rl_allowed_total"
+	// rateLimitDeniedTotal counts denied decisions of a named limiter.
+	rateLimitDeniedTotal = "redis_streaming_rl_denied_total"
+	// rateLimitErrorsTotal counts calls of a named limiter whose backend failed, whatever
 	// its failure policy answered (an error under fail-closed, an admission under
 	// fail-open, the fallback's decision), and calls that returned an error for bad input.
 	// It is new in redstream: the Java system had no such counter.
-	RateLimitErrorsTotal = "redis_streaming_rl_errors_total"
+	rateLimitErrorsTotal = "redis_streaming_rl_errors_total"
+	// rateLimitShadowDeniedTotal counts the denials of a named limiter in shadow mode
+	// (redstream.Shadow): requests the limit denied and the limiter admitted.
+	rateLimitShadowDeniedTotal = "redis_streaming_rl_shadow_denied_total"
 )
 
 // Local denials of the Redis limiters (package redisbackend), label prefix: the limiter's
 // key prefix.
 const (
-	// RateLimitLocalDeniedTotal counts decisions a Redis limiter denied in process, without
+	// rateLimitLocalDeniedTotal counts decisions a Redis limiter denied in process, without
 	// a Redis call, because an earlier denial of the same key proves them denied (see
 	// redisbackend.Options.DisableLocalDenials). A Named limiter counts them among its
 	// denials too.
-	RateLimitLocalDeniedTotal = "redis_streaming_rl_local_denied_total"
+	rateLimitLocalDeniedTotal = "redis_streaming_rl_local_denied_total"
 )
 
 // LocalDeniedCounter returns the local-denials counter of the Redis limiters with key
-// prefix prefix, creating it on first use. Limiters sharing a prefix share it.
+// prefix prefix (redis_streaming_rl_local_denied_total{prefix="..."}: decisions denied in
+// process, without a Redis call), creating it on first use. Limiters sharing a prefix share
+// it. It is safe for concurrent use.
 func LocalDeniedCounter(prefix string) *Counter {
-	return RateLimit.GetOrCreateCounter(Name(RateLimitLocalDeniedTotal, "prefix", prefix))
+	return RateLimit.GetOrCreateCounter(Name(rateLimitLocalDeniedTotal, "prefix", prefix))
 }
 
 // Metric names of degraded rate limiting (a backend failing, a circuit breaker open).
 // Each carries a name="..." label, the limiter's name.
 const (
-	// RateLimitFallbackTotal counts decisions a failure policy answered (fail-open or the
+	// rateLimitFallbackTotal counts decisions a failure policy answered (fail-open or the
 	// fallback limiter) because the backend failed, with a reason="..." label:
-	// timeout, error, breaker_open or canceled (redstream.FailureReason).
-	RateLimitFallbackTotal = "redis_streaming_rl_fallback_total"
-	// RateLimitBreakerState is the state of the circuit breaker of a named limiter's
+	// timeout, error, breaker_open or canceled (the failure reasons).
+	rateLimitFallbackTotal = "redis_streaming_rl_fallback_total"
+	// rateLimitBreakerState is the state of the circuit breaker of a named limiter's
 	// engine: 0 closed (healthy), 1 half-open (probing), 2 open (failing fast).
-	RateLimitBreakerState = "redis_streaming_rl_breaker_state"
-	// DedupFailuresTotal counts calls of a Redis deduplicator that failed because Redis
+	rateLimitBreakerState = "redis_streaming_rl_breaker_state"
+	// dedupFailuresTotal counts calls of a Redis deduplicator that failed because Redis
 	// did, with name="..." (the deduplicator's name) and reason="..." labels (timeout,
 	// error, breaker_open, canceled). redisbackend's deduplicators count it themselves.
-	DedupFailuresTotal = "redis_streaming_dedup_failures_total"
-	// DedupBreakerState is the state of a Redis deduplicator's circuit breaker, label
+	dedupFailuresTotal = "redis_streaming_dedup_failures_total"
+	// dedupBreakerState is the state of a Redis deduplicator's circuit breaker, label
 	// name: 0 closed, 1 half-open, 2 open.
-	DedupBreakerState = "redis_streaming_dedup_breaker_state"
+	dedupBreakerState = "redis_streaming_dedup_breaker_state"
 )
-
-// RegisterBreaker exports state, the state of a circuit breaker, as the gauge
-// family{name="..."} in set: 0 closed, 1 half-open, 2 open. Registering again under the same
-// set, family and name replaces the state the gauge reads (the component built last wins),
-// so a component re-created under its name is followed. It is safe for concurrent use.
-func RegisterBreaker(set *Set, family, name string, state func() redstream.BreakerState) {
-	if set == nil || state == nil {
-		return
-	}
-	series := Name(family, "name", name)
-	v, loaded := breakerGauges.LoadOrStore(breakerKey{set, series}, new(atomic.Pointer[func() redstream.BreakerState]))
-	p := v.(*atomic.Pointer[func() redstream.BreakerState])
-	p.Store(&state)
-	if !loaded {
-		set.GetOrCreateGauge(series, func() float64 { return float64((*p.Load())()) })
-	}
-}
-
-type breakerKey struct {
-	set    *Set
-	series string
-}
-
-// breakerGauges holds the state each breaker gauge reads.
-var breakerGauges sync.Map // breakerKey -> *atomic.Pointer[func() redstream.BreakerState]
 
 // Metric names of package reliability. Each carries a name="..." label (the processor's name)
 // and, for the outcome counter, an outcome="..." label.
 const (
-	// ReliabilityOutcomesTotal counts elements handled by a failure processor, by outcome:
+	// reliabilityOutcomesTotal counts elements handled by a failure processor, by outcome:
 	// success, retried (succeeded after at least one retry), failed, skipped, dead_letter,
 	// ignored, rejected (the processor was stopped).
-	ReliabilityOutcomesTotal = "redis_streaming_reliability_outcomes_total"
-	// ReliabilityRetriesTotal counts retries (tries after the first) of a failure processor.
-	ReliabilityRetriesTotal = "redis_streaming_reliability_retries_total"
-	// ReliabilityDeadLetterDroppedTotal counts elements a full in-memory dead-letter queue
+	reliabilityOutcomesTotal = "redis_streaming_reliability_outcomes_total"
+	// reliabilityRetriesTotal counts retries (tries after the first) of a failure processor.
+	reliabilityRetriesTotal = "redis_streaming_reliability_retries_total"
+	// reliabilityDeadLetterDroppedTotal counts elements a full in-memory dead-letter queue
 	// refused.
-	ReliabilityDeadLetterDroppedTotal = "redis_streaming_reliability_dlq_dropped_total"
+	reliabilityDeadLetterDroppedTotal = "redis_streaming_reliability_dlq_dropped_total"
 )
 
 // Metric names of the stream dead-letter operations, as in the Java system.
@@ -236,9 +181,9 @@ func escape(b labelWriter, v string) {
 // name, creating them on first use. Counters live as long as the process (a limiter name is
 // expected to come from configuration, not from request data).
 func RateLimitCounters(name string) (allowed, denied, errors *Counter) {
-	return RateLimit.GetOrCreateCounter(Name(RateLimitAllowedTotal, "name", name)),
-		RateLimit.GetOrCreateCounter(Name(RateLimitDeniedTotal, "name", name)),
-		RateLimit.GetOrCreateCounter(Name(RateLimitErrorsTotal, "name", name))
+	return RateLimit.GetOrCreateCounter(Name(rateLimitAllowedTotal, "name", name)),
+		RateLimit.GetOrCreateCounter(Name(rateLimitDeniedTotal, "name", name)),
+		RateLimit.GetOrCreateCounter(Name(rateLimitErrorsTotal, "name", name))
 }
 
 // WritePrometheus writes, in the Prometheus text exposition format, every metric set
@@ -254,8 +199,8 @@ func WritePrometheus(w io.Writer) {
 	defaultExposer.WritePrometheus(w)
 }
 
-// ContentType is the Content-Type of the Prometheus text exposition format.
-const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+// contentType is the Content-Type of the Prometheus text exposition format.
+const contentType = "text/plain; version=0.0.4; charset=utf-8"
 
 // Handler returns an http.Handler serving [WritePrometheus] (for a /metrics endpoint). With
 // processMetrics it also writes VictoriaMetrics' Go runtime and process metrics

@@ -54,7 +54,7 @@ func TestRateLimitCountersAndHandler(t *testing.T) {
 			t.Errorf("exposition lacks %q:\n%s", want, body)
 		}
 	}
-	if ct := rec.Header().Get("Content-Type"); ct != metrics.ContentType {
+	if ct := rec.Header().Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
 		t.Errorf("Content-Type = %q", ct)
 	}
 	if strings.Contains(body, "go_goroutines") {
@@ -68,18 +68,15 @@ func TestRateLimitCountersAndHandler(t *testing.T) {
 }
 
 func TestSetsRegisteredGlobally(t *testing.T) {
-	sets := metrics.Sets()
-	for _, c := range []metrics.Component{metrics.ComponentRateLimit, metrics.ComponentReliability,
-		metrics.ComponentDedup, metrics.ComponentStream, metrics.ComponentCache} {
-		if sets[c] == nil {
-			t.Errorf("Sets()[%s] is nil", c)
+	for name, set := range map[string]*metrics.Set{"ratelimit": metrics.RateLimit, "reliability": metrics.Reliability,
+		"dedup": metrics.Dedup, "stream": metrics.Stream, "cache": metrics.Cache} {
+		series := `redstream_metrics_test_total{set="` + name + `"}`
+		set.GetOrCreateCounter(series).Inc()
+		var b bytes.Buffer
+		vm.WritePrometheus(&b, false) // VictoriaMetrics' default registry
+		if !strings.Contains(b.String(), series+" 1") {
+			t.Errorf("the %s set is not exposed by VictoriaMetrics' WritePrometheus", name)
 		}
-	}
-	metrics.Cache.GetOrCreateCounter(`redstream_metrics_test_total{name="global"}`).Inc()
-	var b bytes.Buffer
-	vm.WritePrometheus(&b, false) // VictoriaMetrics' default registry
-	if !strings.Contains(b.String(), `redstream_metrics_test_total{name="global"} 1`) {
-		t.Errorf("component sets are not exposed by VictoriaMetrics' WritePrometheus")
 	}
 }
 

@@ -7,12 +7,16 @@ import (
 	"time"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/failure"
+	"github.com/redstream-go/redstream/internal/health"
 )
 
 // NamedLimiter wraps a redstream.Limiter under a name and counts its decisions:
 // redis_streaming_rl_allowed_total{name="..."} and redis_streaming_rl_denied_total{name="..."}
 // (the Java system's names), plus redis_streaming_rl_errors_total{name="..."} for calls whose
-// backend failed or that returned an error. The counters are created once, by [Named]: a
+// backend failed or that returned an error, and redis_streaming_rl_shadow_denied_total{name="..."}
+// for the denials of a limiter in shadow mode (redstream.Shadow), which were admitted and
+// count as allowed too. The counters are created once, by [Named]: a
 // decision adds one atomic increment and no allocation.
 //
 // Degradation is counted however Named and redstream.WithFailurePolicy are stacked: a
@@ -21,14 +25,16 @@ import (
 // redis_streaming_rl_fallback_total{name="...",reason="..."} (reason timeout, error,
 // breaker_open or canceled), whether the policy wraps the NamedLimiter (the policy reports
 // to the NamedLimiter it finds inside) or the NamedLimiter wraps the policy (Named
-// subscribes with redstream.Observable when it is built). When the engine under it has a
+// subscribes to the policy when it is built). When the engine under it has a
 // circuit breaker (a method BreakerState() redstream.BreakerState, as redisbackend's
 // limiters have), Named exports its state as the gauge
 // redis_streaming_rl_breaker_state{name="..."}: 0 closed, 1 half-open, 2 open.
 //
-// Two NamedLimiters with the same name share their counters; the breaker gauge reads the
-// engine of the one built last. A NamedLimiter is safe for concurrent use if the wrapped
-// limiter is.
+// Two NamedLimiters with the same name share their counters, so a limiter rebuilt under its
+// name (a configuration loaded again) continues its series; the breaker gauge reads the
+// engine of the one built last. Limiters used side by side need distinct names:
+// redstream.NewRegistry (and so config) refuses two under one name. A NamedLimiter is safe
+// for concurrent use if the wrapped limiter is.
 type NamedLimiter struct {
 	name     string
 	orig     redstream.Limiter // as given to Named, for Unwrap
@@ -36,14 +42,11 @@ type NamedLimiter struct {
 	allowed  *Counter
 	denied   *Counter
 	errs     *Counter
+	shadow   *Counter // redis_streaming_rl_shadow_denied_total
 	fallback *fallbackCounters
 }
 
-var (
-	_ redstream.BatchLimiter    = (*NamedLimiter)(nil)
-	_ redstream.Observable      = (*NamedLimiter)(nil)
-	_ redstream.FailureObserver = (*NamedLimiter)(nil)
-)
+var _ failure.Observer = (*NamedLimiter)(nil)
 
 // fallbackCounters are the redis_streaming_rl_fallback_total counters of one name, one
 // per reason, made once so that counting a fallback allocates nothing.
@@ -52,24 +55,24 @@ type fallbackCounters struct {
 }
 
 func newFallbackCounters(name string) *fallbackCounters {
-	c := func(r redstream.FailureReason) *Counter {
-		return RateLimit.GetOrCreateCounter(Name(RateLimitFallbackTotal, "name", name, "reason", string(r)))
+	c := func(r failure.Reason) *Counter {
+		return RateLimit.GetOrCreateCounter(Name(rateLimitFallbackTotal, "name", name, "reason", string(r)))
 	}
 	return &fallbackCounters{
-		timeout:  c(redstream.ReasonTimeout),
-		err:      c(redstream.ReasonError),
-		open:     c(redstream.ReasonBreakerOpen),
-		canceled: c(redstream.ReasonCanceled),
+		timeout:  c(failure.Timeout),
+		err:      c(failure.Error),
+		open:     c(failure.BreakerOpen),
+		canceled: c(failure.Canceled),
 	}
 }
 
-func (f *fallbackCounters) of(r redstream.FailureReason) *Counter {
+func (f *fallbackCounters) of(r failure.Reason) *Counter {
 	switch r {
-	case redstream.ReasonTimeout:
+	case failure.Timeout:
 		return f.timeout
-	case redstream.ReasonBreakerOpen:
+	case failure.BreakerOpen:
 		return f.open
-	case redstream.ReasonCanceled:
+	case failure.Canceled:
 		return f.canceled
 	}
 	return f.err
@@ -85,7 +88,7 @@ type breakerReporter interface {
 func registerBreaker(name string, l redstream.Limiter) {
 	for u := l; u != nil; {
 		if r, ok := u.(breakerReporter); ok {
-			RegisterBreaker(RateLimit, RateLimitBreakerState, name, r.BreakerState)
+			health.RegisterGauge(RateLimit, Name(rateLimitBreakerState, "name", name), r.BreakerState)
 			return
 		}
 		w, ok := u.(interface{ Unwrap() redstream.Limiter })
@@ -106,9 +109,10 @@ func Named(name string, l redstream.Limiter) (*NamedLimiter, error) {
 		return nil, fmt.Errorf("metrics: Named(%q): %w: nil limiter", name, redstream.ErrInvalidConfig)
 	}
 	a, d, e := RateLimitCounters(name)
-	n := &NamedLimiter{name: name, orig: l, l: l, allowed: a, denied: d, errs: e, fallback: newFallbackCounters(name)}
-	if o, ok := l.(redstream.Observable); ok {
-		n.l = o.Observe((*outerObserver)(n))
+	n := &NamedLimiter{name: name, orig: l, l: l, allowed: a, denied: d, errs: e,
+		shadow: RateLimit.GetOrCreateCounter(Name(rateLimitShadowDeniedTotal, "name", name)), fallback: newFallbackCounters(name)}
+	if v, ok := failure.View(l, (*outerObserver)(n)); ok {
+		n.l = v.(redstream.Limiter)
 	}
 	registerBreaker(name, l)
 	return n, nil
@@ -124,7 +128,7 @@ func (n *NamedLimiter) Unwrap() redstream.Limiter { return n.orig }
 // answered after the NamedLimiter returned the backend's error (already counted in
 // redis_streaming_rl_errors_total): redis_streaming_rl_fallback_total{name, reason}.
 // redstream.WithFailurePolicy calls it; it is safe for concurrent use.
-func (n *NamedLimiter) ObserveFailure(f redstream.Failure) {
+func (n *NamedLimiter) ObserveFailure(f failure.Failure) {
 	n.fallback.of(f.Reason).Inc()
 }
 
@@ -132,25 +136,31 @@ func (n *NamedLimiter) ObserveFailure(f redstream.Failure) {
 // policy answers: it never saw the error, so it counts it too.
 type outerObserver NamedLimiter
 
-func (o *outerObserver) ObserveFailure(f redstream.Failure) {
+func (o *outerObserver) ObserveFailure(f failure.Failure) {
 	o.errs.Inc()
 	o.fallback.of(f.Reason).Inc()
 }
 
-// Observe returns a NamedLimiter counting as n does whose failure policy, if it wraps one,
-// also reports to o; without one it returns n.
-func (n *NamedLimiter) Observe(o redstream.FailureObserver) redstream.Limiter {
-	ob, ok := n.l.(redstream.Observable)
+// viewOf is the failure.View of a NamedLimiter: one counting as n does whose failure
+// policy, if it wraps one, also reports to o.
+func viewOf(l any, o failure.Observer) (any, bool) {
+	n, ok := l.(*NamedLimiter)
 	if !ok {
-		return n
+		return nil, false
+	}
+	v, ok := failure.View(n.l, o)
+	if !ok {
+		return nil, false
 	}
 	m := *n
-	m.l = ob.Observe(o)
-	return &m
+	m.l = v.(redstream.Limiter)
+	return &m, true
 }
 
+func init() { failure.RegisterView(viewOf) }
+
 // AllowBatch decides keys with the wrapped limiter (in one call when it batches, see
-// redstream.BatchLimiter) and counts every key's outcome.
+// redstream.AllowBatch) and counts every key's outcome.
 func (n *NamedLimiter) AllowBatch(ctx context.Context, keys []string, now time.Time, cost int64) ([]redstream.Decision, error) {
 	ds, err := redstream.AllowBatch(ctx, n.l, keys, now, cost)
 	if err != nil && len(ds) != len(keys) {
@@ -168,28 +178,20 @@ func (n *NamedLimiter) AllowBatch(ctx context.Context, keys []string, now time.T
 			kerr = be.Errs[i]
 		}
 		n.counter(d.Allowed, kerr).Inc()
+		if d.Shadow && kerr == nil {
+			n.shadow.Inc()
+		}
 	}
 	return ds, err
-}
-
-// Allow calls the wrapped limiter's Allow and counts the outcome.
-func (n *NamedLimiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
-	d, err := n.l.Allow(ctx, key)
-	n.counter(d.Allowed, err).Inc()
-	return d, err
-}
-
-// AllowAt calls the wrapped limiter's AllowAt and counts the outcome.
-func (n *NamedLimiter) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	d, err := n.l.AllowAt(ctx, key, now)
-	n.counter(d.Allowed, err).Inc()
-	return d, err
 }
 
 // AllowN calls the wrapped limiter's AllowN and counts the outcome.
 func (n *NamedLimiter) AllowN(ctx context.Context, key string, now time.Time, cost int64) (redstream.Decision, error) {
 	d, err := n.l.AllowN(ctx, key, now, cost)
 	n.counter(d.Allowed, err).Inc()
+	if d.Shadow && err == nil {
+		n.shadow.Inc()
+	}
 	return d, err
 }
 

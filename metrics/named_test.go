@@ -19,14 +19,6 @@ type fakeLimiter struct {
 	err error
 }
 
-func (f *fakeLimiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
-	return f.AllowN(ctx, key, time.Time{}, 1)
-}
-
-func (f *fakeLimiter) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	return f.AllowN(ctx, key, now, 1)
-}
-
 func (f *fakeLimiter) AllowN(context.Context, string, time.Time, int64) (redstream.Decision, error) {
 	return f.d, f.err
 }
@@ -54,13 +46,13 @@ func TestNamedCounts(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			n.Allow(ctx, "k")
-			n.AllowAt(ctx, "k", time.UnixMilli(1))
+			n.AllowN(ctx, "k", time.Time{}, 1)
+			n.AllowN(ctx, "k", time.UnixMilli(1), 1)
 			n.AllowN(ctx, "k", time.Time{}, 2)
 			for family, want := range map[string]uint64{
-				metrics.RateLimitAllowedTotal: 3 * tt.allowed,
-				metrics.RateLimitDeniedTotal:  3 * tt.denied,
-				metrics.RateLimitErrorsTotal:  3 * tt.errCt,
+				"redis_streaming_rl_allowed_total": 3 * tt.allowed,
+				"redis_streaming_rl_denied_total":  3 * tt.denied,
+				"redis_streaming_rl_errors_total":  3 * tt.errCt,
 			} {
 				if got := counter(t, family, name); got != want {
 					t.Errorf("%s{name=%q} = %d, want %d", family, name, got, want)
@@ -85,7 +77,7 @@ func TestNamedBadInput(t *testing.T) {
 func TestNamedAllocs(t *testing.T) {
 	n, _ := metrics.Named("named-allocs", &fakeLimiter{d: redstream.Decision{Allowed: true}})
 	ctx := context.Background()
-	if a := testing.AllocsPerRun(1000, func() { n.Allow(ctx, "k") }); a != 0 {
+	if a := testing.AllocsPerRun(1000, func() { n.AllowN(ctx, "k", time.Time{}, 1) }); a != 0 {
 		t.Errorf("Named.Allow allocates %v per call, want 0", a)
 	}
 	mem, err := memory.NewLimiter(redstream.TokenBucket(1e9, 1e6), memory.Options{})
@@ -93,8 +85,8 @@ func TestNamedAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	nm, _ := metrics.Named("named-allocs-memory", mem)
-	nm.Allow(ctx, "hot") // track the key first
-	if a := testing.AllocsPerRun(1000, func() { nm.Allow(ctx, "hot") }); a != 0 {
+	nm.AllowN(ctx, "hot", time.Time{}, 1) // track the key first
+	if a := testing.AllocsPerRun(1000, func() { nm.AllowN(ctx, "hot", time.Time{}, 1) }); a != 0 {
 		t.Errorf("Named(memory).Allow allocates %v per call on a known key, want 0", a)
 	}
 }
@@ -105,7 +97,7 @@ func TestNamedEscapesName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.Allow(context.Background(), "k")
+	n.AllowN(context.Background(), "k", time.Time{}, 1)
 	var b strings.Builder
 	metrics.WritePrometheus(&b)
 	want := `redis_streaming_rl_allowed_total{name="we\"ird\\name\n"} 1`
@@ -125,12 +117,12 @@ func TestNamedMemoryEndToEnd(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for range 10 {
-				n.AllowAt(context.Background(), "user:1", now)
+				n.AllowN(context.Background(), "user:1", now, 1)
 			}
 		})
 	}
 	wg.Wait()
-	if a, d := counter(t, metrics.RateLimitAllowedTotal, "named-e2e"), counter(t, metrics.RateLimitDeniedTotal, "named-e2e"); a != 5 || d != 35 {
+	if a, d := counter(t, "redis_streaming_rl_allowed_total", "named-e2e"), counter(t, "redis_streaming_rl_denied_total", "named-e2e"); a != 5 || d != 35 {
 		t.Errorf("allowed, denied = %d, %d; want 5, 35", a, d)
 	}
 }
@@ -165,7 +157,7 @@ func benchLimiter(b *testing.B, l redstream.Limiter) {
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := l.Allow(ctx, "hot"); err != nil {
+			if _, err := l.AllowN(ctx, "hot", time.Time{}, 1); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -174,7 +166,7 @@ func benchLimiter(b *testing.B, l redstream.Limiter) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if _, err := l.Allow(ctx, "hot"); err != nil {
+				if _, err := l.AllowN(ctx, "hot", time.Time{}, 1); err != nil {
 					b.Error(err)
 					return
 				}

@@ -32,7 +32,7 @@ func CheckDeduplicator(t rapid.TB, s redstream.DedupStrategy, f DedupFactory, ch
 			if !ok {
 				rt.Fatalf("windowed deduplicator %T does not implement redstream.TimedDeduplicator", d)
 			}
-			w, _ := spec.WindowParams()
+			w, _ := core.NewWindowDedup(spec.WithDefaults().Window.Microseconds())
 			runWindow(rt, td, w)
 		default:
 			rt.Fatalf("unknown strategy %q", s)
@@ -148,8 +148,8 @@ func runWindow(rt *rapid.T, d redstream.TimedDeduplicator, w core.WindowDedup) {
 				rt.Fatalf("step %d IsDuplicateAt(%q, %d) = %v, %v; want %v", i, e, now, got, err, dup)
 			}
 		case 1:
-			if err := d.MarkSeenAt(ctx, e, at); err != nil {
-				rt.Fatalf("step %d MarkSeenAt(%q, %d): %v", i, e, now, err)
+			if _, err := d.CheckAndMarkAt(ctx, e, at); err != nil {
+				rt.Fatalf("step %d CheckAndMarkAt(%q, %d) as MarkSeen: %v", i, e, now, err)
 			}
 			mark()
 		default:

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/core"
 	"pgregory.net/rapid"
 )
 
@@ -13,21 +14,30 @@ var (
 		1500 * time.Millisecond, time.Minute, time.Hour}
 )
 
-// drawSpec draws a valid spec of the algorithm.
+// drawSpec draws a valid spec of the algorithm, in the fields of its shape (one generator
+// per shape of core's registry, so a new algorithm of an existing shape needs none).
 func drawSpec(rt *rapid.T, alg redstream.Algorithm, label string) redstream.Spec {
-	switch alg {
-	case redstream.AlgorithmTokenBucket, redstream.AlgorithmLeakyBucket:
+	row, err := core.Lookup(string(alg))
+	sh := row.Shape
+	if err != nil {
+		rt.Fatalf("drawSpec: %v", err)
+	}
+	switch sh {
+	case core.Bucket:
 		capacity := float64(rapid.IntRange(1, 20).Draw(rt, label+".capacity"))
 		if rapid.Bool().Draw(rt, label+".fractional") {
 			capacity = rapid.Float64Range(1, 20).Draw(rt, label+".capacity")
 		}
 		return redstream.Spec{Algorithm: alg, Capacity: capacity, Rate: rapid.SampledFrom(rates).Draw(rt, label+".rate")}
+	case core.Window:
+		return redstream.Spec{
+			Algorithm: alg,
+			Window:    rapid.SampledFrom(windows).Draw(rt, label+".window"),
+			Limit:     rapid.Int64Range(1, 20).Draw(rt, label+".limit"),
+		}
 	}
-	return redstream.Spec{
-		Algorithm: alg,
-		Window:    rapid.SampledFrom(windows).Draw(rt, label+".window"),
-		Limit:     rapid.Int64Range(1, 20).Draw(rt, label+".limit"),
-	}
+	rt.Fatalf("drawSpec: algorithm %q has shape %d, which has no generator", alg, sh)
+	return redstream.Spec{}
 }
 
 // drawDedupSpec draws a valid deduplicator spec of the strategy, small enough that Bloom

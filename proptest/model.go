@@ -8,17 +8,18 @@ import (
 	"github.com/redstream-go/redstream/core"
 )
 
-// limitModel is the reference model of one limiter: core's step functions over a map of
-// per-key states. It is what every engine must agree with.
+// limitModel is the reference model of one limiter: core's two halves (CheckState, then
+// CommitState when admitted) over a map of per-key states, one core.State per key whatever
+// the algorithm, so that every row of core's registry has its model with no code of its own
+// here. It is what every engine must agree with.
 type limitModel struct {
-	p    core.Limit
-	tat  map[string]int64
-	logs map[string]*core.Log
-	ws   map[string]core.WindowState
+	p      core.Limit
+	states map[string]*core.State
+	last   core.Charge // the charge of the last request committed (reservations)
 }
 
 func newLimitModel(p core.Limit) *limitModel {
-	return &limitModel{p: p, tat: map[string]int64{}, logs: map[string]*core.Log{}, ws: map[string]core.WindowState{}}
+	return &limitModel{p: p, states: map[string]*core.State{}}
 }
 
 // decide runs one request through the model. commit=false computes the decision without
@@ -27,45 +28,21 @@ func (m *limitModel) decide(key string, now time.Time, n int64, commit bool) (co
 	if err := checkRequest(key, now, n); err != nil {
 		return core.Decision{}, err
 	}
-	t := now.UnixMicro()
-	switch p := m.p.(type) {
-	case core.TokenBucket:
-		next, d, err := p.Step(m.tat[key], t, n)
-		if err == nil && commit {
-			m.tat[key] = next
-		}
-		return d, err
-	case core.LeakyBucket:
-		next, d, err := p.Step(m.tat[key], t, n)
-		if err == nil && commit {
-			m.tat[key] = next
-		}
-		return d, err
-	case core.SlidingLog:
-		l := m.logs[key]
-		if l == nil {
-			l = &core.Log{}
-			m.logs[key] = l
-		}
-		d, err := p.Check(l, t, n)
-		if err == nil && d.Allowed && commit {
-			p.Record(l, t, n)
-		}
-		return d, err
-	case core.SlidingCounter:
-		next, d, err := p.Step(m.ws[key], t, n)
-		if err == nil && commit {
-			m.ws[key] = next
-		}
-		return d, err
-	case core.FixedWindow:
-		next, d, err := p.Step(m.ws[key], t, n)
-		if err == nil && commit {
-			m.ws[key] = next
-		}
-		return d, err
+	s := m.states[key]
+	if s == nil {
+		s = new(core.State)
+		m.states[key] = s
 	}
-	panic(fmt.Sprintf("proptest: unknown limit %T", m.p))
+	var (
+		d    core.Decision
+		next core.Next
+	)
+	err := m.p.CheckState(s, now.UnixMicro(), n, &d, &next)
+	if err == nil && d.Allowed && commit {
+		m.p.CommitState(s, next)
+		m.last = m.p.ChargeOf(now.UnixMicro(), n, &d)
+	}
+	return d, err
 }
 
 // multiModel is the all-or-nothing combination of several limits on one key.

@@ -15,6 +15,9 @@
 //     spec's sizing and shards; UniqueCount counts the adds (MarkSeen or CheckAndMark) that
 //     set at least one bit; Clear resets it to 0.
 //   - Windowed deduplicator: core.WindowDedup at explicit times (TimedDeduplicator).
+//   - Reservations ([TestReserver]): ReserveN decides as AllowN, a denial takes nothing from
+//     any limit, Settle applies core's settlement once and refuses a second one with
+//     ErrReservationDone.
 //
 // Factories must return an engine with fresh state on every call (for a Redis engine, use a
 // fresh name or key prefix). Limiter keys are unique per generated case, so a limiter factory
@@ -225,12 +228,17 @@ var (
 )
 
 // period returns the algorithm's natural time unit, used to scale time steps.
+// It is, by the algorithm's shape, the bucket's emission interval (its first Int) or the
+// window (its Period).
 func period(spec redstream.Spec) int64 {
-	switch spec.Algorithm {
-	case redstream.AlgorithmTokenBucket, redstream.AlgorithmLeakyBucket:
-		return max(1, int64(1e6/spec.Rate))
+	l, err := spec.Core()
+	if err != nil {
+		return 1
 	}
-	return max(1, spec.Window.Microseconds())
+	if row, _ := core.Lookup(string(spec.Algorithm)); row.Shape == core.Bucket {
+		return max(1, l.Ints()[0])
+	}
+	return max(1, l.Period())
 }
 
 func runLimiter(rt *rapid.T, l redstream.Limiter, spec redstream.Spec, limit int64,

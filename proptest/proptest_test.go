@@ -24,14 +24,6 @@ type modelLimiter struct {
 	consumeOnDenial bool
 }
 
-func (l *modelLimiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
-	return l.AllowN(ctx, key, time.Now(), 1)
-}
-
-func (l *modelLimiter) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	return l.AllowN(ctx, key, now, 1)
-}
-
 func (l *modelLimiter) AllowN(_ context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -55,17 +47,26 @@ func (l *modelLimiter) AllowN(_ context.Context, key string, now time.Time, n in
 // forceConsume records a request whatever the limit says.
 func (l *modelLimiter) forceConsume(key string, now, n int64) {
 	m := l.m
-	switch p := m.p.(type) {
-	case core.TokenBucket:
-		m.tat[key] = max(m.tat[key], now) + n*p.Interval
-	case core.LeakyBucket:
-		m.tat[key] = max(m.tat[key], now) + n*p.Interval
-	case core.SlidingLog:
-		p.Record(m.logs[key], now, n)
-	default:
-		s := m.ws[key]
-		s.Count += n
-		m.ws[key] = s
+	s := m.states[key]
+	if s == nil {
+		s = new(core.State)
+		m.states[key] = s
+	}
+	a, err := core.Lookup(m.p.Name())
+	if err != nil {
+		panic(err)
+	}
+	switch {
+	case a.Shape == core.Bucket: // the GCRA buckets: the TAT moves n intervals on
+		s.Words[0] = max(s.Words[0], now) + n*m.p.Ints()[0]
+	case a.Words == 0: // the log: n entries at now (or the newest entry's time)
+		at := now
+		if s.Log != nil && s.Log.Len() > 0 {
+			at = max(at, s.Log.At(s.Log.Len()-1))
+		}
+		m.p.CommitState(s, core.Next{0, n, at})
+	default: // the windows: the count of the current window
+		s.Words[1] += n
 	}
 }
 
@@ -138,12 +139,6 @@ type multiLimiter struct {
 	m  *multiModel
 }
 
-func (l *multiLimiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
-	return l.AllowN(ctx, key, time.Now(), 1)
-}
-func (l *multiLimiter) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	return l.AllowN(ctx, key, now, 1)
-}
 func (l *multiLimiter) AllowN(_ context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

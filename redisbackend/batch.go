@@ -50,6 +50,30 @@ func (l *Limiter) groups(c rueidis.Client, keys []string) [][]int {
 	return groups
 }
 
+// ticketOf returns the index in *tickets of the admitted call of the breaker of the node
+// serving key, asking that breaker for one if *tickets has none yet; -1 and an error
+// wrapping redstream.ErrCircuitOpen when it is open.
+func (l *Limiter) ticketOf(tickets *[]call, key string) (int, error) {
+	if l.g.br == nil {
+		if len(*tickets) == 0 {
+			*tickets = append(*tickets, call{})
+		}
+		return 0, nil
+	}
+	br := l.g.br.For(key)
+	for i, t := range *tickets {
+		if t.br == br {
+			return i, nil
+		}
+	}
+	c, err := l.g.admit(key)
+	if err != nil {
+		return -1, err
+	}
+	*tickets = append(*tickets, c)
+	return len(*tickets) - 1, nil
+}
+
 // AllowBatch decides a request of cost n for each of keys at now (the zero time reads each
 // server's TIME), in one pipelined round trip (a cluster client sends one pipeline per node)
 // bounded by Options.Timeout per 128 keys. Decision i is for keys[i]; a key listed twice is
@@ -87,37 +111,88 @@ func (l *Limiter) AllowBatch(ctx context.Context, keys []string, now time.Time, 
 	if err != nil {
 		return all(err)
 	}
-	cctx, cancel, t, err := l.g.beginN(ctx, (len(send)+batchChunk-1)/batchChunk)
+	groups := l.groupsOf(c, keys, send)
+	calls, b := l.batchCalls(keys, groups, l.args(now, n))
+	if len(b.tickets) == 0 {
+		return all(b.closed)
+	}
+	res, err := l.runBatch(ctx, c, cp, calls, b.tickets, len(send))
 	if err != nil {
 		return all(err)
 	}
-	args := l.args(now, n)
-	groups := l.groupsOf(c, keys, send)
-	calls := make([]rueidis.LuaExec, len(groups))
+	if errs := l.collectBatch(ctx, keys, groups, b, res, now, n, sent, out); errs != nil {
+		return out, &redstream.BatchError{Errs: errs}
+	}
+	return out, nil
+}
+
+// batchTickets are the breaker tickets of a batch: one per node (per distinct breaker);
+// of[g] is group g's index in tickets, -1 when its node's breaker is open, and then its
+// keys fail with closed.
+type batchTickets struct {
+	tickets []call
+	of      []int
+	closed  error
+}
+
+// batchCalls builds one script call per group of keys, with its breaker ticket.
+func (l *Limiter) batchCalls(keys []string, groups [][]int, args []string) ([]rueidis.LuaExec, batchTickets) {
+	b := batchTickets{of: make([]int, len(groups))}
+	calls := make([]rueidis.LuaExec, 0, len(groups))
 	for g, idx := range groups {
 		ks := make([]string, 0, len(idx)*len(l.roles))
 		for _, i := range idx {
-			ks = append(ks, l.Keys(keys[i])...)
+			ks = append(ks, l.callKeys(keys[i])...)
 		}
-		calls[g] = rueidis.LuaExec{Keys: ks, Args: args}
+		var err error
+		if b.of[g], err = l.ticketOf(&b.tickets, ks[0]); err != nil {
+			b.closed = err
+			continue
+		}
+		calls = append(calls, rueidis.LuaExec{Keys: ks, Args: args})
 	}
-	var res []rueidis.RedisResult
-	if l.g.suspected() {
-		if res, err = bounded(cctx, func() []rueidis.RedisResult { return l.script.execMulti(cctx, c, cp, calls) }); err != nil {
-			cancel()
+	return calls, b
+}
+
+// runBatch sends calls in one pipeline, bounded by the timeout per batchChunk of the nSend
+// keys. An error is a call that did not return in time (the server suspected hung); the
+// tickets are then ended with it.
+func (l *Limiter) runBatch(ctx context.Context, c rueidis.Client, cp *caps, calls []rueidis.LuaExec, tickets []call, nSend int) ([]rueidis.RedisResult, error) {
+	cctx, cancel := l.g.bound(ctx, (nSend+batchChunk-1)/batchChunk, &tickets[0])
+	defer cancel()
+	for i := range tickets[1:] {
+		tickets[i+1].budget = tickets[0].budget
+	}
+	if !l.g.suspected() {
+		return l.script.execMulti(cctx, c, cp, calls), nil
+	}
+	res, err := bounded(cctx, func() []rueidis.RedisResult { return l.script.execMulti(cctx, c, cp, calls) })
+	if err != nil {
+		for _, t := range tickets {
 			l.g.end(ctx, t, err)
-			return all(err)
 		}
-	} else {
-		res = l.script.execMulti(cctx, c, cp, calls)
 	}
-	cancel()
+	return res, err
+}
+
+// collectBatch puts each group's decisions in out (recording local denials), ends the
+// tickets with each node's first backend failure, and returns the keys' errors (nil when
+// every key was decided).
+func (l *Limiter) collectBatch(ctx context.Context, keys []string, groups [][]int, b batchTickets, res []rueidis.RedisResult, now time.Time, n int64, sent []localStart, out []redstream.Decision) []error {
 	var errs []error
-	var bad error // the first backend failure, for the breaker
+	bad := make([]error, len(b.tickets)) // each node's first backend failure, for its breaker
+	next := 0
 	for g, idx := range groups {
-		ds, err := l.parseN(res[g], len(idx))
-		if err != nil && bad == nil && isBackendFailure(err) {
-			bad = err
+		var ds []redstream.Decision
+		var err error
+		if t := b.of[g]; t < 0 {
+			err = l.script.wrap(b.closed)
+		} else {
+			ds, err = l.parseN(res[next], len(idx))
+			next++
+			if err != nil && bad[t] == nil && isBackendFailure(err) {
+				bad[t] = err
+			}
 		}
 		for j, i := range idx {
 			if err != nil {
@@ -131,15 +206,18 @@ func (l *Limiter) AllowBatch(ctx context.Context, keys []string, now time.Time, 
 			l.local.recordBatch(keys, i, now, n, sent, ds[j])
 		}
 	}
-	if werr := l.g.end(ctx, t, bad); werr != bad && errs != nil {
+	named := false
+	for t, c := range b.tickets {
+		if werr := l.g.end(ctx, c, bad[t]); werr != bad[t] {
+			named = true
+		}
+	}
+	if named && errs != nil {
 		for i, e := range errs { // name the timeout
 			if e != nil && errors.Is(e, context.DeadlineExceeded) {
 				errs[i] = fmt.Errorf("%w (no answer within the timeout, %v per %d decisions)", e, l.g.timeout, batchChunk)
 			}
 		}
 	}
-	if errs != nil {
-		return out, &redstream.BatchError{Errs: errs}
-	}
-	return out, nil
+	return errs
 }

@@ -9,9 +9,10 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/failure"
 )
 
-// BloomDeduplicator is a Bloom filter on plain Redis strings (no module): sized by core.Bloom
+// bloomDedup is a Bloom filter on plain Redis strings (no module): sized by core.Bloom
 // from the expected insertions n and false-positive rate p, with bit positions computed in
 // the client (MurmurHash3 x64 128 double hashing, so any runtime can compute the same bits)
 // and set by a script that checks and adds atomically: of two clients racing on the same
@@ -23,7 +24,7 @@ import (
 // a large filter spread over a cluster. An element lives in one shard, so checking or adding
 // it touches one key. Keys carry the sizing, so a filter re-created with other parameters
 // starts empty instead of misreading old bits. It is safe for concurrent use.
-type BloomDeduplicator struct {
+type bloomDedup struct {
 	dedupBase
 	bloom  core.Bloom
 	keys   []string // one per shard
@@ -31,14 +32,14 @@ type BloomDeduplicator struct {
 	unique atomic.Int64
 }
 
-var _ redstream.Deduplicator = (*BloomDeduplicator)(nil)
+var _ redstream.Deduplicator = (*bloomDedup)(nil)
 
-// NewBloomDeduplicator returns the Bloom deduplicator named name sized by spec's
+// newBloomDeduplicator returns the Bloom deduplicator named name sized by spec's
 // Insertions, FPRate and Shards (zero fields take redstream's defaults: 1,000,000 at 0.03,
 // one shard). spec.Strategy must be redstream.DedupBloom or empty. Insertions must be
 // positive and FPRate in (0, 1), else an error wrapping redstream.ErrInvalidConfig. The
 // client stays the caller's.
-func NewBloomDeduplicator(client rueidis.Client, name string, spec redstream.DedupSpec, opts DedupOptions) (*BloomDeduplicator, error) {
+func newBloomDeduplicator(client rueidis.Client, name string, spec redstream.DedupSpec, opts DedupOptions) (*bloomDedup, error) {
 	if spec.Strategy != "" && spec.Strategy != redstream.DedupBloom {
 		return nil, fmt.Errorf("redisbackend: %w: strategy %q is not %q", errInvalidConfig, spec.Strategy, redstream.DedupBloom)
 	}
@@ -53,34 +54,35 @@ func NewBloomDeduplicator(client rueidis.Client, name string, spec redstream.Ded
 	return newBloomDedup(b, spec)
 }
 
-func newBloomDedup(b dedupBase, spec redstream.DedupSpec) (*BloomDeduplicator, error) {
+func newBloomDedup(b dedupBase, spec redstream.DedupSpec) (*bloomDedup, error) {
 	name := b.name
 	p, err := spec.BloomParams()
 	if err != nil {
-		return nil, fmt.Errorf("redisbackend: %w", err)
+		return nil, failure.Prefixed("redisbackend", err)
 	}
-	d := &BloomDeduplicator{dedupBase: b, bloom: p, kArg: strconv.Itoa(p.K)}
+	d := &bloomDedup{dedupBase: b, bloom: p, kArg: strconv.Itoa(p.K)}
 	role := bloomRole(p.K, p.ShardBits, p.Shards)
 	for i := 0; i < p.Shards; i++ {
 		d.keys = append(d.keys, bloomShardKey(b.prefix, name, role, p.Shards, i))
 	}
+	d.route = d.keys[0] // calls span the shards: they are judged by the first shard's master
 	return d, nil
 }
 
 // Params returns the filter's sizing: K hash functions, Bits in total, Shards of ShardBits.
-func (d *BloomDeduplicator) Params() core.Bloom { return d.bloom }
+func (d *bloomDedup) Params() core.Bloom { return d.bloom }
 
 // BitsPerElement returns the filter's bits per expected insertion, m/n.
-func (d *BloomDeduplicator) BitsPerElement() float64 {
+func (d *bloomDedup) BitsPerElement() float64 {
 	return float64(d.bloom.Bits) / float64(d.bloom.Insertions)
 }
 
 // Keys returns the Redis keys of the shards, in shard order.
-func (d *BloomDeduplicator) Keys() []string { return append([]string(nil), d.keys...) }
+func (d *bloomDedup) Keys() []string { return append([]string(nil), d.keys...) }
 
 // IsDuplicate reports whether every bit of element is set (read-only, EVALSHA_RO): false
 // means certainly never added. The empty element never is.
-func (d *BloomDeduplicator) IsDuplicate(ctx context.Context, element string) (bool, error) {
+func (d *bloomDedup) IsDuplicate(ctx context.Context, element string) (bool, error) {
 	r, err := d.IsDuplicateBatch(ctx, []string{element})
 	if err != nil {
 		return false, err
@@ -89,14 +91,14 @@ func (d *BloomDeduplicator) IsDuplicate(ctx context.Context, element string) (bo
 }
 
 // MarkSeen adds element. The empty element is never added.
-func (d *BloomDeduplicator) MarkSeen(ctx context.Context, element string) error {
+func (d *bloomDedup) MarkSeen(ctx context.Context, element string) error {
 	_, err := d.CheckAndMarkBatch(ctx, []string{element})
 	return err
 }
 
 // CheckAndMark adds element and reports whether it was already present (every bit set),
 // atomically. The empty element is never a duplicate and never added.
-func (d *BloomDeduplicator) CheckAndMark(ctx context.Context, element string) (bool, error) {
+func (d *bloomDedup) CheckAndMark(ctx context.Context, element string) (bool, error) {
 	r, err := d.CheckAndMarkBatch(ctx, []string{element})
 	if err != nil {
 		return false, err
@@ -106,7 +108,7 @@ func (d *BloomDeduplicator) CheckAndMark(ctx context.Context, element string) (b
 
 // CheckAndMarkBatch is CheckAndMark of every element, in order, in one round trip: one
 // script call per shard touched, pipelined. Result i is for elements[i].
-func (d *BloomDeduplicator) CheckAndMarkBatch(ctx context.Context, elements []string) ([]bool, error) {
+func (d *bloomDedup) CheckAndMarkBatch(ctx context.Context, elements []string) ([]bool, error) {
 	out, err := d.run(ctx, scriptBloomAdd, elements)
 	if err != nil {
 		return nil, err
@@ -122,12 +124,12 @@ func (d *BloomDeduplicator) CheckAndMarkBatch(ctx context.Context, elements []st
 }
 
 // IsDuplicateBatch is IsDuplicate of every element in one round trip.
-func (d *BloomDeduplicator) IsDuplicateBatch(ctx context.Context, elements []string) ([]bool, error) {
+func (d *bloomDedup) IsDuplicateBatch(ctx context.Context, elements []string) ([]bool, error) {
 	return d.run(ctx, scriptBloomExists, elements)
 }
 
 // run sends the positions of elements, grouped by shard, to s and maps the replies back.
-func (d *BloomDeduplicator) run(ctx context.Context, s *script, elements []string) ([]bool, error) {
+func (d *bloomDedup) run(ctx context.Context, s *script, elements []string) ([]bool, error) {
 	out := make([]bool, len(elements))
 	type group struct {
 		idx  []int
@@ -189,7 +191,7 @@ func (d *BloomDeduplicator) run(ctx context.Context, s *script, elements []strin
 }
 
 // Clear deletes every shard and resets UniqueCount to 0.
-func (d *BloomDeduplicator) Clear(ctx context.Context) error {
+func (d *bloomDedup) Clear(ctx context.Context) error {
 	if err := d.do(ctx, func(ctx context.Context, c rueidis.Client, _ *caps) error {
 		cmds := make(rueidis.Commands, len(d.keys))
 		for i, k := range d.keys {
@@ -211,13 +213,13 @@ func (d *BloomDeduplicator) Clear(ctx context.Context) error {
 // UniqueCount returns the number of adds by this deduplicator (this process) that set at
 // least one bit, since it was created or last cleared; it never touches Redis. Count is
 // the filter's own estimate.
-func (d *BloomDeduplicator) UniqueCount(context.Context) (int64, error) {
+func (d *bloomDedup) UniqueCount(context.Context) (int64, error) {
 	return d.unique.Load(), nil
 }
 
 // Count estimates the number of distinct elements in the filter from its set bits
 // (BITCOUNT per shard, core.Bloom.EstimateCount), whoever added them.
-func (d *BloomDeduplicator) Count(ctx context.Context) (int64, error) {
+func (d *bloomDedup) Count(ctx context.Context) (int64, error) {
 	calls := make([]rueidis.LuaExec, len(d.keys))
 	for i, k := range d.keys {
 		calls[i] = rueidis.LuaExec{Keys: []string{k}}

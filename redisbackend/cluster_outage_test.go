@@ -146,22 +146,20 @@ func masterOf(t *testing.T, addr string, slot uint16) string {
 // returns within Timeout + the client's dial timeout (with a margin for the loaded
 // machine), and:
 //
-//   - with traffic spread over the masters, the dead master's keys fall back one by one
-//     (fallback_total{reason="error"}), while the default breaker (3 consecutive
-//     failures, or half of 20 calls) stays closed and the healthy masters' keys are
-//     decided in Redis;
-//   - three decisions in a row on the dead master open the engine's breaker, which is the
-//     engine's and not the node's: then the healthy masters' keys fall back too
-//     (reason "breaker_open"), with one Warn; a probe that lands on a healthy master's
-//     key closes it again (one Info), and the dead master's keys fall back one by one;
-//   - with Breaker.Failures = -1 (the error-rate rule alone), one master of three failing
-//     is a third of the calls, below the 0.5 error rate: the healthy masters' keys are
-//     decided in Redis all along, whatever the order of the calls;
+//   - with traffic spread over the masters, the dead master's keys fall back: three
+//     (fallback_total{reason="error"}) open the dead master's breaker (each master has a
+//     breaker of its own, and the healthy masters' calls between do not reset it), with
+//     one Warn naming the node, and then fall back at once (reason "breaker_open"), while
+//     the healthy masters' keys are decided in Redis;
+//   - with Breaker.Failures = -1 (the error-rate rule alone) the healthy masters' keys are
+//     decided in Redis all along too, and the dead master's breaker opens once 20 of its
+//     calls have failed;
 //   - a deduplicator's breaker is its own: one whose name lives on a healthy master keeps
 //     working, one on the dead master fails (then fails fast with ErrCircuitOpen);
 //
 // and once the replica has taken over, every call is answered by Redis again within the
-// cool-down (plus the client's topology refresh), also after the old master restarts.
+// cool-down (plus the breakers' topology lookup, which closes the dead master's breaker
+// with one Info, and the client's refresh), also after the old master restarts.
 func TestClusterMasterKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a 6-node cluster")
@@ -182,7 +180,7 @@ func TestClusterMasterKilled(t *testing.T) {
 	spec := redstream.TokenBucket(1000, 1000)
 	eng := mustLimiter(t, client, spec, Options{Timeout: DefaultTimeout, Logger: slog.New(slog.NewTextHandler(&logs, nil)), KeyPrefix: uniq("cl-killed")})
 	rate := mustLimiter(t, client, spec, Options{Timeout: DefaultTimeout, Logger: slog.New(slog.NewTextHandler(&rateLogs, nil)),
-		KeyPrefix: eng.KeyPrefix(), Breaker: BreakerOptions{Failures: -1}})
+		KeyPrefix: eng.KeyPrefix(), Breaker: redstream.BreakerOptions{Failures: -1}})
 	name := uniq("cl-killed")
 	l, err := metrics.Named(name, withPolicy(t, eng, redstream.FailFallback, nil))
 	if err != nil {
@@ -206,11 +204,11 @@ func TestClusterMasterKilled(t *testing.T) {
 		}
 	}
 	dopts := DedupOptions{Timeout: DefaultTimeout, Logger: slog.New(slog.DiscardHandler)}
-	var dDown, dUp *SetDeduplicator
+	var dDown, dUp *setDedup
 	var dDownName string
 	for i := 0; dDown == nil || dUp == nil; i++ {
 		n := uniq("cl-killed-dedup")
-		d, err := NewSetDeduplicator(client, n, dopts)
+		d, err := newSetDeduplicator(client, n, dopts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,15 +221,16 @@ func TestClusterMasterKilled(t *testing.T) {
 		}
 	}
 	for _, k := range append([]string{down}, ups...) {
-		if _, err := eng.Allow(ctx, k); err != nil {
+		if _, err := eng.AllowN(ctx, k, time.Time{}, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, d := range []*SetDeduplicator{dDown, dUp} {
+	for _, d := range []*setDedup{dDown, dUp} {
 		if _, err := d.CheckAndMark(ctx, "warm"); err != nil {
 			t.Fatal(err)
 		}
 	}
+	time.Sleep(200 * time.Millisecond) // the breakers' first CLUSTER SLOTS
 
 	var victim *redistest.Server
 	for _, n := range nodes {
@@ -268,7 +267,7 @@ func TestClusterMasterKilled(t *testing.T) {
 		before := eng.g.br.Stats().Opens
 		for _, k := range append([]string{down}, ups...) {
 			if err := timed(phase+" fallback decision "+k, func() error {
-				d, err := l.Allow(ctx, k)
+				d, err := l.AllowN(ctx, k, time.Time{}, 1)
 				if err == nil && !d.Allowed {
 					err = fmt.Errorf("denied: %+v", d)
 				}
@@ -282,13 +281,13 @@ func TestClusterMasterKilled(t *testing.T) {
 			fellBack++
 		}
 		for _, k := range ups {
-			if err := timed(phase+" Failures=-1 decision "+k, func() error { _, err := rate.Allow(ctx, k); return err }); err != nil {
+			if err := timed(phase+" Failures=-1 decision "+k, func() error { _, err := rate.AllowN(ctx, k, time.Time{}, 1); return err }); err != nil {
 				rateUpErrors++
 				allInRedis = false
 				t.Logf("%s: Failures=-1, healthy master's key %s: %v", phase, k, err)
 			}
 		}
-		if err := timed(phase+" Failures=-1 decision "+down, func() error { _, err := rate.Allow(ctx, down); return err }); err != nil {
+		if err := timed(phase+" Failures=-1 decision "+down, func() error { _, err := rate.AllowN(ctx, down, time.Time{}, 1); return err }); err != nil {
 			allInRedis = false
 		}
 		if err := timed(phase+" dedup on a healthy master", func() error { _, err := dUp.CheckAndMark(ctx, "x"); return err }); err != nil {
@@ -306,15 +305,13 @@ func TestClusterMasterKilled(t *testing.T) {
 	}
 
 	// Traffic spread over the masters: the dead master's keys fail at once (connection
-	// refused) and fall back, one by one; the healthy masters' calls between them succeed,
-	// so the default breaker never sees 3 consecutive failures, and a third of the calls
-	// failing is below its 0.5 error rate: it stays closed, logs nothing, and the healthy
-	// masters' keys are decided in Redis.
+	// refused) and fall back; three open the dead master's breaker, whatever the healthy
+	// masters' calls between them, and the healthy masters' keys are decided in Redis.
 	const mixed = 10
 	healthyErrors := 0
 	for i := 0; i < mixed; i++ {
 		if err := timed("mixed: fallback decision on the dead master", func() error {
-			d, err := l.Allow(ctx, down)
+			d, err := l.AllowN(ctx, down, time.Time{}, 1)
 			if err == nil && !d.Allowed {
 				err = fmt.Errorf("denied: %+v", d)
 			}
@@ -323,7 +320,7 @@ func TestClusterMasterKilled(t *testing.T) {
 			t.Fatalf("mixed round %d: decision on the dead master: %v, want the fallback's admission", i, err)
 		}
 		for _, k := range ups {
-			if err := timed("mixed: decision on a healthy master", func() error { _, err := eng.Allow(ctx, k); return err }); err != nil {
+			if err := timed("mixed: decision on a healthy master", func() error { _, err := eng.AllowN(ctx, k, time.Time{}, 1); return err }); err != nil {
 				healthyErrors++ // one timeout of a loaded machine is tolerated, below
 				t.Logf("mixed round %d: a healthy master's key %s: %v", i, k, err)
 			}
@@ -332,28 +329,24 @@ func TestClusterMasterKilled(t *testing.T) {
 	if healthyErrors > 1 {
 		t.Errorf("mixed traffic: %d errors on the healthy masters' keys in %d decisions; want them decided in Redis", healthyErrors, 2*mixed)
 	}
-	mixedErrors := exposition(t, series(metrics.RateLimitFallbackTotal, name, "reason", "error"))
-	t.Logf("mixed traffic, master killed: breaker %v, fallback_total{reason=error} %v after %d decisions on the dead master, slowest call %v",
-		eng.BreakerState(), mixedErrors, mixed, slowest.Round(10*time.Microsecond))
-	if eng.BreakerState() != redstream.BreakerClosed || mixedErrors < mixed/2 {
-		t.Errorf("mixed traffic: breaker %v, fallback_total{reason=error} %v; want closed and the dead master's decisions counted", eng.BreakerState(), mixedErrors)
+	mixedErrors := exposition(t, series("redis_streaming_rl_fallback_total", name, "reason", "error"))
+	mixedOpen := exposition(t, series("redis_streaming_rl_fallback_total", name, "reason", "breaker_open"))
+	t.Logf("mixed traffic, master killed: breaker %v, fallback_total{reason=error} %v, {reason=breaker_open} %v after %d decisions on the dead master, slowest call %v",
+		eng.BreakerState(), mixedErrors, mixedOpen, mixed, slowest.Round(10*time.Microsecond))
+	if eng.BreakerState() != redstream.BreakerOpen || mixedErrors != 3 || mixedOpen != mixed-3 {
+		t.Errorf("mixed traffic: breaker %v, fallback_total{reason=error} %v, {reason=breaker_open} %v; want the dead master's breaker open after 3 failures",
+			eng.BreakerState(), mixedErrors, mixedOpen)
 	}
-	if got := logs.lines(); len(got) != 0 {
-		t.Errorf("mixed traffic: logs %q, want none while the breaker is closed", got)
-	}
-
-	// Three decisions in a row on the dead master open the engine's breaker: then every
-	// key falls back, the healthy masters' too, with one Warn.
-	for i := 0; i < 3; i++ {
-		_ = timed("burst on the dead master", func() error { _, err := l.Allow(ctx, down); return err })
-	}
-	if eng.BreakerState() != redstream.BreakerOpen {
-		t.Fatalf("breaker %v after 3 consecutive failures, want open", eng.BreakerState())
+	if got := logs.lines(); len(got) != 1 || !strings.Contains(got[0], "level=WARN") || !strings.Contains(got[0], "node="+downAddr) {
+		t.Errorf("mixed traffic: logs %q, want one Warn naming the dead master", got)
 	}
 	var openErr error
-	took, stall := meter.Time(func() { _, openErr = eng.Allow(ctx, ups[0]) })
+	took, stall := meter.Time(func() { _, openErr = eng.AllowN(ctx, down, time.Time{}, 1) })
 	if !errors.Is(openErr, redstream.ErrCircuitOpen) || took > 5*time.Millisecond+stall {
-		t.Errorf("a healthy master's key with the breaker open: %v in %v (stall %v); want ErrCircuitOpen at once", openErr, took, stall)
+		t.Errorf("the dead master's key with its breaker open: %v in %v (stall %v); want ErrCircuitOpen at once", openErr, took, stall)
+	}
+	if _, err := eng.AllowN(ctx, ups[0], time.Time{}, 1); err != nil {
+		t.Errorf("a healthy master's key with the dead master's breaker open: %v, want a decision in Redis", err)
 	}
 
 	// Until the replica is promoted.
@@ -380,20 +373,18 @@ func TestClusterMasterKilled(t *testing.T) {
 		rounds, fellBack, slowest.Round(10*time.Microsecond), rateUpErrors, rate.BreakerState(), dUpErrors, dDownFastFails)
 	var fallbacks float64
 	for _, reason := range []string{"error", "timeout", "breaker_open"} {
-		if v := exposition(t, series(metrics.RateLimitFallbackTotal, name, "reason", reason)); v > 0 {
+		if v := exposition(t, series("redis_streaming_rl_fallback_total", name, "reason", reason)); v > 0 {
 			fallbacks += v
 		}
 	}
 	if fallbacks == 0 {
 		t.Errorf("fallback_total is 0 after %d rounds with the breaker open", fellBack)
 	}
-	if open := exposition(t, series(metrics.RateLimitFallbackTotal, name, "reason", "breaker_open")); open <= 0 {
-		t.Errorf("fallback_total{reason=breaker_open} = %v; want the healthy masters' keys answered by the fallback while the engine's breaker is open", open)
+	if open := exposition(t, series("redis_streaming_rl_fallback_total", name, "reason", "breaker_open")); open <= mixedOpen {
+		t.Errorf("fallback_total{reason=breaker_open} = %v; want the dead master's keys answered by the fallback while its breaker is open", open)
 	}
-	// One Warn when the breaker opened. The cool-down may end between two calls of a
-	// round, and a probe that lands on a healthy master's key succeeds and closes the
-	// breaker (one Info); the dead master's keys then fall back one by one until 3 in a
-	// row open it again (one more Warn). Never a line per decision.
+	// One Warn when the dead master's breaker opened; its probes fail (connection
+	// refused) and log nothing. Never a line per decision.
 	lines := logs.lines()
 	for i, line := range lines {
 		want := []string{"level=WARN", "level=INFO"}[i%2]
@@ -410,11 +401,10 @@ func TestClusterMasterKilled(t *testing.T) {
 	if rateUpErrors > 2 {
 		t.Errorf("Failures=-1: %d errors on the healthy masters' keys in %d rounds", rateUpErrors, rounds)
 	}
-	if rate.BreakerState() == redstream.BreakerOpen {
-		t.Errorf("Failures=-1 breaker open with a third of the calls failing")
-	}
-	if len(rateLogs.lines()) > 0 {
-		t.Errorf("Failures=-1 logged %q", rateLogs.lines())
+	for _, line := range rateLogs.lines() {
+		if !strings.Contains(line, "node="+downAddr) {
+			t.Errorf("Failures=-1 logged %q, want only lines of the dead master's breaker", line)
+		}
 	}
 	if dUpErrors > 2 {
 		t.Errorf("dedup on a healthy master: %d errors in %d rounds", dUpErrors, rounds)
@@ -422,7 +412,7 @@ func TestClusterMasterKilled(t *testing.T) {
 	if dDownFastFails == 0 {
 		t.Errorf("dedup on the dead master never failed fast with ErrCircuitOpen")
 	}
-	if got := exposition(t, series(metrics.DedupFailuresTotal, dDownName, "reason", "breaker_open")); got <= 0 {
+	if got := exposition(t, series("redis_streaming_dedup_failures_total", dDownName, "reason", "breaker_open")); got <= 0 {
 		t.Errorf("dedup_failures_total{reason=breaker_open} = %v", got)
 	}
 
@@ -502,7 +492,7 @@ func TestClusterMasterKilledFullCoverage(t *testing.T) {
 	defer client.Close()
 	ctx := context.Background()
 	eng := mustLimiter(t, client, redstream.TokenBucket(1000, 1000), Options{Timeout: DefaultTimeout,
-		Logger: slog.New(slog.DiscardHandler), KeyPrefix: uniq("cl-cover"), Breaker: BreakerOptions{Disabled: true}})
+		Logger: slog.New(slog.DiscardHandler), KeyPrefix: uniq("cl-cover"), Breaker: redstream.BreakerOptions{Disabled: true}})
 	downAddr := masterOf(t, addrs[0], slotOf(eng.Keys("k0")[0]))
 	up := ""
 	for i := 1; up == ""; i++ {
@@ -510,7 +500,7 @@ func TestClusterMasterKilledFullCoverage(t *testing.T) {
 			up = k
 		}
 	}
-	if _, err := eng.Allow(ctx, up); err != nil {
+	if _, err := eng.AllowN(ctx, up, time.Time{}, 1); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range nodes {
@@ -526,7 +516,7 @@ func TestClusterMasterKilledFullCoverage(t *testing.T) {
 	meter := redistest.NewStallMeter(t)
 	for time.Since(killed) < 30*time.Second {
 		var err error
-		took, stall := meter.Time(func() { _, err = eng.Allow(ctx, up) })
+		took, stall := meter.Time(func() { _, err = eng.AllowN(ctx, up, time.Time{}, 1) })
 		slowest = max(slowest, took)
 		if took > bound+stall {
 			t.Errorf("a healthy master's key took %v, want at most %v (the process stalled %v meanwhile)", took, bound, stall)

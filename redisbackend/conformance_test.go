@@ -21,6 +21,12 @@ func TestConformance(t *testing.T) {
 			t.Run("multi", func(t *testing.T) {
 				proptest.TestMultiLimiter(t, multiFactory(c), o)
 			})
+			t.Run("concurrency", func(t *testing.T) {
+				proptest.TestConcurrencyLimiter(t, concurrencyFactory(c), o)
+			})
+			t.Run("reserve", func(t *testing.T) {
+				proptest.TestReserver(t, multiFactory(c), o)
+			})
 			t.Run("dedup", func(t *testing.T) {
 				proptest.TestDeduplicator(t, dedupFactory(c), o)
 			})
@@ -45,5 +51,12 @@ func multiFactory(c rueidis.Client) proptest.MultiFactory {
 func dedupFactory(c rueidis.Client) proptest.DedupFactory {
 	return func(spec redstream.DedupSpec) (redstream.Deduplicator, error) {
 		return NewDeduplicator(c, uniq("ptd"), spec, DedupOptions{})
+	}
+}
+
+func concurrencyFactory(c rueidis.Client) proptest.ConcurrencyFactory {
+	prefix := uniq("ptc")
+	return func(specs []redstream.Spec) (redstream.ConcurrencyLimiter, error) {
+		return NewConcurrencyLimiter(c, specs, Options{KeyPrefix: prefix})
 	}
 }

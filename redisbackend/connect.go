@@ -244,6 +244,7 @@ func (c *Connector) NewLimiter(spec redstream.Spec, opts Options) (*Limiter, err
 		return nil, err
 	}
 	l.link = link{conn: c}
+	l.g.bind(l.link)
 	return l, nil
 }
 
@@ -255,6 +256,7 @@ func (c *Connector) NewMultiLimiter(specs []redstream.Spec, opts Options) (*Limi
 		return nil, err
 	}
 	l.link = link{conn: c}
+	l.g.bind(l.link)
 	return l, nil
 }
 
@@ -274,6 +276,7 @@ func (c *Connector) NewDeduplicator(name string, spec redstream.DedupSpec, opts 
 		return nil, err
 	}
 	b.link = link{conn: c}
+	b.g.bind(b.link)
 	if opts.JavaCompatible && spec.Strategy != redstream.DedupSet {
 		_, err := javaDedupKey(name, spec.Strategy, opts) // the error: no shared Java layout
 		return nil, err

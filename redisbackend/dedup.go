@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/failure"
+	"github.com/redstream-go/redstream/internal/health"
 	"github.com/redstream-go/redstream/metrics"
 )
 
@@ -25,9 +27,10 @@ type DedupOptions struct {
 	// allows (default DefaultTimeout, 100 ms; negative: the caller's context alone). Past
 	// it the call returns an error wrapping context.DeadlineExceeded.
 	Timeout time.Duration
-	// Breaker configures the deduplicator's circuit breaker (see BreakerOptions): while
-	// it is open, calls return an error wrapping redstream.ErrCircuitOpen at once.
-	Breaker BreakerOptions
+	// Breaker configures the deduplicator's circuit breaker (redstream.BreakerOptions;
+	// failures as for Options.Breaker): while it is open, calls return an error wrapping
+	// redstream.ErrCircuitOpen at once.
+	Breaker redstream.BreakerOptions
 	// Logger receives one Warn when the breaker opens and one Info when it closes again
 	// (default slog.Default()). Failures are also counted in
 	// redis_streaming_dedup_failures_total{name,reason}, and the breaker's state exported as
@@ -42,23 +45,47 @@ type DedupOptions struct {
 	JavaCompatible bool
 }
 
-// NewDeduplicator returns the deduplicator of spec.Strategy named name (the Java starter's factory):
-// a *SetDeduplicator, a *BloomDeduplicator (default 1,000,000 expected insertions at a 3%
-// false-positive rate) or a *WindowDeduplicator (default window one hour). Zero fields of
-// spec take redstream's defaults; an unknown strategy or bad parameters are errors wrapping
-// redstream.ErrInvalidConfig. Deduplicators with the same prefix, name and strategy share
-// their state, across processes. The client stays the caller's.
+// NewDeduplicator returns the deduplicator of spec.Strategy named name (the Java starter's
+// factory). Zero fields of spec take redstream's defaults; an unknown strategy or bad
+// parameters are errors wrapping redstream.ErrInvalidConfig. Deduplicators with the same
+// prefix, name and strategy share their state, across processes. Each is safe for
+// concurrent use; CheckAndMark is atomic across processes (exactly one caller sees a new
+// element as new); the empty element is never a duplicate and never recorded. The client
+// stays the caller's.
+//
+//   - redstream.DedupSet: exact, a Redis set of every element seen (SADD), kept until Clear
+//     or, with DedupOptions.SetTTL, until SetTTL after the last write; memory grows with the
+//     distinct elements. UniqueCount is exact (SCARD).
+//   - redstream.DedupBloom: a Bloom filter on plain Redis strings (no module), sized by
+//     spec.BloomParams (default 1,000,000 expected insertions at a 3% false-positive
+//     rate), with the bit positions of core (any runtime computes the same bits) set by a
+//     script that checks and adds atomically. No false negatives; a new element is a
+//     duplicate with probability about FPRate once Insertions are in. The filter is split
+//     into Shards keys, each with its own hash tag, so a large filter spreads over a
+//     cluster; keys carry the sizing, so a filter re-created with other parameters starts
+//     empty. UniqueCount counts this process's adds that set a bit since it was created or
+//     cleared, without touching Redis.
+//   - redstream.DedupWindowed: forgets an element spec.Window (default one hour) after it
+//     was last seen (core.WindowDedup); CheckAndMark refreshes the last-seen time of a
+//     duplicate. State is a sorted set pruned on every write plus a high-water mark, both
+//     expiring Window + 60 s after the last write; every operation runs at max(high-water
+//     mark, now), and a zero time is the Redis server's TIME. It implements
+//     redstream.TimedDeduplicator.
+//
+// The set and Bloom deduplicators also decide many elements in one round trip with a
+// method CheckAndMarkBatch(ctx, elements []string) ([]bool, error), result i for
+// elements[i] (found by type assertion, as redstream.AllowBatch finds a batching limiter).
 func NewDeduplicator(client rueidis.Client, name string, spec redstream.DedupSpec, opts DedupOptions) (redstream.Deduplicator, error) {
 	if err := spec.Validate(); err != nil {
-		return nil, fmt.Errorf("redisbackend: %w", err)
+		return nil, failure.Prefixed("redisbackend", err)
 	}
 	switch spec.Strategy {
 	case redstream.DedupSet:
-		return NewSetDeduplicator(client, name, opts)
+		return newSetDeduplicator(client, name, opts)
 	case redstream.DedupBloom:
-		return NewBloomDeduplicator(client, name, spec, opts)
+		return newBloomDeduplicator(client, name, spec, opts)
 	}
-	return NewWindowDeduplicator(client, name, spec.WithDefaults().Window, opts)
+	return newWindowDeduplicator(client, name, spec.WithDefaults().Window, opts)
 }
 
 // dedupBase holds what every deduplicator needs.
@@ -66,6 +93,7 @@ type dedupBase struct {
 	link
 	name   string
 	prefix string
+	route  string // a Redis key of the deduplicator, whose master's breaker judges its calls
 	g      guard
 	fails  *failureCounters
 }
@@ -79,6 +107,7 @@ func newDedupBase(client rueidis.Client, name, kind string, opts DedupOptions) (
 		return b, err
 	}
 	b.link = link{client: client, caps: capsOf(client)}
+	b.g.bind(b.link)
 	return b, nil
 }
 
@@ -107,7 +136,7 @@ func newDedupBaseOf(name, kind string, opts DedupOptions) (dedupBase, error) {
 		return dedupBase{}, err
 	}
 	if g.br != nil {
-		metrics.RegisterBreaker(metrics.Dedup, metrics.DedupBreakerState, name, g.br.State)
+		health.RegisterGauge(metrics.Dedup, metrics.Name("redis_streaming_dedup_breaker_state", "name", name), g.state)
 	}
 	return dedupBase{name: name, prefix: prefix, g: g, fails: newFailureCounters(name)}, nil
 }
@@ -120,7 +149,7 @@ func (b *dedupBase) do(ctx context.Context, f func(ctx context.Context, c rueidi
 		b.fails.count(err)
 		return err
 	}
-	cctx, cancel, t, err := b.g.begin(ctx)
+	cctx, cancel, t, err := b.g.begin(ctx, b.route)
 	if err != nil {
 		b.fails.count(err)
 		return err
@@ -128,11 +157,11 @@ func (b *dedupBase) do(ctx context.Context, f func(ctx context.Context, c rueidi
 	if b.g.suspected() {
 		// The callers read what f writes only when do returns nil: f has returned then.
 		var ferr error
-		if ferr, err = bounded(cctx, func() error { return f(cctx, c, cp) }); err == nil {
+		if ferr, err = bounded(cctx, func() error { return once(cctx, func() error { return f(cctx, c, cp) }) }); err == nil {
 			err = ferr
 		}
 	} else {
-		err = f(cctx, c, cp)
+		err = once(cctx, func() error { return f(cctx, c, cp) })
 	}
 	cancel()
 	err = b.g.end(ctx, t, err)
@@ -148,20 +177,20 @@ type failureCounters struct {
 }
 
 func newFailureCounters(name string) *failureCounters {
-	c := func(r redstream.FailureReason) *metrics.Counter {
-		return metrics.Dedup.GetOrCreateCounter(metrics.Name(metrics.DedupFailuresTotal, "name", name, "reason", string(r)))
+	c := func(r failure.Reason) *metrics.Counter {
+		return metrics.Dedup.GetOrCreateCounter(metrics.Name("redis_streaming_dedup_failures_total", "name", name, "reason", string(r)))
 	}
-	return &failureCounters{c(redstream.ReasonTimeout), c(redstream.ReasonError), c(redstream.ReasonBreakerOpen), c(redstream.ReasonCanceled)}
+	return &failureCounters{c(failure.Timeout), c(failure.Error), c(failure.BreakerOpen), c(failure.Canceled)}
 }
 
 // count counts a failed call by its reason.
 func (f *failureCounters) count(err error) {
-	switch redstream.ReasonOf(err) {
-	case redstream.ReasonTimeout:
+	switch failure.ReasonOf(err) {
+	case failure.Timeout:
 		f.timeout.Inc()
-	case redstream.ReasonBreakerOpen:
+	case failure.BreakerOpen:
 		f.open.Inc()
-	case redstream.ReasonCanceled:
+	case failure.Canceled:
 		f.canceled.Inc()
 	default:
 		f.err.Inc()
@@ -175,20 +204,20 @@ func (b *dedupBase) BreakerState() redstream.BreakerState { return b.g.state() }
 // checkElement validates a non-empty element stored in Redis.
 func checkElement(e string) error { return checkSize("element", len(e)) }
 
-// SetDeduplicator is the exact deduplicator: a Redis set of every element seen (SADD, so
+// setDedup is the exact deduplicator: a Redis set of every element seen (SADD, so
 // check-and-mark is atomic across processes), kept until Clear or, with
 // DedupOptions.SetTTL, until SetTTL after the last write. Memory grows with the number of
 // distinct elements. It is safe for concurrent use.
-type SetDeduplicator struct {
+type setDedup struct {
 	dedupBase
 	key string
 	ttl string // ms, "0" for none
 }
 
-var _ redstream.Deduplicator = (*SetDeduplicator)(nil)
+var _ redstream.Deduplicator = (*setDedup)(nil)
 
-// NewSetDeduplicator returns the set deduplicator named name. The client stays the caller's.
-func NewSetDeduplicator(client rueidis.Client, name string, opts DedupOptions) (*SetDeduplicator, error) {
+// newSetDeduplicator returns the set deduplicator named name. The client stays the caller's.
+func newSetDeduplicator(client rueidis.Client, name string, opts DedupOptions) (*setDedup, error) {
 	b, err := newDedupBase(client, name, "set", opts)
 	if err != nil {
 		return nil, err
@@ -196,7 +225,7 @@ func NewSetDeduplicator(client rueidis.Client, name string, opts DedupOptions) (
 	return newSetDedup(b, opts)
 }
 
-func newSetDedup(b dedupBase, opts DedupOptions) (*SetDeduplicator, error) {
+func newSetDedup(b dedupBase, opts DedupOptions) (*setDedup, error) {
 	name := b.name
 	if opts.SetTTL < 0 {
 		return nil, fmt.Errorf("redisbackend: %w: SetTTL = %v, want >= 0", errInvalidConfig, opts.SetTTL)
@@ -210,14 +239,15 @@ func newSetDedup(b dedupBase, opts DedupOptions) (*SetDeduplicator, error) {
 		}
 		key = k
 	}
-	return &SetDeduplicator{dedupBase: b, key: key, ttl: strconv.FormatInt(int64(ms), 10)}, nil
+	b.route = key
+	return &setDedup{dedupBase: b, key: key, ttl: strconv.FormatInt(int64(ms), 10)}, nil
 }
 
 // Key returns the Redis key of the set.
-func (d *SetDeduplicator) Key() string { return d.key }
+func (d *setDedup) Key() string { return d.key }
 
 // IsDuplicate reports whether element was recorded (SISMEMBER). The empty element never is.
-func (d *SetDeduplicator) IsDuplicate(ctx context.Context, element string) (bool, error) {
+func (d *setDedup) IsDuplicate(ctx context.Context, element string) (bool, error) {
 	if element == "" {
 		return false, nil
 	}
@@ -236,7 +266,7 @@ func (d *SetDeduplicator) IsDuplicate(ctx context.Context, element string) (bool
 }
 
 // MarkSeen records element. The empty element is never recorded.
-func (d *SetDeduplicator) MarkSeen(ctx context.Context, element string) error {
+func (d *setDedup) MarkSeen(ctx context.Context, element string) error {
 	_, err := d.CheckAndMark(ctx, element)
 	return err
 }
@@ -244,7 +274,7 @@ func (d *SetDeduplicator) MarkSeen(ctx context.Context, element string) error {
 // CheckAndMark records element and reports whether it was already recorded; across
 // processes exactly one caller sees a new element as new. The empty element is never a
 // duplicate and never recorded.
-func (d *SetDeduplicator) CheckAndMark(ctx context.Context, element string) (bool, error) {
+func (d *setDedup) CheckAndMark(ctx context.Context, element string) (bool, error) {
 	if element == "" {
 		return false, nil
 	}
@@ -257,7 +287,7 @@ func (d *SetDeduplicator) CheckAndMark(ctx context.Context, element string) (boo
 
 // CheckAndMarkBatch is CheckAndMark of every element, in order, in one script call (so a
 // repeated element is a duplicate the second time). Result i is for elements[i].
-func (d *SetDeduplicator) CheckAndMarkBatch(ctx context.Context, elements []string) ([]bool, error) {
+func (d *setDedup) CheckAndMarkBatch(ctx context.Context, elements []string) ([]bool, error) {
 	out := make([]bool, len(elements))
 	args := make([]string, 1, len(elements)+1)
 	args[0] = d.ttl
@@ -294,7 +324,7 @@ func (d *SetDeduplicator) CheckAndMarkBatch(ctx context.Context, elements []stri
 }
 
 // Remove forgets element.
-func (d *SetDeduplicator) Remove(ctx context.Context, element string) error {
+func (d *setDedup) Remove(ctx context.Context, element string) error {
 	if element == "" {
 		return nil
 	}
@@ -310,7 +340,7 @@ func (d *SetDeduplicator) Remove(ctx context.Context, element string) error {
 }
 
 // Clear forgets every element (DEL).
-func (d *SetDeduplicator) Clear(ctx context.Context) error {
+func (d *setDedup) Clear(ctx context.Context) error {
 	if err := d.do(ctx, func(ctx context.Context, c rueidis.Client, _ *caps) error {
 		return c.Do(ctx, c.B().Del().Key(d.key).Build()).Error()
 	}); err != nil {
@@ -320,7 +350,7 @@ func (d *SetDeduplicator) Clear(ctx context.Context) error {
 }
 
 // UniqueCount returns the exact number of distinct elements recorded (SCARD).
-func (d *SetDeduplicator) UniqueCount(ctx context.Context) (int64, error) {
+func (d *setDedup) UniqueCount(ctx context.Context) (int64, error) {
 	var n int64
 	err := d.do(ctx, func(ctx context.Context, c rueidis.Client, _ *caps) (err error) {
 		n, err = c.Do(ctx, c.B().Scard().Key(d.key).Build()).AsInt64()

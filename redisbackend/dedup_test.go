@@ -46,8 +46,8 @@ func TestNewDeduplicatorErrors(t *testing.T) {
 	if _, err := NewDeduplicator(nil, "d", redstream.DedupSpec{Strategy: redstream.DedupSet}, DedupOptions{}); !errors.Is(err, redstream.ErrInvalidConfig) {
 		t.Errorf("nil client: err = %v, want ErrInvalidConfig", err)
 	}
-	if _, err := NewBloomDeduplicator(c, "d", redstream.DedupSpec{Strategy: redstream.DedupSet}, DedupOptions{}); !errors.Is(err, redstream.ErrInvalidConfig) {
-		t.Errorf("NewBloomDeduplicator with the set strategy: err = %v, want ErrInvalidConfig", err)
+	if _, err := newBloomDeduplicator(c, "d", redstream.DedupSpec{Strategy: redstream.DedupSet}, DedupOptions{}); !errors.Is(err, redstream.ErrInvalidConfig) {
+		t.Errorf("newBloomDeduplicator with the set strategy: err = %v, want ErrInvalidConfig", err)
 	}
 }
 
@@ -58,24 +58,24 @@ func TestDedupFactoryDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := d.(*BloomDeduplicator).Params()
+	b := d.(*bloomDedup).Params()
 	if b.Insertions != 1_000_000 || b.FPRate != 0.03 {
 		t.Errorf("Bloom defaults = n %d, p %g; want 1000000, 0.03", b.Insertions, b.FPRate)
 	}
 	t.Logf("default Bloom filter: m = %d bits (%.2f bits per element, %d KiB), k = %d, shards = %d",
-		b.Bits, d.(*BloomDeduplicator).BitsPerElement(), b.Bits/8/1024, b.K, b.Shards)
+		b.Bits, d.(*bloomDedup).BitsPerElement(), b.Bits/8/1024, b.K, b.Shards)
 	w, err := NewDeduplicator(c, "d", redstream.DedupSpec{Strategy: redstream.DedupWindowed}, DedupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := w.(*WindowDeduplicator).Window(); got != time.Hour {
+	if got := w.(*windowDedup).Window(); got != time.Hour {
 		t.Errorf("windowed default = %v, want 1h", got)
 	}
 	s, err := NewDeduplicator(c, "orders", redstream.DedupSpec{Strategy: redstream.DedupSet}, DedupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := s.(*SetDeduplicator).Key(), "streaming:dedup:{orders}:set"; got != want {
+	if got, want := s.(*setDedup).Key(), "streaming:dedup:{orders}:set"; got != want {
 		t.Errorf("set key = %q, want %q", got, want)
 	}
 }
@@ -106,7 +106,7 @@ func TestDedupBadInput(t *testing.T) {
 			t.Errorf("%s: UniqueCount after only bad input = %d, %v; want 0", s, n, err)
 		}
 	}
-	w, _ := NewWindowDeduplicator(c, uniq("bad"), time.Second, DedupOptions{})
+	w, _ := newWindowDeduplicator(c, uniq("bad"), time.Second, DedupOptions{})
 	if _, err := w.CheckAndMarkAt(ctx, "e", time.UnixMicro(-1)); !errors.Is(err, redstream.ErrInvalidTime) {
 		t.Errorf("CheckAndMarkAt before the epoch: err = %v, want ErrInvalidTime", err)
 	}
@@ -178,7 +178,7 @@ func TestDedupServerClock(t *testing.T) {
 func TestSetTTL(t *testing.T) {
 	c := redistest.Client(t)
 	ctx := context.Background()
-	d, err := NewSetDeduplicator(c, uniq("ttl"), DedupOptions{SetTTL: time.Minute})
+	d, err := newSetDeduplicator(c, uniq("ttl"), DedupOptions{SetTTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestSetTTL(t *testing.T) {
 	if err != nil || ttl <= 0 || ttl > 60000 {
 		t.Errorf("PTTL = %d, %v; want in (0, 60000]", ttl, err)
 	}
-	forever, _ := NewSetDeduplicator(c, uniq("ttl"), DedupOptions{})
+	forever, _ := newSetDeduplicator(c, uniq("ttl"), DedupOptions{})
 	dups, err := forever.CheckAndMarkBatch(ctx, []string{"a", "", "b", "a"})
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +211,7 @@ func TestSetTTL(t *testing.T) {
 func TestWindowDedup(t *testing.T) {
 	c := redistest.Client(t)
 	ctx := context.Background()
-	d, err := NewWindowDeduplicator(c, uniq("win"), time.Minute, DedupOptions{})
+	d, err := newWindowDeduplicator(c, uniq("win"), time.Minute, DedupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestBloomFalsePositiveRate(t *testing.T) {
 		shards int
 	}{{20000, 0.03, 1}, {20000, 0.01, 1}, {20000, 0.01, 4}} {
 		t.Run(fmt.Sprintf("n=%d,p=%g,shards=%d", tc.n, tc.p, tc.shards), func(t *testing.T) {
-			d, err := NewBloomDeduplicator(c, uniq("fp"), redstream.DedupSpec{Insertions: tc.n, FPRate: tc.p, Shards: tc.shards}, DedupOptions{})
+			d, err := newBloomDeduplicator(c, uniq("fp"), redstream.DedupSpec{Insertions: tc.n, FPRate: tc.p, Shards: tc.shards}, DedupOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -335,7 +335,7 @@ func TestBloomFalsePositiveRate(t *testing.T) {
 func TestBloomShardsSpreadOverCluster(t *testing.T) {
 	c := redistest.ClusterClient(t)
 	ctx := context.Background()
-	d, err := NewBloomDeduplicator(c, uniq("shards"), redstream.DedupSpec{Insertions: 1000, FPRate: 0.01, Shards: 8}, DedupOptions{})
+	d, err := newBloomDeduplicator(c, uniq("shards"), redstream.DedupSpec{Insertions: 1000, FPRate: 0.01, Shards: 8}, DedupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func TestBloomShardsSpreadOverCluster(t *testing.T) {
 
 // TestBloomLargeFilter: a filter over one Redis string's 2^32 bits is sharded automatically.
 func TestBloomLargeFilter(t *testing.T) {
-	d, err := NewBloomDeduplicator(nopClient(t), "big", redstream.DedupSpec{Insertions: 1 << 30, FPRate: 0.001}, DedupOptions{})
+	d, err := newBloomDeduplicator(nopClient(t), "big", redstream.DedupSpec{Insertions: 1 << 30, FPRate: 0.001}, DedupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

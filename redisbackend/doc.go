@@ -7,22 +7,26 @@
 // and Valkey 8.1 and 9.1, single server and cluster.
 //
 // Limiters: [NewLimiter] for one [redstream.Spec] (token bucket, leaky bucket, sliding
-// window log, sliding window counter, fixed window), [NewMultiLimiter] for several limits on
+// window log, sliding window counter, fixed window), [NewMultiLimiter] for several specs on
 // one key, all-or-nothing. [Limiter.AllowBatch] decides many keys in one pipelined round
-// trip. Deduplicators: [NewDeduplicator] builds a [SetDeduplicator] (exact),
-// [BloomDeduplicator] (probabilistic, atomic check-and-add, sharded) or
-// [WindowDeduplicator] (forgets an element a window after it was last seen).
+// trip. [NewConcurrencyLimiter] hands out leases on a redstream.Concurrency limit (at most N
+// units held at once per key, shared by every process, a dead holder's slots back at its
+// lease's expiry), alone or with rate limits. Deduplicators: [NewDeduplicator] builds a set (exact), a Bloom filter
+// (probabilistic, atomic check-and-add, sharded) or a windowed deduplicator (forgets an
+// element a window after it was last seen).
 //
 // Clock: a zero time means the Redis server's TIME, read inside the script, so clients need
 // no synchronized clocks; an explicit time is passed to the script as is (tests, replays).
 //
 // Keys: all the keys of one call share a hash tag derived from the user key in one key
 // schema (keys.go), so user keys holding '{', '}', spaces, binary bytes or megabytes of data
-// work and stay in one cluster slot. A limiter's keys end with its Spec's [Fingerprint], so
-// limiters of different parameters never share state. Default key prefixes:
-// [DefaultTokenBucketPrefix] (the Java starter's "streaming:tb"), [DefaultSlidingWindowPrefix]
-// (the Java starter's "streaming:rl") and one per other engine. A key holding state a script
-// did not write is [ErrForeignState], naming the key and what it holds.
+// work and stay in one cluster slot. A limiter's keys end with its Spec's fingerprint (the
+// algorithm's name and its parameters in core units, "sliding.60000000.10"; see
+// [Limiter.Keys]), so limiters of different parameters never share state. The default key
+// prefix is [DefaultKeyPrefix] ("streaming:rl", the Java starter's) for every algorithm,
+// as in configuration files, where a policy's keys add its name (docs/limiters.md, "Key
+// prefixes"). redisbackend/testdata/keys.json pins the key schema. A key holding state a
+// script did not write is [ErrForeignState], naming the key and what it holds.
 //
 // Java interop: by default no key meets the Java implementation's. [Options.JavaCompatible]
 // (sliding window, token bucket) and [DedupOptions.JavaCompatible] (set deduplicator) read
@@ -31,8 +35,7 @@
 // Local denials: after Redis denies a key's request of cost n with RetryAfter r, that key's
 // state can only move forward until r has passed (a denial changes nothing; time and other
 // admissions only add), so the limiter answers the requests that denial proves denied in
-// process, with no round trip, from a bounded table (at most [DefaultLocalDenialEntries] keys
-// per limiter): token and leaky bucket and fixed window, every cost >= n; sliding log and
+// process, with no round trip, from a bounded table (at most 8,192 keys per limiter): token and leaky bucket and fixed window, every cost >= n; sliding log and
 // sliding counter, cost n, when the denial's Remaining is n-1 (always for n = 1). Each field
 // of such a Decision is the one Redis would give: at explicit times exactly (a conformance
 // test runs limiters with and without local denials side by side on random sequences, on
@@ -46,12 +49,32 @@
 // redis_streaming_rl_local_denied_total{prefix="..."} and, by a named limiter, as denials.
 // [Options.DisableLocalDenials] turns them off.
 //
+// Leased quota (off by default, [Options.Quota], a [QuotaOptions]): for a hot key under its
+// limit, the limiter takes a slice of the key's budget in one script call (lease.lua) and
+// admits requests from it in process until it is spent or three quarters of its life have
+// passed; the next request gives back the unused units and takes the next lease in the same
+// call. A lease takes its units from the key's state as a request of that cost would, so no
+// number of processes admits more than the limit; a process that dies holding a lease leaves
+// its unused units spent. A slice is the request's cost plus the rate the process admitted on
+// the key during its previous lease times QuotaOptions.Duration, at most QuotaOptions.MaxShare
+// of the limit: a cold key takes just its request's cost, as without leases. A token bucket's
+// lease is recorded as taken at its end; a window algorithm's ends with its window. Token
+// bucket, fixed window and sliding counter have leases; the leaky bucket, the sliding log,
+// multi-limit and JavaCompatible limiters refuse them. Peek and AllowBatch read Redis, where
+// leased units count as spent. docs/limiters.md, "Hot keys under their limit", has the
+// details.
+//
 // Failures: every Redis call has a deadline of its own, [Options.Timeout] (default
 // [DefaultTimeout], 100 ms), whatever the caller's context allows, and a circuit breaker
-// ([BreakerOptions]): after 3 consecutive failures calls fail at once with an error
+// ([Options.Breaker], a redstream.BreakerOptions): after 3 consecutive failures calls fail at once with an error
 // wrapping redstream.ErrCircuitOpen, without touching Redis, and after a cool-down of 1 s a
 // probe call tests Redis again. So a hung server costs a few timeouts, then microseconds per
-// decision, instead of rueidis's 10 s write timeout per request. A limiter returns a
+// decision, instead of rueidis's 10 s write timeout per request. The breaker counts causes,
+// not calls: the calls in flight on a connection that drops fail at once with one
+// connection-level error and count as one failure, and on a Redis Cluster each master has a
+// breaker of its own (by the key's hash slot), so that one failing master fails fast only
+// its own keys. A call is made again once only when its error proves it never reached Redis
+// (a failed dial). A limiter returns a
 // failure as an error with a denied decision (fail-closed); redstream.WithFailurePolicy is
 // the one place that turns failures into admissions (FailOpen) or decisions of an
 // in-process limiter of the same specs (FailFallback; [Limiter.NewLocal] builds it). Bad

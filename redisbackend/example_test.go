@@ -32,15 +32,15 @@ func ExampleNewLimiter() {
 	defer stop()
 	ctx := context.Background()
 
-	// A token bucket: bursts of 3, refilled at 1 token per second; keys under the seed's
-	// "streaming:tb" prefix.
+	// A token bucket: bursts of 3, refilled at 1 token per second; keys under the default
+	// "streaming:rl" prefix.
 	limiter, err := redisbackend.NewLimiter(client, redstream.TokenBucket(3, 1), redisbackend.Options{})
 	if err != nil {
 		panic(err)
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // explicit times; Allow uses Redis TIME
 	for i := 0; i < 4; i++ {
-		d, err := limiter.AllowAt(ctx, "user:1", now)
+		d, err := limiter.AllowN(ctx, "user:1", now, 1)
 		if err != nil {
 			panic(err)
 		}
@@ -52,7 +52,7 @@ func ExampleNewLimiter() {
 	// allowed=true remaining=1 retry-after=0s
 	// allowed=true remaining=0 retry-after=0s
 	// allowed=false remaining=0 retry-after=1s
-	// [streaming:tb:{user:1}:token-bucket.1000000.3000000.3]
+	// [streaming:rl:{user:1}:token-bucket.1000000.3000000.3]
 }
 
 func ExampleNewLimiter_slidingWindow() {
@@ -68,7 +68,7 @@ func ExampleNewLimiter_slidingWindow() {
 	}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, at := range []time.Duration{0, 300 * time.Millisecond, 600 * time.Millisecond, time.Second} {
-		d, _ := limiter.AllowAt(ctx, "203.0.113.7", start.Add(at))
+		d, _ := limiter.AllowN(ctx, "203.0.113.7", start.Add(at), 1)
 		fmt.Printf("+%v allowed=%v retry-after=%v\n", at, d.Allowed, d.RetryAfter)
 	}
 	// Output:
@@ -93,7 +93,7 @@ func ExampleNewMultiLimiter() {
 	}
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, at := range []time.Duration{0, 0, 0, 2 * time.Second, 3 * time.Second} {
-		d, _ := limiter.AllowAt(ctx, "user:1", start.Add(at))
+		d, _ := limiter.AllowN(ctx, "user:1", start.Add(at), 1)
 		fmt.Printf("+%v allowed=%v limit=%d remaining=%d retry-after=%v\n", at, d.Allowed, d.Limit, d.Remaining, d.RetryAfter)
 	}
 	// Output:
@@ -146,7 +146,7 @@ func Example_failurePolicy() {
 	stop() // Redis goes away
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; i < 3; i++ {
-		d, err := limiter.AllowAt(ctx, "user:1", now)
+		d, err := limiter.AllowN(ctx, "user:1", now, 1)
 		fmt.Println(d.Allowed, err)
 	}
 	// Output:
@@ -160,13 +160,13 @@ func ExampleNewDeduplicator() {
 	defer stop()
 	ctx := context.Background()
 
-	// The seed's WindowDeduplicator("dedup:orders", 1 hour).
+	// The seed's windowDedup("dedup:orders", 1 hour).
 	d, err := redisbackend.NewDeduplicator(client, "dedup:orders",
 		redstream.DedupSpec{Strategy: redstream.DedupWindowed, Window: time.Hour}, redisbackend.DedupOptions{})
 	if err != nil {
 		panic(err)
 	}
-	w := d.(*redisbackend.WindowDeduplicator)
+	w := d.(redstream.TimedDeduplicator) // the windowed strategy takes explicit times too
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, at := range []time.Duration{0, 30 * time.Minute, 90 * time.Minute, 151 * time.Minute} {
 		dup, _ := w.CheckAndMarkAt(ctx, "order-1", start.Add(at))
@@ -179,26 +179,31 @@ func ExampleNewDeduplicator() {
 	// +2h31m0s duplicate=false
 }
 
-func ExampleBloomDeduplicator() {
+// A Bloom filter of a million expected elements at a 3% false-positive rate; the Redis
+// deduplicators decide many elements in one round trip.
+func ExampleNewDeduplicator_bloom() {
 	client, stop := embedded()
 	defer stop()
 	ctx := context.Background()
 
-	d, err := redisbackend.NewBloomDeduplicator(client, "seen-ids",
-		redstream.DedupSpec{Insertions: 1_000_000, FPRate: 0.03}, redisbackend.DedupOptions{})
+	spec := redstream.DedupSpec{Strategy: redstream.DedupBloom, Insertions: 1_000_000, FPRate: 0.03}
+	d, err := redisbackend.NewDeduplicator(client, "seen-ids", spec, redisbackend.DedupOptions{})
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("k=%d, %.1f bits per element\n", d.Params().K, d.BitsPerElement())
-	dups, _ := d.CheckAndMarkBatch(ctx, []string{"id-1", "id-2", "id-1"})
+	p, _ := spec.BloomParams()
+	fmt.Printf("k=%d, %.1f bits per element\n", p.K, float64(p.Bits)/float64(spec.Insertions))
+	batch := d.(interface {
+		CheckAndMarkBatch(ctx context.Context, elements []string) ([]bool, error)
+	})
+	dups, _ := batch.CheckAndMarkBatch(ctx, []string{"id-1", "id-2", "id-1"})
 	fmt.Println(dups)
 	n, _ := d.UniqueCount(ctx)
-	est, _ := d.Count(ctx)
-	fmt.Println(n, est)
+	fmt.Println(n)
 	// Output:
 	// k=5, 7.3 bits per element
 	// [false false true]
-	// 2 2
+	// 2
 }
 
 // ExampleConnect starts a service while Redis is down: the limiter answers from its
@@ -227,7 +232,7 @@ func ExampleConnect() {
 		panic(err)
 	}
 	ctx := context.Background()
-	d, err := limiter.Allow(ctx, "user:1")
+	d, err := limiter.AllowN(ctx, "user:1", time.Time{}, 1)
 	fmt.Println("before Redis:", d.Allowed, err, d.Remaining)
 
 	m := miniredis.NewMiniRedis() // Redis starts
@@ -241,7 +246,7 @@ func ExampleConnect() {
 		panic(err)
 	}
 	for i := 0; i < 2; i++ {
-		d, err = limiter.Allow(ctx, "user:1")
+		d, err = limiter.AllowN(ctx, "user:1", time.Time{}, 1)
 		fmt.Println("in Redis:", d.Allowed, err, d.Remaining)
 	}
 	// Output:

@@ -20,61 +20,6 @@ import (
 // Options.Timeout (DedupOptions.Timeout) is zero.
 const DefaultTimeout = 100 * time.Millisecond
 
-// BreakerOptions configures the circuit breaker of an engine (Options.Breaker,
-// DedupOptions.Breaker). The zero value is the default breaker: it opens after 3
-// consecutive failures, or when half of at least 20 calls in 10 s failed; while open,
-// calls fail at once with an error wrapping redstream.ErrCircuitOpen, without reaching
-// Redis; after a cool-down of 1 s one probe call reaches Redis, and closes the breaker
-// when it succeeds or opens it for another cool-down when it fails.
-//
-// A failure is a Redis call that did not answer in time (Timeout), could not be sent or
-// read (connection refused, reset), or got an error reply of a server that cannot serve
-// (LOADING, BUSY, READONLY, OOM, CLUSTERDOWN, ...). A script's runtime error on one key
-// proves the server alive and is not a failure; neither is a call whose caller cancelled
-// its own context. A call that outlived the caller's own deadline is a failure when that
-// deadline left it at least 10 ms, so that callers with deadlines shorter than the timeout
-// open the breaker on a hung server too.
-type BreakerOptions struct {
-	// Disabled turns the breaker off: every call reaches Redis and, against a hung
-	// server, waits for its Timeout.
-	Disabled bool
-	// Failures is the number of consecutive failures that opens the breaker (default
-	// 3); negative disables this rule. The breaker is the engine's, not a cluster node's:
-	// on a cluster one failing master can open it for every key; -1 there leaves the
-	// error-rate rule to judge.
-	Failures int
-	// ErrorRate, in (0, 1], opens the breaker when that fraction of the calls of the last
-	// Window failed, once MinCalls calls were made (default 0.5); negative disables this
-	// rule.
-	ErrorRate float64
-	// MinCalls is the number of calls in Window below which ErrorRate is not judged
-	// (default 20).
-	MinCalls int
-	// Window is the period ErrorRate is measured over (default 10 s).
-	Window time.Duration
-	// CoolDown is how long the open breaker fails calls before a probe (default 1 s).
-	// It bounds how long decisions keep failing after Redis is back.
-	CoolDown time.Duration
-	// Probes is the number of concurrent probe calls when the cool-down is over, and the
-	// number of successful probes that close the breaker (default 1).
-	Probes int
-	// OnStateChange, when set, is called after each transition of the breaker,
-	// synchronously on the goroutine whose call caused it; keep it fast.
-	OnStateChange func(BreakerChange)
-	// OnFailure, when set, is called with each failed Redis call (not with the fast
-	// failures of an open breaker), synchronously on the caller's goroutine; keep it fast.
-	OnFailure func(error)
-}
-
-// BreakerChange is one transition of an engine's circuit breaker.
-type BreakerChange struct {
-	From, To redstream.BreakerState
-	// Err is the failure that opened the breaker; nil when it half-opens or closes.
-	Err error
-	// At is when the transition happened.
-	At time.Time
-}
-
 // defaultTimeout is the timeout of a zero Options.Timeout: DefaultTimeout, except in this
 // package's own tests, whose equivalence suites run on a loaded machine (the tests of the
 // deadline itself set their Timeout explicitly).
@@ -82,8 +27,9 @@ var defaultTimeout = DefaultTimeout
 
 // guard gives every Redis call of an engine its deadline and its breaker.
 type guard struct {
-	timeout time.Duration // <= 0: the caller's context alone
-	br      *health.Breaker
+	timeout time.Duration         // <= 0: the caller's context alone
+	br      *health.Set           // one breaker per cluster master; nil when disabled
+	src     *atomic.Pointer[link] // the engine's link, for the breakers' topology lookups
 	// suspect is set while the last call ended without an answer: rueidis closes a
 	// connection whose call outlived its context and redials it, and a call that waits
 	// for that dial (on a hung server, up to the dialer's timeout) does not return at its
@@ -92,26 +38,28 @@ type guard struct {
 }
 
 // newGuard validates timeout and b; component and degraded word the breaker's log lines.
-func newGuard(timeout time.Duration, b BreakerOptions, log *slog.Logger, component, degraded string, attrs ...slog.Attr) (guard, error) {
+func newGuard(timeout time.Duration, b redstream.BreakerOptions, log *slog.Logger, component, degraded string, attrs ...slog.Attr) (guard, error) {
 	switch {
 	case timeout == 0:
 		timeout = defaultTimeout
 	case timeout < 0:
 		timeout = 0
 	}
-	g := guard{timeout: timeout, suspect: new(atomic.Bool)}
+	g := guard{timeout: timeout, suspect: new(atomic.Bool), src: new(atomic.Pointer[link])}
 	if b.Disabled {
 		return g, nil
 	}
-	cfg := health.Config{
-		Failures: b.Failures, ErrorRate: b.ErrorRate, MinCalls: b.MinCalls, Window: b.Window,
-		CoolDown: b.CoolDown, Probes: b.Probes, Logger: log, Component: component, Degraded: degraded,
-		Attrs: attrs, OnFailure: b.OnFailure,
-	}
-	if f := b.OnStateChange; f != nil {
-		cfg.OnStateChange = func(c health.Change) { f(BreakerChange{From: c.From, To: c.To, Err: c.Err, At: c.At}) }
-	}
-	br, err := health.New(cfg)
+	src := g.src
+	lookup := health.ClusterLookup(func() (rueidis.Client, error) {
+		k := src.Load()
+		if k == nil {
+			return nil, ErrNotConnected
+		}
+		c, _, err := k.get()
+		return c, err
+	})
+	cfg := health.Config{BreakerOptions: b, Logger: log, Component: component, Degraded: degraded, Attrs: attrs}
+	br, err := health.NewSet(cfg, lookup)
 	if err != nil {
 		return g, fmt.Errorf("redisbackend: Breaker: %w", err)
 	}
@@ -124,35 +72,59 @@ func newGuard(timeout time.Duration, b BreakerOptions, log *slog.Logger, compone
 // round trip. A caller whose deadline was nearly spent says nothing about Redis.
 const minCallerBudget = 10 * time.Millisecond
 
-// call is one Redis call under a guard: the breaker's ticket and the time the call had.
+// bind gives the guard's breakers the engine's link, through which they look the
+// cluster's topology up.
+func (g *guard) bind(k link) { g.src.Store(&k) }
+
+// call is one Redis call under a guard: the breaker of the call's node, its ticket and the
+// time the call had.
 type call struct {
+	br     *health.Breaker
 	t      health.Ticket
 	budget time.Duration
 }
 
-// begin asks the breaker for a call and bounds ctx by the timeout. On an open breaker it
-// returns an error wrapping redstream.ErrCircuitOpen and the caller must not call Redis.
-func (g *guard) begin(ctx context.Context) (context.Context, context.CancelFunc, call, error) {
-	return g.beginN(ctx, 1)
+// begin asks the breaker of the node serving key (a Redis key of the call) for a call and
+// bounds ctx by the timeout. On an open breaker it returns an error wrapping
+// redstream.ErrCircuitOpen and the caller must not call Redis.
+func (g *guard) begin(ctx context.Context, key string) (context.Context, context.CancelFunc, call, error) {
+	return g.beginN(ctx, key, 1)
 }
 
 // beginN is begin for a call that decides as much as k calls: its deadline is k timeouts.
-func (g *guard) beginN(ctx context.Context, k int) (context.Context, context.CancelFunc, call, error) {
+func (g *guard) beginN(ctx context.Context, key string, k int) (context.Context, context.CancelFunc, call, error) {
+	c, err := g.admit(key)
+	if err != nil {
+		return nil, nil, c, err
+	}
+	cctx, cancel := g.bound(ctx, k, &c)
+	return cctx, cancel, c, nil
+}
+
+// admit asks the breaker of the node serving key for a call; the error wraps
+// redstream.ErrCircuitOpen.
+func (g *guard) admit(key string) (call, error) {
 	var c call
 	if g.br != nil {
+		c.br = g.br.For(key)
 		var err error
-		if c.t, err = g.br.Allow(); err != nil {
-			return nil, nil, c, err
+		if c.t, err = c.br.Allow(); err != nil {
+			return c, err
 		}
 	}
+	return c, nil
+}
+
+// bound bounds ctx by k timeouts for the admitted call c and notes in c the time the
+// caller's own deadline leaves it.
+func (g *guard) bound(ctx context.Context, k int, c *call) (context.Context, context.CancelFunc) {
 	d := g.timeout * time.Duration(max(k, 1))
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl); d <= 0 || left <= d {
 			c.budget = left // the caller's deadline bounds the call
 		}
 	}
-	cctx, cancel := health.WithTimeout(ctx, d)
-	return cctx, cancel, c, nil
+	return health.WithTimeout(ctx, d)
 }
 
 // end reports a call's outcome (err is the Redis result's error) to the breaker and
@@ -164,7 +136,7 @@ func (g *guard) end(ctx context.Context, c call, err error) error {
 	if failed := err != nil && !isAnswer(err); failed != g.suspect.Load() {
 		g.suspect.Store(failed)
 	}
-	if g.br != nil {
+	if c.br != nil {
 		var herr error
 		if isBackendFailure(err) {
 			herr = err
@@ -173,12 +145,31 @@ func (g *guard) end(ctx context.Context, c call, err error) error {
 		if herr != nil && c.budget >= minCallerBudget && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			judge = context.Background()
 		}
-		g.br.Done(judge, c.t, herr)
+		c.br.Done(judge, c.t, herr)
 	}
 	if err != nil && g.timeout > 0 && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w (no answer within the timeout, %v per decision)", err, g.timeout)
 	}
 	return err
+}
+
+// once runs f, a Redis call under ctx, and runs it again, once, if its error proves that
+// the command never reached Redis (health.NotSent: a failed dial, such as a connection
+// refused) and ctx has time left. rueidis gives the calls in flight on a dropped
+// connection one error (EOF, a reset) whether their command was written or not, and a
+// written command may have run: those are never repeated, or a decision could count twice.
+func once(ctx context.Context, f func() error) error {
+	err := f()
+	if retryable(ctx, err) {
+		err = f()
+	}
+	return err
+}
+
+// retryable reports whether a call that failed with err may be made again at once (see
+// once).
+func retryable(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() == nil && health.NotSent(err)
 }
 
 // suspected reports whether the last call ended without an answer, so that the next one
@@ -211,7 +202,8 @@ func isAnswer(err error) bool {
 	return ok
 }
 
-// state returns the breaker's state (closed without a breaker).
+// state returns the breakers' worst state (closed without a breaker): open when any
+// master's breaker is open.
 func (g *guard) state() redstream.BreakerState {
 	if g.br == nil {
 		return redstream.BreakerClosed

@@ -11,12 +11,11 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
-	"github.com/redstream-go/redstream/lua"
 )
 
 // Interoperation with the Java implementation (the Spring Boot starters redstream's
 // configuration keys come from). By default redstream's keys never meet the Java side's:
-// limiter keys carry the Spec's Fingerprint, deduplicator keys a role, so a mixed fleet
+// limiter keys carry the Spec's fingerprint, deduplicator keys a role, so a mixed fleet
 // keeps two disjoint sets of state. With Options.JavaCompatible (limiters) or
 // DedupOptions.JavaCompatible (deduplicators) an engine reads and writes the Java layout
 // instead, so that Go and Java processes share limits and dedup state during a migration:
@@ -42,8 +41,8 @@ import (
 var ErrForeignState = errors.New("redisbackend: foreign state")
 
 var (
-	scriptJavaSlidingWindow = newScript("java_sliding_window.lua", lua.JavaSlidingWindow, false)
-	scriptJavaTokenBucket   = newScript("java_token_bucket.lua", lua.JavaTokenBucket, false)
+	scriptJavaSlidingWindow = newScript("java_sliding_window.lua")
+	scriptJavaTokenBucket   = newScript("java_token_bucket.lua")
 )
 
 var errJavaMulti = fmt.Errorf("redisbackend: %w: JavaCompatible: the Java implementation has no multi-limit layout", errInvalidConfig)

@@ -31,10 +31,10 @@ func ExampleOptions_javaCompatible() {
 	}
 	own, _ := redisbackend.NewLimiter(client, redstream.SlidingWindow(time.Second, 3), redisbackend.Options{})
 	for i := 0; i < 2; i++ {
-		d, _ := shared.AllowAt(ctx, "user:1", now)
+		d, _ := shared.AllowN(ctx, "user:1", now, 1)
 		fmt.Printf("shared: allowed=%v remaining=%d retry-after=%v\n", d.Allowed, d.Remaining, d.RetryAfter)
 	}
-	d, _ := own.AllowAt(ctx, "user:1", now)
+	d, _ := own.AllowN(ctx, "user:1", now, 1)
 	fmt.Printf("own:    allowed=%v remaining=%d\n", d.Allowed, d.Remaining)
 	fmt.Println(shared.Keys("user:1"), own.Keys("user:1"))
 	// Output:
@@ -45,13 +45,15 @@ func ExampleOptions_javaCompatible() {
 }
 
 // Limiters of different specs on the same user key never share state: each key carries its
-// spec's fingerprint.
-func ExampleFingerprint() {
-	tenPerMinute, _ := redstream.SlidingWindow(time.Minute, 10).Core()
-	burst, _ := redstream.TokenBucket(10, 5).Core()
-	fmt.Println(redisbackend.Fingerprint(tenPerMinute))
-	fmt.Println(redisbackend.Fingerprint(burst))
+// spec's fingerprint (the algorithm and its parameters in core units).
+func ExampleLimiter_Keys() {
+	client, stop := embedded()
+	defer stop()
+	tenPerMinute, _ := redisbackend.NewLimiter(client, redstream.SlidingWindow(time.Minute, 10), redisbackend.Options{})
+	burst, _ := redisbackend.NewLimiter(client, redstream.TokenBucket(10, 5), redisbackend.Options{})
+	fmt.Println(tenPerMinute.Keys("user:1"))
+	fmt.Println(burst.Keys("user:1"))
 	// Output:
-	// sliding.60000000.10
-	// token-bucket.200000.2000000.10
+	// [streaming:rl:{user:1}:sliding.60000000.10]
+	// [streaming:rl:{user:1}:token-bucket.200000.2000000.10]
 }

@@ -131,7 +131,7 @@ func TestJavaSlidingWindowShared(t *testing.T) {
 					t.Fatal("Java denied a request of an empty window")
 				}
 			}
-			d, err := l.AllowAt(ctx, "user:1", time.UnixMilli(t0+20).Add(700*time.Microsecond))
+			d, err := l.AllowN(ctx, "user:1", time.UnixMilli(t0+20).Add(700*time.Microsecond), 1)
 			if err != nil || !d.Allowed || d.Remaining != 2 || d.Limit != limit {
 				t.Fatalf("Go after two Java admissions = %+v, %v; want allowed, Remaining 2", d, err)
 			}
@@ -151,11 +151,11 @@ func TestJavaSlidingWindowShared(t *testing.T) {
 			if java.sliding(t, "user:1", t0+40, windowMs, limit) {
 				t.Fatal("Java admitted a sixth request: it did not count Go's")
 			}
-			d, err = l.AllowAt(ctx, "user:1", time.UnixMilli(t0+50))
+			d, err = l.AllowN(ctx, "user:1", time.UnixMilli(t0+50), 1)
 			if err != nil || d.Allowed || d.Remaining != 0 || d.RetryAfter != 950*time.Millisecond {
 				t.Fatalf("Go on a full window = %+v, %v; want denied, RetryAfter 950ms (the first Java entry leaves)", d, err)
 			}
-			d, err = l.AllowAt(ctx, "user:1", time.UnixMilli(t0+50).Add(d.RetryAfter))
+			d, err = l.AllowN(ctx, "user:1", time.UnixMilli(t0+50).Add(d.RetryAfter), 1)
 			if err != nil || !d.Allowed {
 				t.Fatalf("Go at RetryAfter = %+v, %v; want allowed", d, err)
 			}
@@ -197,7 +197,7 @@ func TestJavaSlidingWindowRandom(t *testing.T) {
 						got = java.sliding(t, "k", now, windowMs, limit)
 					} else {
 						side = "Go"
-						d, err := l.AllowAt(ctx, "k", time.UnixMilli(now).Add(time.Duration(rng.IntN(1000))*time.Microsecond))
+						d, err := l.AllowN(ctx, "k", time.UnixMilli(now).Add(time.Duration(rng.IntN(1000))*time.Microsecond), 1)
 						if err != nil {
 							t.Fatalf("step %d: %v", step, err)
 						}
@@ -233,7 +233,7 @@ func TestJavaTokenBucketShared(t *testing.T) {
 			if !java.token(t, "user:1", capacity, rate, t0) || !java.token(t, "user:1", capacity, rate, t0) {
 				t.Fatal("Java denied a full bucket")
 			}
-			d, err := l.AllowAt(ctx, "user:1", time.UnixMilli(t0+100))
+			d, err := l.AllowN(ctx, "user:1", time.UnixMilli(t0+100), 1)
 			// 1 token + 100 ms * 2/s = 1.2: admitted, 0.2 left.
 			if err != nil || !d.Allowed || d.Remaining != 0 || d.Limit != 3 {
 				t.Fatalf("Go after two Java admissions = %+v, %v; want allowed, Remaining 0, Limit 3", d, err)
@@ -251,7 +251,7 @@ func TestJavaTokenBucketShared(t *testing.T) {
 			if java.token(t, "user:1", capacity, rate, t0+200) {
 				t.Fatal("Java admitted with 0.4 tokens: it did not read Go's write")
 			}
-			d, err = l.AllowAt(ctx, "user:1", time.UnixMilli(t0+200))
+			d, err = l.AllowN(ctx, "user:1", time.UnixMilli(t0+200), 1)
 			if err != nil || d.Allowed || d.RetryAfter != 300*time.Millisecond {
 				t.Fatalf("Go with 0.4 tokens = %+v, %v; want denied, RetryAfter 300ms", d, err)
 			}
@@ -317,7 +317,7 @@ func TestJavaTokenBucketRandom(t *testing.T) {
 					if isJava {
 						got = java.token(t, "k", capacity, rate, now)
 					} else {
-						d, err := l.AllowAt(ctx, "k", time.UnixMilli(now))
+						d, err := l.AllowN(ctx, "k", time.UnixMilli(now), 1)
 						if err != nil {
 							t.Fatalf("step %d: %v", step, err)
 						}
@@ -335,7 +335,7 @@ func TestJavaTokenBucketRandom(t *testing.T) {
 	}
 }
 
-// TestJavaSetDedupShared: the Java SetDeduplicator's set at the bare name is the Go set
+// TestJavaSetDedupShared: the Java setDedup's set at the bare name is the Go set
 // deduplicator's state with JavaCompatible, both ways.
 func TestJavaSetDedupShared(t *testing.T) {
 	for _, b := range javaBackends {
@@ -396,14 +396,14 @@ func TestJavaKeysUntouchedByDefault(t *testing.T) {
 			c := b.client(t)
 			ctx := context.Background()
 			user := uniq("user")
-			java := javaLimiter{c, DefaultSlidingWindowPrefix}
-			javaTB := javaLimiter{c, DefaultTokenBucketPrefix}
+			java := javaLimiter{c, DefaultKeyPrefix}
+			javaTB := javaLimiter{c, javaTokenBucketPrefix}
 			now := time.Now().UnixMilli()
 			for i := 0; i < 3; i++ {
 				java.sliding(t, user, now, 60000, 3)
 				javaTB.token(t, user, 3, 1, now)
 			}
-			keys := []string{DefaultSlidingWindowPrefix + ":{" + user + "}", DefaultSlidingWindowPrefix + ":{" + user + "}:seq", DefaultTokenBucketPrefix + ":{" + user + "}:tb"}
+			keys := []string{DefaultKeyPrefix + ":{" + user + "}", DefaultKeyPrefix + ":{" + user + "}:seq", javaTokenBucketPrefix + ":{" + user + "}:tb"}
 			dump := func() []string {
 				var out []string
 				for _, k := range keys {
@@ -415,7 +415,7 @@ func TestJavaKeysUntouchedByDefault(t *testing.T) {
 			for _, spec := range []redstream.Spec{redstream.SlidingWindow(time.Minute, 3), redstream.TokenBucket(3, 1)} {
 				l := mustLimiter(t, c, spec, Options{})
 				for i := 0; i < 3; i++ {
-					d, err := l.Allow(ctx, user)
+					d, err := l.AllowN(ctx, user, time.Time{}, 1)
 					if err != nil || !d.Allowed {
 						t.Fatalf("%v default options, request %d = %+v, %v; want allowed (own state, not Java's full window)", spec, i, d, err)
 					}
@@ -486,7 +486,7 @@ func TestForeignState(t *testing.T) {
 						k := l.Keys("k")[0]
 						do(t, c, f.write(c, k))
 						before := snapshot(t, c, k)
-						d, err := l.AllowAt(ctx, "k", t0)
+						d, err := l.AllowN(ctx, "k", t0, 1)
 						if !errors.Is(err, ErrForeignState) || d.Allowed {
 							t.Fatalf("AllowAt = %+v, %v; want denied with ErrForeignState", d, err)
 						}
@@ -512,7 +512,7 @@ func TestForeignState(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if d, err := open.AllowAt(ctx, "k", t0); err != nil || !d.Allowed {
+						if d, err := open.AllowN(ctx, "k", t0, 1); err != nil || !d.Allowed {
 							t.Errorf("FailOpen on foreign state = %+v, %v; want admitted", d, err)
 						}
 					})
@@ -520,11 +520,11 @@ func TestForeignState(t *testing.T) {
 			}
 			t.Run("dedup", func(t *testing.T) {
 				name := uniq("foreign-dedup")
-				w, err := NewWindowDeduplicator(c, name, time.Minute, DedupOptions{})
+				w, err := newWindowDeduplicator(c, name, time.Minute, DedupOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				bl, err := NewBloomDeduplicator(c, name, redstream.DedupSpec{Insertions: 100, FPRate: 0.01}, DedupOptions{})
+				bl, err := newBloomDeduplicator(c, name, redstream.DedupSpec{Insertions: 100, FPRate: 0.01}, DedupOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -562,7 +562,7 @@ func TestForeignState(t *testing.T) {
 				}
 				ks := m.Keys("k")
 				do(t, c, c.B().Set().Key(ks[1]).Value("1:2").Build())
-				if _, err := m.AllowAt(ctx, "k", t0); !errors.Is(err, ErrForeignState) || !strings.Contains(err.Error(), ks[1]) {
+				if _, err := m.AllowN(ctx, "k", t0, 1); !errors.Is(err, ErrForeignState) || !strings.Contains(err.Error(), ks[1]) {
 					t.Fatalf("multi: err = %v, want ErrForeignState naming %s", err, ks[1])
 				}
 				if n, _ := do(t, c, c.B().Exists().Key(ks[0]).Build()).AsInt64(); n != 0 {
@@ -595,7 +595,7 @@ func TestJavaCompatibleErrors(t *testing.T) {
 		t.Errorf("set dedup JavaCompatible with a KeyPrefix: err = %v, want ErrInvalidConfig", err)
 	}
 	l := mustLimiter(t, c, redstream.SlidingWindow(time.Second, 1), Options{JavaCompatible: true})
-	if _, err := l.AllowAt(context.Background(), "}x", t0); err == nil || !strings.Contains(err.Error(), "hash tag") {
+	if _, err := l.AllowN(context.Background(), "}x", t0, 1); err == nil || !strings.Contains(err.Error(), "hash tag") {
 		t.Errorf("Java sliding window key starting with '}': err = %v, want the hash-tag error", err)
 	}
 }
@@ -611,7 +611,7 @@ func TestJavaOddKeysOnCluster(t *testing.T) {
 		l := mustLimiter(t, c, spec, Options{KeyPrefix: prefix + ":" + string(spec.Algorithm), JavaCompatible: true})
 		for _, k := range keys {
 			for i, want := range []bool{true, true, false} {
-				d, err := l.AllowAt(ctx, k, t0)
+				d, err := l.AllowN(ctx, k, t0, 1)
 				if err != nil || d.Allowed != want {
 					t.Fatalf("%v %q #%d = %+v, %v; want allowed %v", spec, k, i, d, err, want)
 				}
@@ -675,7 +675,7 @@ func FuzzForeignState(f *testing.F) {
 			t.Fatal(err)
 		}
 		for i := 0; i < 2; i++ {
-			d, err := l.AllowAt(ctx, "k", t0.Add(time.Duration(i)*time.Millisecond))
+			d, err := l.AllowN(ctx, "k", t0.Add(time.Duration(i)*time.Millisecond), 1)
 			if err != nil {
 				if !errors.Is(err, ErrForeignState) {
 					t.Fatalf("%v java=%v on %q (score %g): %v, want a decision or ErrForeignState", s.spec, s.java, v, score, err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/keyslot"
 )
 
 // The key schema: every Redis key redstream's engines use is built here.
@@ -27,7 +28,7 @@ import (
 // for one user key (all the keys of one script) lands in one slot whatever the user key
 // holds.
 //
-// Roles: a limiter's is its Spec's Fingerprint ("m<i>." + Fingerprint for limit i of a
+// Roles: a limiter's is its Spec's fingerprint ("m<i>." + fingerprint for limit i of a
 // multi-limiter), so limiters of different parameters never share a key; the
 // deduplicators' are "set", "win" and "winhw", and "bf.<k>.<shard bits>.<shards>" for the
 // Bloom filter. The Java implementation's layout (JavaCompatible, java.go) is the one
@@ -116,7 +117,7 @@ func checkSize(what string, n int) error {
 	return nil
 }
 
-// Fingerprint returns the canonical form of a limit's parameters, which the key of every
+// fingerprint returns the canonical form of a limit's parameters, which the key of every
 // limiter not in JavaCompatible mode carries, so that two limiters whose parameters differ
 // never read each other's state: the algorithm's name (core.Limit.Name), then each integer
 // parameter (core.Limit.Ints: interval, tolerance and burst in µs and units for the buckets,
@@ -130,7 +131,7 @@ func checkSize(what string, n int) error {
 // that is not plain; see the key schema above), e.g. "streaming:rl:{user:1}:sliding.60000000.10".
 // The form is the same in every runtime that shares redstream's keys; the vectors in
 // redisbackend/testdata/keys.json pin it (spec, parameters, fingerprint, Redis keys).
-func Fingerprint(p core.Limit) string {
+func fingerprint(p core.Limit) string {
 	var b []byte
 	b = append(b, p.Name()...)
 	for _, x := range p.Ints() {
@@ -141,10 +142,10 @@ func Fingerprint(p core.Limit) string {
 }
 
 // specRole is the key role of a single-limit limiter of p.
-func specRole(p core.Limit) string { return Fingerprint(p) }
+func specRole(p core.Limit) string { return fingerprint(p) }
 
 // limitRole is the key role of limit i, of p, of a multi-limiter.
-func limitRole(i int, p core.Limit) string { return "m" + strconv.Itoa(i) + "." + Fingerprint(p) }
+func limitRole(i int, p core.Limit) string { return "m" + strconv.Itoa(i) + "." + fingerprint(p) }
 
 // limiterKeys returns the Redis keys of user key u, one per role: the schema's keys, or with
 // java the Java implementation's, "<prefix>:{<u>}" then "<prefix>:{<u>}:<role>" (javaKey).
@@ -193,33 +194,6 @@ func bloomShardKey(prefix, name, role string, shards, i int) string {
 	return redisKey(prefix, name+"/"+strconv.Itoa(i), role)
 }
 
-// crcTable is CRC16/XMODEM (polynomial 0x1021), Redis Cluster's key hash.
-var crcTable = func() (t [256]uint16) {
-	for i := range t {
-		crc := uint16(i) << 8
-		for j := 0; j < 8; j++ {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-		t[i] = crc
-	}
-	return t
-}()
-
 // slotOf returns the Redis Cluster slot of a key: CRC16 of its hash tag (the text between
 // the first '{' and the next '}', when not empty) or of the whole key, modulo 16384.
-func slotOf(key string) uint16 {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc = crc<<8 ^ crcTable[byte(crc>>8)^key[i]]
-	}
-	return crc & 16383
-}
+func slotOf(key string) uint16 { return keyslot.Of(key) }

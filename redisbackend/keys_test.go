@@ -140,7 +140,7 @@ func TestOddKeysOnCluster(t *testing.T) {
 		for _, lim := range limiters {
 			for _, k := range keys {
 				for i, want := range []bool{true, true, false} {
-					d, err := lim.AllowAt(ctx, k, now)
+					d, err := lim.AllowN(ctx, k, now, 1)
 					if err != nil {
 						t.Fatalf("%v AllowAt(%s) #%d: %v", lim.Specs(), shortName(k), i, err)
 					}
@@ -266,7 +266,7 @@ func vectors(t *testing.T) vectorFile {
 	}
 	out := vectorFile{Comment: []string{
 		"Redis keys of redstream's limiters and deduplicators, for every runtime that shares them.",
-		"fingerprint = name + ('.' + decimal int) for each of ints (redisbackend.Fingerprint).",
+		"fingerprint = name + ('.' + decimal int) for each of ints.",
 		"ints are core.Limit.Ints(): for the buckets interval = round(1e6/rate) µs, tolerance =",
 		"round(capacity*interval) µs (round half away from zero, float64), burst = tolerance div interval;",
 		"for the windows window_us (the window truncated to whole µs) and limit.",
@@ -274,8 +274,8 @@ func vectors(t *testing.T) vectorFile {
 		"tag = the key when plain (1..128 bytes of '!'..'~' without '{', '}', not starting with '#'),",
 		"else '#' + 16 hex digits of MurmurHash3 x64 128 (seed 0, h1, big-endian), and '|' + key ends the key.",
 		"java_compatible: the Java implementation's keys, <prefix>:{<key>} (and :seq) or <prefix>:{<key>}:tb.",
-		"Default prefixes: token-bucket streaming:tb, sliding streaming:rl, leaky-bucket streaming:lb,",
-		"sliding-counter streaming:sc, fixed streaming:fw, multi streaming:ml, deduplicators streaming:dedup.",
+		"Default prefixes: streaming:rl for every limiter (single or multi, any algorithm; a java_compatible",
+		"token bucket streaming:tb, the Java class's), deduplicators streaming:dedup.",
 	}}
 	for _, tc := range cases {
 		v := keyVector{Specs: tc.specs, Multi: tc.multi, JavaCompatible: tc.java, Prefix: tc.prefix, KeyHex: hex.EncodeToString([]byte(tc.key))}
@@ -290,7 +290,7 @@ func vectors(t *testing.T) vectorFile {
 			}
 			specs = append(specs, s.spec())
 			v.Ints = append(v.Ints, p.Ints())
-			v.Fingerprints = append(v.Fingerprints, Fingerprint(p))
+			v.Fingerprints = append(v.Fingerprints, fingerprint(p))
 		}
 		o := Options{KeyPrefix: tc.prefix, JavaCompatible: tc.java}
 		var l *Limiter
@@ -331,9 +331,9 @@ func vectors(t *testing.T) vectorFile {
 		}
 		var keys []string
 		switch d := d.(type) {
-		case *SetDeduplicator:
+		case *setDedup:
 			keys = []string{d.Key()}
-		case *WindowDeduplicator:
+		case *windowDedup:
 			keys = d.Keys()
 		}
 		out.Dedup = append(out.Dedup, dedupVector{string(tc.strategy), tc.java, tc.prefix, tc.name, keys})
@@ -380,7 +380,7 @@ func TestKeyVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fp := Fingerprint(p); fp != v.Fingerprints[j] {
+			if fp := fingerprint(p); fp != v.Fingerprints[j] {
 				t.Errorf("vector %d spec %d: Fingerprint = %q, file %q", i, j, fp, v.Fingerprints[j])
 			}
 			want := s.Algorithm
@@ -425,11 +425,11 @@ func TestDifferentSpecsNeverShare(t *testing.T) {
 			ten := mustLimiter(t, c, redstream.SlidingWindow(time.Minute, 10), Options{})
 			two := mustLimiter(t, c, redstream.SlidingWindow(time.Minute, 2), Options{})
 			for i := 0; i < 3; i++ {
-				if d, err := ten.Allow(ctx, user); err != nil || !d.Allowed || d.Remaining != int64(9-i) {
+				if d, err := ten.AllowN(ctx, user, time.Time{}, 1); err != nil || !d.Allowed || d.Remaining != int64(9-i) {
 					t.Fatalf("10/min #%d = %+v, %v", i, d, err)
 				}
 			}
-			d, err := two.Allow(ctx, user)
+			d, err := two.AllowN(ctx, user, time.Time{}, 1)
 			if err != nil || !d.Allowed || d.Remaining != 1 {
 				t.Fatalf("2/min after three decisions of 10/min = %+v, %v; want allowed, Remaining 1 (its own state)", d, err)
 			}
@@ -451,12 +451,12 @@ func TestDifferentSpecsNeverShare(t *testing.T) {
 				for _, o := range []Options{{}, {KeyPrefix: prefix}} {
 					a, b := mustLimiter(t, c, p[0], o), mustLimiter(t, c, p[1], o)
 					for i := 0; i < 4; i++ {
-						d, err := a.AllowAt(ctx, user, t0)
+						d, err := a.AllowN(ctx, user, t0, 1)
 						if err != nil || d.Remaining < 0 {
 							t.Fatalf("%v #%d = %+v, %v", p[0], i, d, err)
 						}
 					}
-					d, err := b.AllowAt(ctx, user, t0)
+					d, err := b.AllowN(ctx, user, t0, 1)
 					max := b.limit
 					if err != nil || !d.Allowed || d.Remaining != max-1 {
 						t.Errorf("%v (prefix %q) after four decisions of %v = %+v, %v; want allowed, Remaining %d", p[1], o.KeyPrefix, p[0], d, err, max-1)
@@ -475,11 +475,11 @@ func TestDifferentSpecsNeverShare(t *testing.T) {
 					t.Fatal(err)
 				}
 				for i := 0; i < 4; i++ {
-					if d, err := ma.AllowAt(ctx, user, t0); err != nil || d.Remaining < 0 {
+					if d, err := ma.AllowN(ctx, user, t0, 1); err != nil || d.Remaining < 0 {
 						t.Fatalf("multi %v #%d = %+v, %v", p[0], i, d, err)
 					}
 				}
-				if d, err := mb.AllowAt(ctx, user, t0); err != nil || !d.Allowed || d.Remaining != mb.limit-1 {
+				if d, err := mb.AllowN(ctx, user, t0, 1); err != nil || !d.Allowed || d.Remaining != mb.limit-1 {
 					t.Errorf("multi %v after four of %v = %+v, %v; want allowed, Remaining %d", p[1], p[0], d, err, mb.limit-1)
 				}
 			}

@@ -12,19 +12,20 @@ import (
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/engine"
+	"github.com/redstream-go/redstream/internal/failure"
 )
 
-// Default key prefixes, one per engine. A blank Options.KeyPrefix selects the engine's
-// default; the first two are the Java starter's.
+// Default key prefixes. A blank Options.KeyPrefix selects DefaultKeyPrefix, whatever the
+// algorithm (keys end with the Spec's fingerprint, so algorithms never share state), as
+// the configuration's key-prefix does; both are the Java starter's defaults.
 const (
-	DefaultTokenBucketPrefix    = "streaming:tb"
-	DefaultSlidingWindowPrefix  = "streaming:rl"
-	DefaultLeakyBucketPrefix    = "streaming:lb"
-	DefaultSlidingCounterPrefix = "streaming:sc"
-	DefaultFixedWindowPrefix    = "streaming:fw"
-	DefaultMultiPrefix          = "streaming:ml"
-	DefaultDedupPrefix          = "streaming:dedup"
+	DefaultKeyPrefix   = "streaming:rl"
+	DefaultDedupPrefix = "streaming:dedup"
 )
+
+// javaTokenBucketPrefix is what a blank prefix selects for a JavaCompatible token bucket:
+// the Java class's own default, so both sides meet on the same keys.
+const javaTokenBucketPrefix = "streaming:tb"
 
 // DefaultExpiryMargin is how long a limiter key outlives the moment its state is back to
 // the initial one, by default.
@@ -32,11 +33,11 @@ const DefaultExpiryMargin = time.Second
 
 // ErrTooLarge is returned for a key or element larger than Redis accepts in one argument
 // (512 MB with Redis's default proto-max-bulk-len). It is bad input
-// (redstream.IsBadInput): no failure policy applies.
+// (see redstream.WithFailurePolicy): no failure policy applies.
 var ErrTooLarge error = &badInput{"redisbackend: too large"}
 
-// badInput is an error caused by the caller's arguments; redstream.IsBadInput recognises
-// it by its BadInput method.
+// badInput is an error caused by the caller's arguments; redstream.WithFailurePolicy
+// recognises it by its BadInput method.
 type badInput struct{ msg string }
 
 func (e *badInput) Error() string  { return e.msg }
@@ -48,16 +49,16 @@ var ErrNotConnected = errors.New("redisbackend: not connected to Redis yet")
 
 var errInvalidConfig = redstream.ErrInvalidConfig
 
-// Options configures a limiter. The zero value is valid: the engine's default key prefix,
+// Options configures a limiter. The zero value is valid: DefaultKeyPrefix,
 // DefaultExpiryMargin, DefaultTimeout and the default circuit breaker. A limiter returns
 // Redis failures as errors (fail-closed); redstream.WithFailurePolicy wraps it to fail
 // open or fall back to an in-process limiter instead.
 type Options struct {
 	// KeyPrefix starts every Redis key of the limiter; keys are
-	// "<KeyPrefix>:{<key>}:<Fingerprint of the Spec>", so limiters of different Specs
+	// "<KeyPrefix>:{<key>}:<fingerprint of the Spec>", so limiters of different Specs
 	// never share state, and limiters of one Spec and prefix share it across processes.
-	// Blank selects the engine's default (DefaultTokenBucketPrefix, ...). It may not
-	// contain '{' or '}'.
+	// Blank selects DefaultKeyPrefix (for a JavaCompatible token bucket, the Java class's
+	// "streaming:tb"). It may not contain '{' or '}'.
 	KeyPrefix string
 	// ExpiryMargin is how long a key outlives the moment its state is back to the
 	// initial one (default DefaultExpiryMargin; rounded up to whole milliseconds). Redis
@@ -72,9 +73,17 @@ type Options struct {
 	// Past it the decision returns an error wrapping context.DeadlineExceeded, which a
 	// failure policy answers.
 	Timeout time.Duration
-	// Breaker configures the limiter's circuit breaker (see BreakerOptions), which turns
-	// an outage into one failed call per cool-down instead of one timeout per decision.
-	Breaker BreakerOptions
+	// Breaker configures the limiter's circuit breaker (redstream.BreakerOptions; the zero
+	// value is the default breaker), which turns an outage into one failed call per
+	// cool-down instead of one timeout per decision. A failure is a Redis call that did
+	// not answer within Timeout, could not be sent or read (connection refused, reset), or
+	// got the error reply of a server that cannot serve (LOADING, BUSY, READONLY, OOM,
+	// CLUSTERDOWN, ...). A script's runtime error on one key proves the server alive and is
+	// not a failure; neither is a call whose caller cancelled its own context. A call that
+	// outlived the caller's own deadline is a failure when that deadline left it at least
+	// 10 ms, so that callers with deadlines shorter than Timeout open the breaker on a hung
+	// server too. The same holds for a deduplicator (DedupOptions.Breaker).
+	Breaker redstream.BreakerOptions
 	// Logger receives the limiter's state changes, never one line per request (default
 	// slog.Default()). Warn: the circuit breaker opened (Redis failed, by error or
 	// timeout, Breaker.Failures times in a row or at Breaker.ErrorRate), with the last
@@ -91,18 +100,37 @@ type Options struct {
 	// those two algorithms have a Java layout: any other Spec (and a sliding window that is
 	// not a whole number of milliseconds), and NewMultiLimiter, are errors wrapping
 	// redstream.ErrInvalidConfig. ExpiryMargin does not apply: keys expire as the Java side
-	// sets them. Default false: redstream's own keys, which carry the Spec's Fingerprint and
+	// sets them. Default false: redstream's own keys, which carry the Spec's fingerprint and
 	// never meet the Java implementation's.
 	JavaCompatible bool
+	// Previous and Carry keep the state of keys across a change of the limiter's specs:
+	// Previous lists the specs this limiter replaces, one per spec of the limiter (index
+	// for index; a zero Spec, or the spec itself, for a limit that did not change), and
+	// Carry (core.CarryAsIs or core.CarryProportional) how a key's state carries over.
+	// The first decision on a key whose state under the new spec does not exist yet seeds
+	// it from the key of the previous spec (same KeyPrefix and user key, so the same hash
+	// tag and cluster slot), atomically in the decision's script (carry.lua); the previous
+	// key is left to processes still deciding with the previous spec and expires on its
+	// own. Each key is seeded once: from then on its new key exists. See core.Carry for
+	// what each strategy keeps per algorithm. Empty Previous, or core.CarryReset (the default), starts every key
+	// afresh. A pair core.Limit.CheckCarry refuses (another algorithm, another window,
+	// the sliding log) is an error wrapping redstream.ErrInvalidConfig, and so is Previous
+	// with JavaCompatible. A carrying limiter decides one key per script call (AllowBatch
+	// pipelines them); Peek reads the new keys as they are and seeds nothing.
+	Previous []redstream.Spec
+	Carry    core.Carry
 	// DisableLocalDenials turns local denials off: by default a limiter remembers each
-	// key's latest denial (up to DefaultLocalDenialEntries keys) and answers the requests
+	// key's latest denial (up to 8,192 keys) and answers the requests
 	// that denial proves denied without a Redis call, with the Decision Redis would give
 	// (see "Local denials" in the package documentation). A multi-limit limiter and a
 	// JavaCompatible one have none.
 	DisableLocalDenials bool
+	// Quota configures leased quota for hot keys under their limit (see QuotaOptions and
+	// "Leased quota" in the package documentation). The zero value leaves it off.
+	Quota QuotaOptions
 }
 
-// Limiter is a rate limiter whose state lives in Redis: one Spec, or several limits on one
+// Limiter is a rate limiter whose state lives in Redis: one Spec, or several specs on one
 // key (NewMultiLimiter). Each decision runs one Lua script, atomically, in one round trip.
 // A Limiter is safe for concurrent use. Besides its configuration it holds only the state of
 // its circuit breaker and its table of local denials (see Options.DisableLocalDenials), which
@@ -113,16 +141,22 @@ type Limiter struct {
 	specs  []redstream.Spec
 	script *script
 	prefix string
-	multi  bool     // built by NewMultiLimiter: one multi.lua call per key
+	multi  bool     // runs multi.lua: one call per key
 	roles  []string // one key role per limit ("" for a single limit)
+	codes  []string // each limit's code in multi.lua and peek.lua (core.Algorithm.Code)
 	params []string // the script's fixed ARGV after now and n
 	limit  int64    // the largest admissible cost
 	g      guard
 	java   bool        // Options.JavaCompatible: the Java layout's keys and scripts
 	local  *localTable // local denials (localdeny.go); nil when off
+	margin string      // the expiry margin (ms), the scripts' ARGV (reserve.lua, settle.lua, carry.lua)
+	// oldRoles are the key roles of the previous specs (Options.Previous, carry.go), ""
+	// for a limit without one; nil when the limiter carries no state.
+	oldRoles []string
+	quota    *quotaTable // leased quota (quota.go); nil when off
 }
 
-var _ redstream.BatchLimiter = (*Limiter)(nil)
+var _ redstream.Limiter = (*Limiter)(nil)
 
 // NewLimiter returns a limiter of spec on client. It validates spec (errors wrap
 // redstream.ErrInvalidConfig) and opts. The client stays the caller's: the limiter never
@@ -142,17 +176,36 @@ func NewLimiter(client rueidis.Client, spec redstream.Spec, opts Options) (*Limi
 func newSingle(spec redstream.Spec, opts Options) (*Limiter, error) {
 	p, err := spec.Core()
 	if err != nil {
-		return nil, fmt.Errorf("redisbackend: %w", err)
+		return nil, failure.Prefixed("redisbackend", err)
 	}
-	as := algScripts[p.Name()]
-	l, err := newLimiterOf(opts, as.prefix)
+	as, viaMulti, err := singleScript(p.Name())
 	if err != nil {
 		return nil, err
 	}
+	peekCode, err := codeIn(scriptPeek, p.Name())
+	if err != nil {
+		return nil, err
+	}
+	prefix := DefaultKeyPrefix
+	if opts.JavaCompatible && spec.Algorithm == redstream.AlgorithmTokenBucket {
+		prefix = javaTokenBucketPrefix
+	}
+	l, err := newLimiterOf(opts, prefix)
+	if err != nil {
+		return nil, err
+	}
+	margin := l.params[0] // newLimiterOf's: the expiry margin
 	l.specs = []redstream.Spec{spec}
 	l.roles = []string{specRole(p)}
+	l.codes = []string{peekCode}
 	l.limit = p.Max()
-	l.params = append(append(algParams(p), l.params...), as.extra...)
+	if viaMulti {
+		// multi.lua with one limit: ARGV margin, code, Ints padded; one key per call.
+		l.multi = true
+		l.params = append(append(l.params, peekCode), paddedParams(p)...)
+	} else {
+		l.params = append(append(algParams(p), l.params...), as.extra...)
+	}
 	l.script = as.script
 	if opts.JavaCompatible {
 		if err := l.useJava(spec, p); err != nil {
@@ -162,16 +215,28 @@ func newSingle(spec redstream.Spec, opts Options) (*Limiter, error) {
 	// Local denials rebuild core's decisions; a JavaCompatible limiter decides with the
 	// Java side's arithmetic, so it always asks Redis.
 	if !opts.DisableLocalDenials && !opts.JavaCompatible {
-		l.local = newLocalTable(p, l.prefix, DefaultLocalDenialEntries)
+		l.local = newLocalTable(p, l.prefix, localDenialEntries)
+	}
+	if err := l.useCarry(opts); err != nil {
+		return nil, err
+	}
+	if opts.Quota.Enabled && opts.JavaCompatible {
+		return nil, fmt.Errorf("redisbackend: %w: Quota.Enabled: a JavaCompatible limiter has no leased quota (the Java side would not see it)", errInvalidConfig)
+	}
+	if opts.Quota.Enabled && len(opts.Previous) > 0 {
+		return nil, fmt.Errorf("redisbackend: %w: Quota.Enabled: a limiter carrying state from Previous specs has no leased quota (quota.lua does not seed)", errInvalidConfig)
+	}
+	if l.quota, err = newQuotaTable(p, opts.Quota, margin); err != nil {
+		return nil, err
 	}
 	return l, nil
 }
 
 // NewMultiLimiter returns a limiter applying every spec to each key, all-or-nothing, in one
-// script: a request is admitted only if every limit admits it, and only then does every
-// limit record it. Decisions are combined as core.Combine does. A cost above the smallest
-// limit is ErrCostTooLarge. Wrap it with redstream.Multi to name the limits. The client
-// stays the caller's.
+// script: a request is admitted only if every spec admits it, and only then does every
+// spec record it. Decisions are combined as core.Combine does. A cost above the smallest
+// limit is ErrCostTooLarge. Wrap it with redstream.Multi to name the specs (rules). The
+// client stays the caller's.
 func NewMultiLimiter(client rueidis.Client, specs []redstream.Spec, opts Options) (*Limiter, error) {
 	if client == nil {
 		return nil, fmt.Errorf("redisbackend: %w: nil client", errInvalidConfig)
@@ -191,7 +256,10 @@ func newMulti(specs []redstream.Spec, opts Options) (*Limiter, error) {
 	if opts.JavaCompatible {
 		return nil, errJavaMulti
 	}
-	l, err := newLimiterOf(opts, DefaultMultiPrefix)
+	if opts.Quota.Enabled {
+		return nil, fmt.Errorf("redisbackend: %w: Quota.Enabled: a multi-limit limiter has no leased quota", errInvalidConfig)
+	}
+	l, err := newLimiterOf(opts, DefaultKeyPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -203,22 +271,29 @@ func newMulti(specs []redstream.Spec, opts Options) (*Limiter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redisbackend: limit %d (%v): %w", i, s, err)
 		}
+		code, err := codeIn(scriptMulti, p.Name())
+		if err != nil {
+			return nil, fmt.Errorf("redisbackend: limit %d (%v): %w", i, s, err)
+		}
+		if _, err := codeIn(scriptPeek, p.Name()); err != nil {
+			return nil, fmt.Errorf("redisbackend: limit %d (%v): %w", i, s, err)
+		}
 		l.limit = min(l.limit, p.Max())
 		l.roles = append(l.roles, limitRole(i, p))
-		l.params = append(l.params, algScripts[p.Name()].code)
-		ps := algParams(p)
-		for len(ps) < 3 {
-			ps = append(ps, "0")
-		}
-		l.params = append(l.params, ps...)
+		l.codes = append(l.codes, code)
+		l.params = append(append(l.params, code), paddedParams(p)...)
 	}
 	l.script = scriptMulti
+	if err := l.useCarry(opts); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 
 // attach gives l its client.
 func (l *Limiter) attach(c rueidis.Client) *Limiter {
 	l.link = link{client: c, caps: capsOf(c)}
+	l.g.bind(l.link)
 	return l
 }
 
@@ -252,6 +327,7 @@ func newLimiterOf(opts Options, prefix string) (*Limiter, error) {
 	return &Limiter{
 		prefix: prefix,
 		params: []string{strconv.FormatInt(int64(ms), 10)},
+		margin: strconv.FormatInt(int64(ms), 10),
 		g:      g,
 	}, nil
 }
@@ -277,6 +353,16 @@ func algParams(p core.Limit) []string {
 	return s
 }
 
+// paddedParams returns the script parameters of p padded with "0" to the three of each
+// limit of multi.lua and peek.lua.
+func paddedParams(p core.Limit) []string {
+	ps := algParams(p)
+	for len(ps) < 3 {
+		ps = append(ps, "0")
+	}
+	return ps
+}
+
 // Specs returns the limiter's specs (one, unless built by NewMultiLimiter) in a new slice.
 func (l *Limiter) Specs() []redstream.Spec { return append([]redstream.Spec(nil), l.specs...) }
 
@@ -288,16 +374,6 @@ func (l *Limiter) KeyPrefix() string { return l.prefix }
 // counter.
 func (l *Limiter) Keys(key string) []string {
 	return limiterKeys(l.prefix, key, l.roles, l.java)
-}
-
-// Allow is shorthand for AllowN(ctx, key, time.Time{}, 1): cost 1 at the Redis server's TIME.
-func (l *Limiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
-	return l.AllowN(ctx, key, time.Time{}, 1)
-}
-
-// AllowAt is shorthand for AllowN(ctx, key, now, 1).
-func (l *Limiter) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	return l.AllowN(ctx, key, now, 1)
 }
 
 // AllowN decides a request of cost n for key at now (the zero time reads the Redis server's
@@ -316,20 +392,23 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 	if local {
 		return d, nil
 	}
+	if l.quota != nil {
+		return l.allowLeased(ctx, key, now, n, sent)
+	}
 	c, cp, err := l.get()
 	if err != nil {
 		return redstream.Decision{}, l.script.wrap(err)
 	}
-	cctx, cancel, t, err := l.g.begin(ctx)
+	keys := l.callKeys(key)
+	cctx, cancel, t, err := l.g.begin(ctx, keys[0])
 	if err != nil {
 		return redstream.Decision{}, l.script.wrap(err)
 	}
 	var r rueidis.RedisResult
 	if l.g.suspected() {
-		keys, args := l.Keys(key), l.args(now, n)
-		r, err = bounded(cctx, func() rueidis.RedisResult { return l.script.exec(cctx, c, cp, keys, args) })
+		r, err = bounded(cctx, func() rueidis.RedisResult { return l.decide(cctx, c, cp, keys, now, n) })
 	} else {
-		r = l.script.exec(cctx, c, cp, l.Keys(key), l.args(now, n))
+		r = l.decide(cctx, c, cp, keys, now, n)
 	}
 	cancel()
 	if err == nil {
@@ -344,14 +423,25 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 	return d, nil
 }
 
+// decide runs the decision script on keys, and once more if its error proves it never
+// reached Redis (see once).
+func (l *Limiter) decide(ctx context.Context, c rueidis.Client, cp *caps, keys []string, now time.Time, n int64) rueidis.RedisResult {
+	r := l.script.exec(ctx, c, cp, keys, l.args(now, n))
+	if retryable(ctx, r.Error()) {
+		r = l.script.exec(ctx, c, cp, keys, l.args(now, n))
+	}
+	return r
+}
+
 // BreakerState returns the state of the limiter's circuit breaker (BreakerClosed when
-// Options.Breaker.Disabled). metrics.Named exports it as a gauge.
+// Options.Breaker.Disabled); on a cluster, the worst of its masters' breakers (open when
+// any is open). metrics.Named exports it as a gauge.
 func (l *Limiter) BreakerState() redstream.BreakerState { return l.g.state() }
 
 // check validates a request before any Redis call.
 func (l *Limiter) check(key string, now time.Time, n int64) error {
 	if err := engine.CheckRequest(key, now, n); err != nil {
-		return fmt.Errorf("redisbackend: %w", err)
+		return failure.Prefixed("redisbackend", err)
 	}
 	if n > l.limit {
 		return fmt.Errorf("redisbackend: %w: n = %d, limit = %d", redstream.ErrCostTooLarge, n, l.limit)
@@ -425,21 +515,24 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 		return err
 	}
 	defer l.local.reset(key) // after the DEL: denials of requests sent before it are stale
+	l.quota.forget(key)
 	c, _, err := l.get()
 	if err != nil {
 		return fmt.Errorf("redisbackend: reset: %w", err)
 	}
-	cctx, cancel, t, err := l.g.begin(ctx)
+	keys := l.Keys(key)
+	cctx, cancel, t, err := l.g.begin(ctx, keys[0])
 	if err != nil {
 		return fmt.Errorf("redisbackend: reset: %w", err)
 	}
+	del := func() error { return c.Do(cctx, c.B().Del().Key(keys...).Build()).Error() }
 	if l.g.suspected() {
-		var r rueidis.RedisResult
-		if r, err = bounded(cctx, func() rueidis.RedisResult { return c.Do(cctx, c.B().Del().Key(l.Keys(key)...).Build()) }); err == nil {
-			err = r.Error()
+		var derr error
+		if derr, err = bounded(cctx, func() error { return once(cctx, del) }); err == nil {
+			err = derr
 		}
 	} else {
-		err = c.Do(cctx, c.B().Del().Key(l.Keys(key)...).Build()).Error()
+		err = once(cctx, del)
 	}
 	cancel()
 	if err = l.g.end(ctx, t, err); err != nil {

@@ -16,6 +16,13 @@ import (
 )
 
 // nopClient returns a client to a fresh miniredis, for tests that need a client but no data.
+
+// batchLimiter is a limiter deciding many keys in one call, as redstream.AllowBatch finds it.
+type batchLimiter interface {
+	redstream.Limiter
+	AllowBatch(ctx context.Context, keys []string, now time.Time, n int64) ([]redstream.Decision, error)
+}
+
 func nopClient(t testing.TB) rueidis.Client {
 	t.Helper()
 	c, _ := miniClient(t)
@@ -37,8 +44,8 @@ func TestNewLimiterErrors(t *testing.T) {
 		{"zero window", redstream.SlidingWindow(0, 1), Options{}},
 		{"zero limit", redstream.FixedWindow(time.Second, 0), Options{}},
 		{"brace in prefix", redstream.TokenBucket(1, 1), Options{KeyPrefix: "a{b"}},
-		{"breaker error rate above 1", redstream.TokenBucket(1, 1), Options{Breaker: BreakerOptions{ErrorRate: 2}}},
-		{"negative cool-down", redstream.TokenBucket(1, 1), Options{Breaker: BreakerOptions{CoolDown: -time.Second}}},
+		{"breaker error rate above 1", redstream.TokenBucket(1, 1), Options{Breaker: redstream.BreakerOptions{ErrorRate: 2}}},
+		{"negative cool-down", redstream.TokenBucket(1, 1), Options{Breaker: redstream.BreakerOptions{CoolDown: -time.Second}}},
 		{"negative margin", redstream.TokenBucket(1, 1), Options{ExpiryMargin: -time.Second}},
 	}
 	for _, tt := range tests {
@@ -88,11 +95,11 @@ func TestDefaultPrefixes(t *testing.T) {
 		spec   redstream.Spec
 		prefix string
 	}{
-		{redstream.TokenBucket(1, 1), "streaming:tb"},
+		{redstream.TokenBucket(1, 1), "streaming:rl"},
 		{redstream.SlidingWindow(time.Second, 1), "streaming:rl"},
-		{redstream.LeakyBucket(1, 1), DefaultLeakyBucketPrefix},
-		{redstream.SlidingCounter(time.Second, 1), DefaultSlidingCounterPrefix},
-		{redstream.FixedWindow(time.Second, 1), DefaultFixedWindowPrefix},
+		{redstream.LeakyBucket(1, 1), "streaming:rl"},
+		{redstream.SlidingCounter(time.Second, 1), "streaming:rl"},
+		{redstream.FixedWindow(time.Second, 1), "streaming:rl"},
 	}
 	for _, tt := range tests {
 		for _, blank := range []string{"", "  ", "\t"} {
@@ -103,8 +110,11 @@ func TestDefaultPrefixes(t *testing.T) {
 		}
 	}
 	m, err := NewMultiLimiter(c, []redstream.Spec{redstream.TokenBucket(1, 1)}, Options{})
-	if err != nil || m.KeyPrefix() != DefaultMultiPrefix {
-		t.Errorf("multi: KeyPrefix() = %q, %v; want %q", m.KeyPrefix(), err, DefaultMultiPrefix)
+	if err != nil || m.KeyPrefix() != DefaultKeyPrefix {
+		t.Errorf("multi: KeyPrefix() = %q, %v; want %q", m.KeyPrefix(), err, DefaultKeyPrefix)
+	}
+	if got := mustLimiter(t, c, redstream.TokenBucket(1, 1), Options{JavaCompatible: true}).KeyPrefix(); got != "streaming:tb" {
+		t.Errorf("JavaCompatible token bucket: KeyPrefix() = %q, want the Java class's streaming:tb", got)
 	}
 	if got, want := mustLimiter(t, c, redstream.SlidingWindow(time.Second, 1), Options{}).Keys("user:1")[0], "streaming:rl:{user:1}:sliding.1000000.1"; got != want {
 		t.Errorf("Keys = %q, want %q", got, want)
@@ -122,8 +132,8 @@ func TestBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	single := withPolicy(t, rsingle, redstream.FailOpen, nil).(redstream.BatchLimiter)
-	multi := withPolicy(t, rmulti, redstream.FailOpen, nil).(redstream.BatchLimiter)
+	single := withPolicy(t, rsingle, redstream.FailOpen, nil).(batchLimiter)
+	multi := withPolicy(t, rmulti, redstream.FailOpen, nil).(batchLimiter)
 	defer func(old int) { maxBulk = old }(maxBulk)
 	maxBulk = 1 << 20
 	tests := []struct {
@@ -143,7 +153,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, l := range []redstream.BatchLimiter{single, multi} {
+			for _, l := range []batchLimiter{single, multi} {
 				n := tt.n
 				if l == multi && n == 6 {
 					n = 4 // above the fixed window's 3
@@ -172,7 +182,7 @@ func TestKeyOfOneMegabyte(t *testing.T) {
 	l := mustLimiter(t, c, redstream.SlidingWindow(time.Minute, 2), Options{KeyPrefix: uniq("big")})
 	key := strings.Repeat("\xff{}", (1<<20)/3)
 	for i, want := range []bool{true, true, false} {
-		d, err := l.AllowAt(context.Background(), key, t0)
+		d, err := l.AllowN(context.Background(), key, t0, 1)
 		if err != nil || d.Allowed != want {
 			t.Fatalf("AllowAt #%d = %+v, %v; want Allowed %v", i, d, err, want)
 		}
@@ -226,7 +236,7 @@ func TestOneRoundTrip(t *testing.T) {
 		t.Run(string(alg), func(t *testing.T) {
 			spec := redstream.Spec{Algorithm: alg, Capacity: 10, Rate: 10, Window: time.Second, Limit: 10}
 			l := mustLimiter(t, cc, spec, Options{})
-			if _, err := l.Allow(ctx, "warm"); err != nil { // loads the script
+			if _, err := l.AllowN(ctx, "warm", time.Time{}, 1); err != nil { // loads the script
 				t.Fatal(err)
 			}
 			if err := admin.Do(ctx, admin.B().ConfigResetstat().Build()).Error(); err != nil {
@@ -235,7 +245,7 @@ func TestOneRoundTrip(t *testing.T) {
 			cc.trips.Store(0)
 			const n = 50
 			for i := 0; i < n; i++ {
-				if _, err := l.Allow(ctx, "k"+strconv.Itoa(i%7)); err != nil {
+				if _, err := l.AllowN(ctx, "k"+strconv.Itoa(i%7), time.Time{}, 1); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -278,7 +288,7 @@ func TestScriptFlush(t *testing.T) {
 		if err := c.Do(ctx, c.B().ScriptFlush().Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.AllowAt(ctx, "a", t0); err != nil {
+		if _, err := l.AllowN(ctx, "a", t0, 1); err != nil {
 			t.Fatalf("after SCRIPT FLUSH: %v", err)
 		}
 		if err := c.Do(ctx, c.B().ScriptFlush().Build()).Error(); err != nil {
@@ -289,7 +299,7 @@ func TestScriptFlush(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"a", "b"} {
-		d, err := l.AllowAt(ctx, k, t0)
+		d, err := l.AllowN(ctx, k, t0, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,12 +323,12 @@ func TestScriptErrorNamesScript(t *testing.T) {
 			if err := c.Do(ctx, c.B().Hset().Key(k).FieldValue().FieldValue("f", "v").Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
-			_, err := l.Allow(ctx, "k")
+			_, err := l.AllowN(ctx, "k", time.Time{}, 1)
 			if err == nil || !strings.Contains(err.Error(), scriptFor(alg).name) {
 				t.Fatalf("err = %v, want one naming %s", err, scriptFor(alg).name)
 			}
 			open := withPolicy(t, mustLimiter(t, c, spec, Options{KeyPrefix: l.KeyPrefix()}), redstream.FailOpen, nil)
-			if d, err := open.Allow(ctx, "k"); err != nil || !d.Allowed {
+			if d, err := open.AllowN(ctx, "k", time.Time{}, 1); err != nil || !d.Allowed {
 				t.Errorf("FailOpen on a script error = %+v, %v; want allowed", d, err)
 			}
 		})
@@ -336,7 +346,7 @@ func TestRedisDown(t *testing.T) {
 		redstream.FailOpen:     withPolicy(t, mustLimiter(t, c, spec, Options{}), redstream.FailOpen, nil),
 		redstream.FailFallback: withPolicy(t, mustLimiter(t, c, spec, Options{}), redstream.FailFallback, nil),
 	}
-	if _, err := limiters[redstream.FailClosed].Allow(context.Background(), "k"); err != nil {
+	if _, err := limiters[redstream.FailClosed].AllowN(context.Background(), "k", time.Time{}, 1); err != nil {
 		t.Fatalf("with Redis up: %v", err)
 	}
 	s.Stop()
@@ -348,7 +358,7 @@ func TestRedisDown(t *testing.T) {
 			var ds []redstream.Decision
 			var errs []error
 			for i := 0; i < 3; i++ {
-				d, err := l.Allow(ctx, "k")
+				d, err := l.AllowN(ctx, "k", time.Time{}, 1)
 				ds, errs = append(ds, d), append(errs, err)
 			}
 			bd, berr := redstream.AllowBatch(ctx, l, []string{"x", "y"}, time.Time{}, 1)
@@ -412,7 +422,7 @@ func TestServerClock(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for i := 0; i < 5; i++ {
-						d, err := l.Allow(ctx, "shared")
+						d, err := l.AllowN(ctx, "shared", time.Time{}, 1)
 						if err != nil {
 							t.Error(err)
 							return
@@ -449,7 +459,7 @@ func TestServerClock(t *testing.T) {
 		if i%2 == 1 {
 			l = multi2
 		}
-		d, err := l.Allow(ctx, "shared")
+		d, err := l.AllowN(ctx, "shared", time.Time{}, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -472,7 +482,7 @@ func TestExpiry(t *testing.T) {
 		redstream.SlidingCounter(time.Second, 10), redstream.FixedWindow(time.Second, 10),
 	} {
 		l := mustLimiter(t, c, spec, Options{KeyPrefix: uniq("ttl"), ExpiryMargin: 500 * time.Millisecond})
-		d, err := l.Allow(ctx, "k")
+		d, err := l.AllowN(ctx, "k", time.Time{}, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -496,7 +506,7 @@ func TestRedisHangs(t *testing.T) {
 	closed := mustLimiter(t, c, redstream.TokenBucket(2, 1), Options{})
 	open := withPolicy(t, mustLimiter(t, c, redstream.TokenBucket(2, 1), Options{}), redstream.FailOpen, nil)
 	ctx := context.Background()
-	if _, err := closed.Allow(ctx, "warm"); err != nil {
+	if _, err := closed.AllowN(ctx, "warm", time.Time{}, 1); err != nil {
 		t.Fatal(err)
 	}
 	slept := make(chan error, 1)
@@ -508,7 +518,7 @@ func TestRedisHangs(t *testing.T) {
 	}{{"fail-closed", closed}, {"fail-open", open}} {
 		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		start := time.Now()
-		d, err := tc.l.Allow(cctx, "k")
+		d, err := tc.l.AllowN(cctx, "k", time.Time{}, 1)
 		el := time.Since(start)
 		cancel()
 		if tc.l == closed && !errors.Is(err, context.DeadlineExceeded) {

@@ -9,7 +9,7 @@ import (
 	"github.com/redstream-go/redstream/internal/engine"
 )
 
-// NewLocal returns a new in-process limiter of l's specs (the one spec, or every limit of a
+// NewLocal returns a new in-process limiter of l's specs (the one spec, or every spec of a
 // multi-limiter, all-or-nothing), deciding as package memory does, on the process's
 // monotonic clock for the zero time. It is the fallback redstream.WithFailurePolicy uses
 // under FailFallback when it is given none.
@@ -40,14 +40,6 @@ type localLimiter struct {
 	cfg     engine.Config
 	buckets *engine.Buckets // the single bucket's lock-free table, or nil
 	k       *engine.Limiter
-}
-
-func (l *localLimiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
-	return l.AllowN(ctx, key, time.Time{}, 1)
-}
-
-func (l *localLimiter) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	return l.AllowN(ctx, key, now, 1)
 }
 
 func (l *localLimiter) AllowN(_ context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {

@@ -13,10 +13,10 @@ import (
 	"github.com/redstream-go/redstream/metrics"
 )
 
-// DefaultLocalDenialEntries is how many keys' denials one limiter remembers in process
+// localDenialEntries is how many keys' denials one limiter remembers in process
 // (see Options.DisableLocalDenials). A full table forgets an entry for each new one, so
 // memory stays bounded however many keys are denied.
-const DefaultLocalDenialEntries = 8192
+const localDenialEntries = 8192
 
 // localShards is the number of independently locked parts of a denial table.
 const localShards = 32
@@ -106,20 +106,29 @@ type localStart struct {
 // clock, about half the cost of time.Now); only differences of its readings are used.
 func monoMicros() int64 { return engine.MonoMicros() }
 
+// localKinds is the table of the algorithms whose denials the limiter can prove locally,
+// and how. It is optional: an algorithm of core's registry it lacks has no local denials
+// (every request asks Redis), which is always correct.
+var localKinds = map[string]localKind{
+	"token-bucket":    localGCRA,
+	"leaky-bucket":    localGCRA,
+	"fixed":           localFixed,
+	"sliding":         localWindows,
+	"sliding-counter": localWindows,
+}
+
 // newLocalTable returns the denial table of a single-limit limiter of p with key prefix
 // prefix, holding at most size entries.
 func newLocalTable(p core.Limit, prefix string, size int) *localTable {
 	t := &localTable{limit: p.Max(), seed: maphash.MakeSeed(), denied: metrics.LocalDeniedCounter(prefix)}
-	switch p.Name() {
-	case "token-bucket", "leaky-bucket":
-		ints := p.Ints()
-		t.kind, t.interval, t.tau = localGCRA, ints[0], ints[1]
-	case "fixed":
-		t.kind = localFixed
-	case "sliding", "sliding-counter":
-		t.kind = localWindows
-	default:
+	kind, ok := localKinds[p.Name()]
+	if !ok {
 		return nil
+	}
+	t.kind = kind
+	if kind == localGCRA {
+		ints := p.Ints()
+		t.interval, t.tau = ints[0], ints[1]
 	}
 	t.perShard = max(1, size/localShards)
 	for i := range t.shards {

@@ -25,7 +25,7 @@ func ExampleOptions_localDenials() {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; i < 6; i++ {
 		at := now.Add(time.Duration(i) * 100 * time.Millisecond)
-		d, err := limiter.AllowAt(ctx, "abuser", at)
+		d, err := limiter.AllowN(ctx, "abuser", at, 1)
 		if err != nil {
 			panic(err)
 		}

@@ -40,7 +40,7 @@ func TestLoggerStateChanges(t *testing.T) {
 	var logs logBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	spec := redstream.TokenBucket(1000, 1000)
-	l := withPolicy(t, mustLimiter(t, c, spec, Options{Logger: log, KeyPrefix: "logtest"}), redstream.FailFallback, nil).(redstream.BatchLimiter)
+	l := withPolicy(t, mustLimiter(t, c, spec, Options{Logger: log, KeyPrefix: "logtest"}), redstream.FailFallback, nil).(batchLimiter)
 	decide := func(n int) {
 		t.Helper()
 		var wg sync.WaitGroup
@@ -50,7 +50,7 @@ func TestLoggerStateChanges(t *testing.T) {
 				defer wg.Done()
 				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 				defer cancel()
-				if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed {
+				if d, err := l.AllowN(ctx, "k", time.Time{}, 1); err != nil || !d.Allowed {
 					t.Errorf("Allow = %+v, %v; want allowed (by Redis or the fallback)", d, err)
 				}
 			}()
@@ -66,12 +66,16 @@ func TestLoggerStateChanges(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _ = l.Allow(cctx, "k") // the caller gave up: not a Redis failure
+	_, _ = l.AllowN(cctx, "k", time.Time{}, 1) // the caller gave up: not a Redis failure
 	if got := logs.lines(); len(got) != 0 {
 		t.Fatalf("a cancelled call logged %q", got)
 	}
 
 	s.Stop()
+	// The failures of calls in flight together are one cause to the breaker: three rounds
+	// of concurrent decisions, one after the other, open it.
+	decide(20)
+	decide(20)
 	decide(20)
 	got := logs.lines()
 	if len(got) != 1 || !strings.Contains(got[0], "level=WARN") || !strings.Contains(got[0], "circuit breaker open") ||
@@ -108,7 +112,7 @@ func TestLoggerDefault(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	for i := 0; i < 3; i++ {
-		if d, err := l.Allow(ctx, "k"); err != nil || !d.Allowed {
+		if d, err := l.AllowN(ctx, "k", time.Time{}, 1); err != nil || !d.Allowed {
 			t.Fatalf("fail-open Allow = %+v, %v", d, err)
 		}
 	}

@@ -2,6 +2,7 @@ package redisbackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -54,10 +55,11 @@ func clusterNodeOf(t *testing.T, slot uint16) (string, rueidis.Client) {
 }
 
 // TestClusterMasterHung: with one master of a real 3-master cluster SIGSTOPped, decisions
-// on its keys time out, the breaker opens after 3, and then every key of the engine falls
-// back at once, those of healthy masters too (the breaker is the engine's); an engine with
-// Breaker.Failures = -1 keeps deciding the healthy masters' keys in Redis. After SIGCONT
-// decisions are made in Redis again within the cool-down.
+// on its keys time out, the hung master's breaker opens after 3, and then its keys fall
+// back at once while the healthy masters' keys are decided in Redis (each master has a
+// breaker of its own); an engine with Breaker.Failures = -1 keeps deciding the healthy
+// masters' keys in Redis too. After SIGCONT decisions are made in Redis again within the
+// cool-down.
 //
 // On a cluster, rueidis may dial the hung node again in the background (a topology
 // refresh after the timeouts) and make a call to that node wait for that dial, whatever the
@@ -76,7 +78,7 @@ func TestClusterMasterHung(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
 	spec := redstream.TokenBucket(1000, 1000)
 	eng := mustLimiter(t, c, spec, Options{Timeout: DefaultTimeout, Logger: quiet, KeyPrefix: uniq("cl-hung")})
-	rate := mustLimiter(t, c, spec, Options{Timeout: DefaultTimeout, Logger: quiet, KeyPrefix: eng.KeyPrefix(), Breaker: BreakerOptions{Failures: -1}})
+	rate := mustLimiter(t, c, spec, Options{Timeout: DefaultTimeout, Logger: quiet, KeyPrefix: eng.KeyPrefix(), Breaker: redstream.BreakerOptions{Failures: -1}})
 	down := "k0"
 	downAddr, node := clusterNodeOf(t, slotOf(eng.Keys(down)[0]))
 	up := ""
@@ -87,10 +89,11 @@ func TestClusterMasterHung(t *testing.T) {
 		}
 	}
 	for _, k := range []string{down, up} {
-		if _, err := eng.Allow(ctx, k); err != nil {
+		if _, err := eng.AllowN(ctx, k, time.Time{}, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
+	time.Sleep(200 * time.Millisecond) // the breakers' first CLUSTER SLOTS
 	pid := serverPID(t, node)
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -108,7 +111,7 @@ func TestClusterMasterHung(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		var d redstream.Decision
 		var err error
-		took, stall := meter.Time(func() { d, err = l.Allow(ctx, down) })
+		took, stall := meter.Time(func() { d, err = l.AllowN(ctx, down, time.Time{}, 1) })
 		if err != nil || !d.Allowed {
 			t.Fatalf("decision %d on the hung master: %+v, %v", i, d, err)
 		}
@@ -119,17 +122,20 @@ func TestClusterMasterHung(t *testing.T) {
 	if eng.BreakerState() != redstream.BreakerOpen {
 		t.Fatalf("breaker %v after 3 timeouts, want open", eng.BreakerState())
 	}
-	took, stall := meter.Time(func() { _, err = eng.Allow(ctx, up) })
-	if err == nil || took > 5*time.Millisecond+stall {
-		t.Errorf("a healthy master's key with the breaker open: %v in %v (stall %v); want ErrCircuitOpen at once", err, took, stall)
+	took, stall := meter.Time(func() { _, err = eng.AllowN(ctx, down, time.Time{}, 1) })
+	if !errors.Is(err, redstream.ErrCircuitOpen) || took > 5*time.Millisecond+stall {
+		t.Errorf("the hung master's key with its breaker open: %v in %v (stall %v); want ErrCircuitOpen at once", err, took, stall)
+	}
+	if _, err := eng.AllowN(ctx, up, time.Time{}, 1); err != nil {
+		t.Errorf("a healthy master's key with the hung master's breaker open: %v, want a decision in Redis", err)
 	}
 	// The error-rate rule alone: healthy masters' keys are decided in Redis.
 	for i := 0; i < 3; i++ {
-		if _, err := rate.Allow(ctx, up); err != nil {
+		if _, err := rate.AllowN(ctx, up, time.Time{}, 1); err != nil {
 			t.Errorf("Failures=-1: a healthy master's key: %v", err)
 		}
 		start := time.Now()
-		if _, err := rate.Allow(ctx, down); err == nil || time.Since(start) > hungLimit {
+		if _, err := rate.AllowN(ctx, down, time.Time{}, 1); err == nil || time.Since(start) > hungLimit {
 			t.Errorf("Failures=-1: the hung master's key: %v in %v; want a timeout within %v", err, time.Since(start), hungLimit)
 		}
 	}
@@ -139,7 +145,7 @@ func TestClusterMasterHung(t *testing.T) {
 	resume()
 	begin := time.Now()
 	for eng.BreakerState() != redstream.BreakerClosed && time.Since(begin) < 5*time.Second {
-		_, _ = l.Allow(ctx, down)
+		_, _ = l.AllowN(ctx, down, time.Time{}, 1)
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Logf("cluster: decisions back in Redis %v after SIGCONT", time.Since(begin))

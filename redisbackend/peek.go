@@ -10,44 +10,24 @@ import (
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/engine"
-	"github.com/redstream-go/redstream/lua"
 )
 
 // scriptPeek decides every limit of a key without recording: read-only (EVALSHA_RO).
-var scriptPeek = newScript("peek.lua", lua.Peek, true)
+var scriptPeek = newScript("peek.lua")
 
-// DefaultPeekTimeout bounds a peek whose context has no deadline of its own.
-const DefaultPeekTimeout = 5 * time.Second
-
-// Limits returns the validated core limits of the limiter's specs, in the order of Specs,
-// in a new slice: what the decisions of PeekLimits are about.
-func (l *Limiter) Limits() []core.Limit {
-	ls := make([]core.Limit, 0, len(l.specs))
-	for _, s := range l.specs {
-		p, err := s.Core()
-		if err != nil { // validated by the constructor
-			panic(fmt.Sprintf("redisbackend: spec %v no longer valid: %v", s, err))
-		}
-		ls = append(ls, p)
-	}
-	return ls
-}
-
-// Peek is shorthand for PeekN(ctx, key, now, 1).
-func (l *Limiter) Peek(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	return l.PeekN(ctx, key, now, 1)
-}
+// peekTimeout bounds a peek whose context has no deadline of its own.
+const peekTimeout = 5 * time.Second
 
 // PeekN returns the Decision that AllowN(ctx, key, now, n) would return, without recording
 // anything: whether a request of cost n would be admitted, the Limit, the Remaining after
 // it (or, when it would be denied, now), RetryAfter and ResetAfter. Two peeks at the same
 // time answer the same, and a later decision is the same as without the peek. With several
-// limits it is their core.Combine, as AllowN's.
+// specs it is their core.Combine, as AllowN's.
 //
 // Bad input returns the errors of AllowN and makes no Redis call. A Redis failure is
 // returned as an error (naming the script) whatever the FailurePolicy: a peek inspects,
 // it does not decide. Without a deadline on ctx the call is bounded by
-// DefaultPeekTimeout. A key holding state the scripts cannot read is ErrForeignState; a
+// 5 s. A key holding state the scripts cannot read is ErrForeignState; a
 // JavaCompatible limiter cannot be peeked at (errors.ErrUnsupported).
 func (l *Limiter) PeekN(ctx context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {
 	ds, err := l.peek(ctx, key, now, n)
@@ -57,11 +37,11 @@ func (l *Limiter) PeekN(ctx context.Context, key string, now time.Time, n int64)
 	return engine.Decision(core.Combine(ds)), nil
 }
 
-// PeekLimits is PeekN limit by limit: the decision of each limit (in the order of Specs)
+// PeekEach is PeekN spec by spec: the decision of each spec (in the order of Specs)
 // for a request of cost n at now, in one atomic read-only script call. A limit's
-// decision is its own: with several limits, a request is admitted only if every one of
+// decision is its own: with several specs, a request is admitted only if every one of
 // them admits it.
-func (l *Limiter) PeekLimits(ctx context.Context, key string, now time.Time, n int64) ([]redstream.Decision, error) {
+func (l *Limiter) PeekEach(ctx context.Context, key string, now time.Time, n int64) ([]redstream.Decision, error) {
 	ds, err := l.peek(ctx, key, now, n)
 	if err != nil {
 		return nil, err
@@ -90,16 +70,12 @@ func (l *Limiter) peek(ctx context.Context, key string, now time.Time, n int64) 
 		args = append(args, strconv.FormatInt(now.UnixMicro(), 10))
 	}
 	args = append(args, strconv.FormatInt(n, 10))
-	for _, p := range l.Limits() {
-		ps := algParams(p)
-		for len(ps) < 3 {
-			ps = append(ps, "0")
-		}
-		args = append(append(args, algScripts[p.Name()].code), ps...)
+	for i, p := range l.coreLimits() {
+		args = append(append(args, l.codes[i]), paddedParams(p)...)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultPeekTimeout)
+		ctx, cancel = context.WithTimeout(ctx, peekTimeout)
 		defer cancel()
 	}
 	c, cp, err := l.get()
@@ -120,4 +96,18 @@ func (l *Limiter) peek(ctx context.Context, key string, now time.Time, n int64) 
 		ds[i] = coreDecision(vs[6*i:])
 	}
 	return ds, nil
+}
+
+// coreLimits returns the validated core limits of the limiter's specs, in the order of
+// Specs.
+func (l *Limiter) coreLimits() []core.Limit {
+	ls := make([]core.Limit, 0, len(l.specs))
+	for _, s := range l.specs {
+		p, err := s.Core()
+		if err != nil { // validated by the constructor
+			panic(fmt.Sprintf("redisbackend: spec %v no longer valid: %v", s, err))
+		}
+		ls = append(ls, p)
+	}
+	return ls
 }

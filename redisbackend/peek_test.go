@@ -15,7 +15,6 @@ import (
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/redistest"
-	"github.com/redstream-go/redstream/lua"
 	"github.com/redstream-go/redstream/memory"
 )
 
@@ -77,7 +76,7 @@ func TestPeekIsTheNextDecision(t *testing.T) {
 					keyA, keyB := "user:{7} \x00\xff", "user:twin"
 					now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 					max := int64(3)
-					for _, p := range l.Limits() {
+					for _, p := range l.coreLimits() {
 						max = min(max, p.Max())
 					}
 					admitted, denied := 0, 0
@@ -102,15 +101,15 @@ func TestPeekIsTheNextDecision(t *testing.T) {
 						if err != nil || p2 != p1 {
 							t.Fatalf("step %d: second peek %+v, %v; first %+v", step, p2, err, p1)
 						}
-						each, err := l.PeekLimits(ctx, keyA, now, n)
+						each, err := l.PeekEach(ctx, keyA, now, n)
 						if err != nil || len(each) != len(pc.specs) {
-							t.Fatalf("step %d: PeekLimits = %d decisions, %v", step, len(each), err)
+							t.Fatalf("step %d: PeekEach = %d decisions, %v", step, len(each), err)
 						}
 						mp, err := ref.PeekN(ctx, keyA, now, n)
 						if err != nil || mp != p1 {
 							t.Fatalf("step %d: memory peeks %+v (%v), Redis %+v", step, mp, err, p1)
 						}
-						mEach, err := ref.PeekLimits(ctx, keyA, now, n)
+						mEach, err := ref.PeekEach(ctx, keyA, now, n)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -140,7 +139,7 @@ func TestPeekIsTheNextDecision(t *testing.T) {
 						t.Fatalf("%d admitted, %d denied: the sequence does not exercise both", admitted, denied)
 					}
 					fresh := "never-decided"
-					if d, err := l.Peek(ctx, fresh, now); err != nil || !d.Allowed {
+					if d, err := l.PeekN(ctx, fresh, now, 1); err != nil || !d.Allowed {
 						t.Fatalf("peek of a new key = %+v, %v", d, err)
 					}
 					n, err := c.Do(ctx, c.B().Exists().Key(l.Keys(fresh)...).Build()).AsInt64()
@@ -165,11 +164,11 @@ func TestPeekServerTime(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := 0; i < 3; i++ {
-				if _, err := l.Allow(ctx, "k"); err != nil {
+				if _, err := l.AllowN(ctx, "k", time.Time{}, 1); err != nil {
 					t.Fatal(err)
 				}
 			}
-			d, err := l.Peek(ctx, "k", time.Time{})
+			d, err := l.PeekN(ctx, "k", time.Time{}, 1)
 			// A window boundary may fall between the calls (once an hour): then all 10 remain.
 			if err != nil || !d.Allowed || d.Limit != 10 || (d.Remaining != 6 && d.Remaining != 9) || d.ResetAfter <= 0 || d.ResetAfter > time.Hour {
 				t.Fatalf("Peek at the server's time after 3 requests = %+v, %v; want allowed, 6 remaining", d, err)
@@ -208,19 +207,19 @@ func TestPeekBadInput(t *testing.T) {
 			if _, err := l.PeekN(ctx, tt.key, tt.now, tt.n); !errors.Is(err, tt.want) {
 				t.Errorf("PeekN: %v, want %v", err, tt.want)
 			}
-			if _, err := l.PeekLimits(ctx, tt.key, tt.now, tt.n); !errors.Is(err, tt.want) {
-				t.Errorf("PeekLimits: %v, want %v", err, tt.want)
+			if _, err := l.PeekEach(ctx, tt.key, tt.now, tt.n); !errors.Is(err, tt.want) {
+				t.Errorf("PeekEach: %v, want %v", err, tt.want)
 			}
 		})
 	}
-	if _, err := l.Peek(ctx, "k", time.Time{}); err == nil || !strings.Contains(err.Error(), "peek.lua") {
+	if _, err := l.PeekN(ctx, "k", time.Time{}, 1); err == nil || !strings.Contains(err.Error(), "peek.lua") {
 		t.Errorf("Peek with Redis gone: %v, want an error naming peek.lua", err)
 	}
 }
 
 // TestPeekHungServer: on a redis-server frozen by SIGSTOP a peek returns an error (never
 // the failure policy's admitted decision) at its context's deadline, and without one at
-// DefaultPeekTimeout.
+// peekTimeout.
 func TestPeekHungServer(t *testing.T) {
 	srv := redistest.NewServer(t)
 	c := redistest.NewClient(t, srv.Addr)
@@ -229,7 +228,7 @@ func TestPeekHungServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Peek(ctx, "k", time.Time{}); err != nil {
+	if _, err := l.PeekN(ctx, "k", time.Time{}, 1); err != nil {
 		t.Fatal(err)
 	}
 	info, err := c.Do(ctx, c.B().Info().Section("server").Build()).ToString()
@@ -252,16 +251,16 @@ func TestPeekHungServer(t *testing.T) {
 
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	begin := time.Now()
-	d, err := l.Peek(short, "k", time.Time{})
+	d, err := l.PeekN(short, "k", time.Time{}, 1)
 	cancel()
 	if took := time.Since(begin); err == nil || took > 4*time.Second {
 		t.Fatalf("peek with a 300ms deadline on a hung server = %+v, %v after %v; want an error at the deadline", d, err, took)
 	}
 	begin = time.Now()
-	d, err = l.Peek(ctx, "k", time.Time{})
+	d, err = l.PeekN(ctx, "k", time.Time{}, 1)
 	took := time.Since(begin)
-	if err == nil || d.Allowed || took > DefaultPeekTimeout+5*time.Second {
-		t.Fatalf("peek without a deadline on a hung server = %+v, %v after %v; want an error within about %v", d, err, took, DefaultPeekTimeout)
+	if err == nil || d.Allowed || took > peekTimeout+5*time.Second {
+		t.Fatalf("peek without a deadline on a hung server = %+v, %v after %v; want an error within about %v", d, err, took, peekTimeout)
 	}
 	t.Logf("hung server: peek failed after %v (%v)", took.Round(time.Millisecond), err)
 }
@@ -277,10 +276,10 @@ func TestPeekWithoutEvalshaRo(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := l.AllowAt(ctx, "k", at); err != nil {
+	if _, err := l.AllowN(ctx, "k", at, 1); err != nil {
 		t.Fatal(err)
 	}
-	d, err := l.Peek(ctx, "k", at.Add(time.Second))
+	d, err := l.PeekN(ctx, "k", at.Add(time.Second), 1)
 	want := redstream.Decision{Allowed: true, Limit: 3, Remaining: 1, ResetAfter: time.Minute}
 	if err != nil || d != want {
 		t.Fatalf("Peek = %+v, %v; want %+v", d, err, want)
@@ -299,26 +298,28 @@ func TestPeekReplyMatchesCore(t *testing.T) {
 	}
 	at := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC)
 	for i := 0; i < 2; i++ {
-		if _, err := l.AllowAt(ctx, "k", at); err != nil {
+		if _, err := l.AllowN(ctx, "k", at, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	each, err := l.PeekLimits(ctx, "k", at, 1)
+	each, err := l.PeekEach(ctx, "k", at, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls := l.Limits()
+	ls := l.coreLimits()
 	var st core.State
 	var want []core.Decision
 	for i, p := range ls {
 		st = core.State{}
 		for j := 0; j < 2; j++ {
-			if _, err := p.StepState(&st, at.UnixMicro(), 1); err != nil {
+			var d core.Decision
+			if err := p.StepState(&st, at.UnixMicro(), 1, &d); err != nil {
 				t.Fatal(err)
 			}
 		}
-		d, _, err := p.CheckState(&st, at.UnixMicro(), 1)
-		if err != nil {
+		var d core.Decision
+		var next core.Next
+		if err := p.CheckState(&st, at.UnixMicro(), 1, &d, &next); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, d)
@@ -378,17 +379,17 @@ func TestPeekOnReplica(t *testing.T) {
 			}
 			onPrimary, onReplica := newL(pc), newL(rc)
 			for i := 0; i < 3; i++ {
-				if _, err := onPrimary.AllowAt(ctx, "k", at); err != nil {
+				if _, err := onPrimary.AllowN(ctx, "k", at, 1); err != nil {
 					t.Fatal(err)
 				}
 			}
-			want, err := onPrimary.Peek(ctx, "k", at)
+			want, err := onPrimary.PeekN(ctx, "k", at, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			deadline := time.Now().Add(15 * time.Second)
 			for {
-				got, err := onReplica.Peek(ctx, "k", at)
+				got, err := onReplica.PeekN(ctx, "k", at, 1)
 				if err == nil && got == want {
 					return
 				}
@@ -407,7 +408,7 @@ func TestPeekOnReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.AllowAt(ctx, "k", at); err == nil {
+	if _, err := l.AllowN(ctx, "k", at, 1); err == nil {
 		t.Fatal("a decision on the replica succeeded: it is not read-only, the test proves nothing")
 	}
 }
@@ -430,7 +431,7 @@ func TestPeekErrorReplies(t *testing.T) {
 				{[]string{"k"}, []string{"-1", "1", "fw", "1000", "5", "0"}, "peek: now out of range"},
 				{nil, []string{"1", "1"}, "peek: bad arguments"},
 			} {
-				err := c.Do(ctx, c.B().Eval().Script(lua.Peek).Numkeys(int64(len(tt.keys))).Key(tt.keys...).Arg(tt.args...).Build()).Error()
+				err := c.Do(ctx, c.B().Eval().Script(luaScripts["peek"].Source).Numkeys(int64(len(tt.keys))).Key(tt.keys...).Arg(tt.args...).Build()).Error()
 				if err == nil || !strings.Contains(err.Error(), tt.want) {
 					t.Errorf("args %v: %v, want an error containing %q", tt.args, err, tt.want)
 				}

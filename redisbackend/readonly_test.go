@@ -42,7 +42,7 @@ func TestReadOnlyFallbackWithoutEvalshaRo(t *testing.T) {
 		t.Logf("the server has no EVALSHA_RO (%v)", err)
 	}
 
-	bloom, err := NewBloomDeduplicator(c, "ro-bloom", redstream.DedupSpec{Insertions: 1000, FPRate: 0.01}, DedupOptions{})
+	bloom, err := newBloomDeduplicator(c, "ro-bloom", redstream.DedupSpec{Insertions: 1000, FPRate: 0.01}, DedupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestReadOnlyFallbackWithoutEvalshaRo(t *testing.T) {
 	}
 	w := d.(redstream.TimedDeduplicator)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if err := w.MarkSeenAt(ctx, "order-1", at); err != nil {
+	if _, err := w.CheckAndMarkAt(ctx, "order-1", at); err != nil {
 		t.Fatal(err)
 	}
 	if dup, err := w.IsDuplicateAt(ctx, "order-1", at.Add(time.Second)); err != nil || !dup {
@@ -119,7 +119,7 @@ func TestReadOnlyRefusalRemembered(t *testing.T) {
 		}
 	}
 	c := &countingClient{Client: raw, sent: map[string]int{}}
-	w, err := NewWindowDeduplicator(c, uniq("ro-count"), time.Minute, DedupOptions{})
+	w, err := newWindowDeduplicator(c, uniq("ro-count"), time.Minute, DedupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestReadOnlyRefusalRemembered(t *testing.T) {
 		t.Errorf("100 read-only checks sent %v, want 100 EVALSHA and one refused EVALSHA_RO", got)
 	}
 
-	bloom, err := NewBloomDeduplicator(c, uniq("ro-count"), redstream.DedupSpec{Insertions: 1000}, DedupOptions{})
+	bloom, err := newBloomDeduplicator(c, uniq("ro-count"), redstream.DedupSpec{Insertions: 1000}, DedupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,12 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/lua"
 )
 
@@ -21,11 +23,31 @@ type script struct {
 	lua  *rueidis.Lua
 	ro   bool
 	rw   *rueidis.Lua // for a read-only script, the same script run with EVALSHA
+	// algorithms names the algorithms of core's registry the script decides by code
+	// (lua.Script.Algorithms: multi.lua and peek.lua).
+	algorithms []string
 }
 
-func newScript(name, src string, readOnly bool) *script {
+// luaScripts is package lua's table of scripts, by name.
+var luaScripts = func() map[string]lua.Script {
+	m := map[string]lua.Script{}
+	for _, s := range lua.Scripts() {
+		m[s.Name] = s
+	}
+	return m
+}()
+
+// newScript wraps package lua's script file (e.g. "gcra.lua"), read-only as package lua
+// says. The scripts are embedded at build time, so a file package lua lacks is a defect of
+// the build: it panics when the package is initialised (TestScripts covers every name).
+func newScript(file string) *script {
+	ls, ok := luaScripts[strings.TrimSuffix(file, ".lua")]
+	if !ok {
+		panic("redisbackend: package lua has no script " + file)
+	}
+	src, readOnly := ls.Source, ls.ReadOnly
 	sum := sha1.Sum([]byte(src))
-	s := &script{name: name, src: src, sha: hex.EncodeToString(sum[:]), ro: readOnly}
+	s := &script{name: file, src: src, sha: hex.EncodeToString(sum[:]), ro: readOnly, algorithms: ls.Algorithms}
 	if readOnly {
 		s.lua = rueidis.NewLuaScriptReadOnly(src)
 		s.rw = rueidis.NewLuaScript(src)
@@ -36,40 +58,76 @@ func newScript(name, src string, readOnly bool) *script {
 }
 
 var (
-	scriptGCRA             = newScript("gcra.lua", lua.GCRA, false)
-	scriptSlidingLog       = newScript("sliding_log.lua", lua.SlidingLog, false)
-	scriptSlidingCounter   = newScript("sliding_counter.lua", lua.SlidingCounter, false)
-	scriptFixedWindow      = newScript("fixed_window.lua", lua.FixedWindow, false)
-	scriptMulti            = newScript("multi.lua", lua.Multi, false)
-	scriptDedupWindow      = newScript("dedup_window.lua", lua.DedupWindow, false)
-	scriptDedupWindowCheck = newScript("dedup_window_check.lua", lua.DedupWindowCheck, true)
-	scriptDedupSet         = newScript("dedup_set.lua", lua.DedupSet, false)
-	scriptBloomAdd         = newScript("bloom_add.lua", lua.BloomAdd, false)
-	scriptBloomExists      = newScript("bloom_exists.lua", lua.BloomExists, true)
-	scriptBloomCount       = newScript("bloom_count.lua", lua.BloomCount, true)
+	scriptGCRA             = newScript("gcra.lua")
+	scriptSlidingLog       = newScript("sliding_log.lua")
+	scriptSlidingCounter   = newScript("sliding_counter.lua")
+	scriptFixedWindow      = newScript("fixed_window.lua")
+	scriptMulti            = newScript("multi.lua")
+	scriptDedupWindow      = newScript("dedup_window.lua")
+	scriptDedupWindowCheck = newScript("dedup_window_check.lua")
+	scriptDedupSet         = newScript("dedup_set.lua")
+	scriptBloomAdd         = newScript("bloom_add.lua")
+	scriptBloomExists      = newScript("bloom_exists.lua")
+	scriptBloomCount       = newScript("bloom_count.lua")
 )
 
-// algScript is how one algorithm (core.Limit.Name) runs on Redis: the default key prefix
-// of its single-limit limiter, its script, its code in multi.lua, and the ARGV its script
-// takes after the expiry margin (gcra.lua's ARGV[7]: whether decisions carry the leaky
-// bucket's shaping delay). A new algorithm adds one row.
+// algScript is how a single-limit limiter of one algorithm (core.Limit.Name) runs on
+// Redis: its script, and the ARGV its script takes after the
+// expiry margin (gcra.lua's ARGV[7]: whether decisions carry the leaky bucket's shaping
+// delay).
 type algScript struct {
-	prefix string
 	script *script
-	code   string
 	extra  []string
 }
 
+// algScripts is the table of the algorithms that have a single-limit script of their own,
+// which decides many keys in one call (AllowBatch). It is optional: an algorithm of core's
+// registry it lacks runs on multi.lua with one limit, whose dispatch is generated from the
+// registry (see singleScript).
 var algScripts = map[string]algScript{
-	"token-bucket":    {DefaultTokenBucketPrefix, scriptGCRA, "tb", []string{"0"}},
-	"leaky-bucket":    {DefaultLeakyBucketPrefix, scriptGCRA, "lb", []string{"1"}},
-	"sliding":         {DefaultSlidingWindowPrefix, scriptSlidingLog, "sl", nil},
-	"sliding-counter": {DefaultSlidingCounterPrefix, scriptSlidingCounter, "sc", nil},
-	"fixed":           {DefaultFixedWindowPrefix, scriptFixedWindow, "fw", nil},
+	"token-bucket":    {scriptGCRA, []string{"0"}},
+	"leaky-bucket":    {scriptGCRA, []string{"1"}},
+	"sliding":         {scriptSlidingLog, nil},
+	"sliding-counter": {scriptSlidingCounter, nil},
+	"fixed":           {scriptFixedWindow, nil},
 }
 
-// scriptFor returns the script of algorithm a.
-func scriptFor(a redstream.Algorithm) *script { return algScripts[string(a)].script }
+// codeIn returns the code of the algorithm named name in the ARGV of s (multi.lua or
+// peek.lua), or an error wrapping redstream.ErrInvalidConfig when s does not decide it (an
+// algorithm of core's registry that package lua was not regenerated for).
+func codeIn(s *script, name string) (string, error) {
+	a, err := core.Lookup(name)
+	if err != nil {
+		return "", fmt.Errorf("redisbackend: %w", err)
+	}
+	if !slices.Contains(s.algorithms, name) {
+		return "", fmt.Errorf("redisbackend: %w: %s does not decide algorithm %q (run go generate ./lua/...)", errInvalidConfig, s.name, name)
+	}
+	return a.Code, nil
+}
+
+// singleScript returns how a single-limit limiter of the algorithm named name runs: its
+// row of algScripts, or, for an algorithm without a script of its own, multi.lua with one
+// limit (multi true). An algorithm no script decides is an error wrapping
+// redstream.ErrInvalidConfig.
+func singleScript(name string) (as algScript, multi bool, err error) {
+	if as, ok := algScripts[name]; ok {
+		return as, false, nil
+	}
+	if _, err := codeIn(scriptMulti, name); err != nil {
+		return algScript{}, false, err
+	}
+	return algScript{script: scriptMulti}, true, nil
+}
+
+// scriptFor returns the script a single-limit limiter of algorithm a runs (nil if none).
+func scriptFor(a redstream.Algorithm) *script {
+	as, _, err := singleScript(string(a))
+	if err != nil {
+		return nil
+	}
+	return as.script
+}
 
 // exec runs the script once. keys must share one hash tag (the key schema guarantees it).
 // A read-only script that a server refuses to run read-only (miniredis counts TIME as a

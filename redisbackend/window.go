@@ -9,28 +9,29 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/failure"
 )
 
-// WindowDeduplicator forgets an element a window after it was last seen (core.WindowDedup):
+// windowDedup forgets an element a window after it was last seen (core.WindowDedup):
 // a sighting is a duplicate iff the element was seen less than Window ago (exactly Window
 // later is new again), and check-and-mark refreshes the last-seen time of a duplicate too.
 // State is a sorted set (element -> last-seen µs, ZADD) pruned on every write, plus the
-// deduplicator's high-water mark; both keys expire Window + 60 s (core.KeyTTLMargin) after
+// deduplicator's high-water mark; both keys expire Window + 60 s (corekit.KeyTTLMargin) after
 // the last write. Time going backwards is defined by core: every operation runs at
 // max(high-water mark, now). A zero time means the Redis server's TIME. It is safe for
 // concurrent use.
-type WindowDeduplicator struct {
+type windowDedup struct {
 	dedupBase
 	window time.Duration
 	keys   []string // the sorted set and the mark, one hash tag
 	warg   string   // the window in µs
 }
 
-var _ redstream.TimedDeduplicator = (*WindowDeduplicator)(nil)
+var _ redstream.TimedDeduplicator = (*windowDedup)(nil)
 
-// NewWindowDeduplicator returns the windowed deduplicator named name. window is truncated to
+// newWindowDeduplicator returns the windowed deduplicator named name. window is truncated to
 // whole microseconds and must be in (0, core.MaxDuration]. The client stays the caller's.
-func NewWindowDeduplicator(client rueidis.Client, name string, window time.Duration, opts DedupOptions) (*WindowDeduplicator, error) {
+func newWindowDeduplicator(client rueidis.Client, name string, window time.Duration, opts DedupOptions) (*windowDedup, error) {
 	b, err := newDedupBase(client, name, "window", opts)
 	if err != nil {
 		return nil, err
@@ -42,25 +43,27 @@ func NewWindowDeduplicator(client rueidis.Client, name string, window time.Durat
 	return newWindowDedup(b, window)
 }
 
-func newWindowDedup(b dedupBase, window time.Duration) (*WindowDeduplicator, error) {
+func newWindowDedup(b dedupBase, window time.Duration) (*windowDedup, error) {
 	name := b.name
 	w, err := core.NewWindowDedup(window.Microseconds())
 	if err != nil {
-		return nil, fmt.Errorf("redisbackend: %w", err)
+		return nil, failure.Prefixed("redisbackend", err)
 	}
-	return &WindowDeduplicator{
+	keys := []string{redisKey(b.prefix, name, roleWindow), redisKey(b.prefix, name, roleWindowMark)}
+	b.route = keys[0]
+	return &windowDedup{
 		dedupBase: b,
 		window:    time.Duration(w.Window) * time.Microsecond,
-		keys:      []string{redisKey(b.prefix, name, roleWindow), redisKey(b.prefix, name, roleWindowMark)},
+		keys:      keys,
 		warg:      strconv.FormatInt(w.Window, 10),
 	}, nil
 }
 
 // Window returns the window.
-func (d *WindowDeduplicator) Window() time.Duration { return d.window }
+func (d *windowDedup) Window() time.Duration { return d.window }
 
 // Keys returns the Redis keys of the deduplicator: the sorted set and the high-water mark.
-func (d *WindowDeduplicator) Keys() []string { return append([]string(nil), d.keys...) }
+func (d *windowDedup) Keys() []string { return append([]string(nil), d.keys...) }
 
 func nowArg(now time.Time) (string, error) {
 	if now.IsZero() {
@@ -68,30 +71,32 @@ func nowArg(now time.Time) (string, error) {
 	}
 	t := now.UnixMicro()
 	if err := core.CheckTime(t); err != nil {
-		return "", fmt.Errorf("redisbackend: %w", err)
+		return "", failure.Prefixed("redisbackend", err)
 	}
 	return strconv.FormatInt(t, 10), nil
 }
 
 // IsDuplicate is IsDuplicateAt at the Redis server's TIME.
-func (d *WindowDeduplicator) IsDuplicate(ctx context.Context, element string) (bool, error) {
+func (d *windowDedup) IsDuplicate(ctx context.Context, element string) (bool, error) {
 	return d.IsDuplicateAt(ctx, element, time.Time{})
 }
 
-// MarkSeen is MarkSeenAt at the Redis server's TIME.
-func (d *WindowDeduplicator) MarkSeen(ctx context.Context, element string) error {
-	return d.MarkSeenAt(ctx, element, time.Time{})
+// MarkSeen is shorthand for CheckAndMarkAt(ctx, element, time.Time{}) without its answer: a
+// sighting at the Redis server's TIME.
+func (d *windowDedup) MarkSeen(ctx context.Context, element string) error {
+	_, err := d.CheckAndMarkAt(ctx, element, time.Time{})
+	return err
 }
 
 // CheckAndMark is CheckAndMarkAt at the Redis server's TIME.
-func (d *WindowDeduplicator) CheckAndMark(ctx context.Context, element string) (bool, error) {
+func (d *windowDedup) CheckAndMark(ctx context.Context, element string) (bool, error) {
 	return d.CheckAndMarkAt(ctx, element, time.Time{})
 }
 
 // IsDuplicateAt reports whether element is a duplicate at now, without recording it; it
 // runs read-only (EVALSHA_RO). The empty element never is. A time before the Unix epoch is
 // redstream.ErrInvalidTime.
-func (d *WindowDeduplicator) IsDuplicateAt(ctx context.Context, element string, now time.Time) (bool, error) {
+func (d *windowDedup) IsDuplicateAt(ctx context.Context, element string, now time.Time) (bool, error) {
 	a, err := nowArg(now)
 	if err != nil || element == "" {
 		return false, err
@@ -103,16 +108,10 @@ func (d *WindowDeduplicator) IsDuplicateAt(ctx context.Context, element string, 
 	return v == 1, err
 }
 
-// MarkSeenAt records a sighting of element at now. The empty element is never recorded.
-func (d *WindowDeduplicator) MarkSeenAt(ctx context.Context, element string, now time.Time) error {
-	_, err := d.CheckAndMarkAt(ctx, element, now)
-	return err
-}
-
 // CheckAndMarkAt records a sighting of element at now and reports whether it was a
 // duplicate, atomically: across processes exactly one caller sees a new element as new.
 // The empty element is never a duplicate and never recorded.
-func (d *WindowDeduplicator) CheckAndMarkAt(ctx context.Context, element string, now time.Time) (bool, error) {
+func (d *windowDedup) CheckAndMarkAt(ctx context.Context, element string, now time.Time) (bool, error) {
 	a, err := nowArg(now)
 	if err != nil || element == "" {
 		return false, err
@@ -125,7 +124,7 @@ func (d *WindowDeduplicator) CheckAndMarkAt(ctx context.Context, element string,
 }
 
 // run calls s on the deduplicator's keys with args and returns its integer reply.
-func (d *WindowDeduplicator) run(ctx context.Context, s *script, args []string) (int64, error) {
+func (d *windowDedup) run(ctx context.Context, s *script, args []string) (int64, error) {
 	var v int64
 	err := d.do(ctx, func(ctx context.Context, c rueidis.Client, cp *caps) (err error) {
 		v, err = s.exec(ctx, c, cp, d.keys, args).AsInt64()
@@ -138,7 +137,7 @@ func (d *WindowDeduplicator) run(ctx context.Context, s *script, args []string) 
 }
 
 // Clear forgets every element and the high-water mark.
-func (d *WindowDeduplicator) Clear(ctx context.Context) error {
+func (d *windowDedup) Clear(ctx context.Context) error {
 	if err := d.do(ctx, func(ctx context.Context, c rueidis.Client, _ *caps) error {
 		return c.Do(ctx, c.B().Del().Key(d.keys...).Build()).Error()
 	}); err != nil {
@@ -148,12 +147,12 @@ func (d *WindowDeduplicator) Clear(ctx context.Context) error {
 }
 
 // UniqueCount is UniqueCountAt at the Redis server's TIME.
-func (d *WindowDeduplicator) UniqueCount(ctx context.Context) (int64, error) {
+func (d *windowDedup) UniqueCount(ctx context.Context) (int64, error) {
 	return d.UniqueCountAt(ctx, time.Time{})
 }
 
 // UniqueCountAt returns the number of elements still within the window at now (read-only).
-func (d *WindowDeduplicator) UniqueCountAt(ctx context.Context, now time.Time) (int64, error) {
+func (d *windowDedup) UniqueCountAt(ctx context.Context, now time.Time) (int64, error) {
 	a, err := nowArg(now)
 	if err != nil {
 		return 0, err
@@ -163,7 +162,7 @@ func (d *WindowDeduplicator) UniqueCountAt(ctx context.Context, now time.Time) (
 
 // RemainingTTL returns how long the deduplicator's keys live without another write; it is
 // 0 when nothing is stored.
-func (d *WindowDeduplicator) RemainingTTL(ctx context.Context) (time.Duration, error) {
+func (d *windowDedup) RemainingTTL(ctx context.Context) (time.Duration, error) {
 	var ms int64
 	err := d.do(ctx, func(ctx context.Context, c rueidis.Client, _ *caps) (err error) {
 		ms, err = c.Do(ctx, c.B().Pttl().Key(d.keys[0]).Build()).AsInt64()

@@ -12,9 +12,6 @@ import (
 	"github.com/redstream-go/redstream"
 )
 
-// unknownError is FailedElement.ErrorMessage for a nil error or an empty message.
-const unknownError = "Unknown error"
-
 // FailedElement is an element whose processing failed, with the error and the context of the
 // failure. It is a plain value.
 type FailedElement[T any] struct {
@@ -32,30 +29,15 @@ type FailedElement[T any] struct {
 	Stack string
 }
 
-// NewFailedElement records element's failure now, capturing the caller's stack when err is
+// newFailedElement records element's failure now, capturing the caller's stack when err is
 // not nil.
-func NewFailedElement[T any](element T, err error, attempts int) FailedElement[T] {
+func newFailedElement[T any](element T, err error, attempts int) FailedElement[T] {
 	fe := FailedElement[T]{Element: element, Err: err, Timestamp: time.Now(), AttemptCount: attempts}
 	if err != nil {
 		fe.Stack = captureStack()
 	}
 	return fe
 }
-
-// ErrorMessage returns Err's message, or "Unknown error" (the Java system's text) when Err
-// is nil or its message empty.
-func (f FailedElement[T]) ErrorMessage() string {
-	if f.Err == nil {
-		return unknownError
-	}
-	if m := f.Err.Error(); m != "" {
-		return m
-	}
-	return unknownError
-}
-
-// CanRetry reports whether AttemptCount < maxAttempts.
-func (f FailedElement[T]) CanRetry(maxAttempts int) bool { return f.AttemptCount < maxAttempts }
 
 const pkgPrefix = "github.com/redstream-go/redstream/reliability."
 
@@ -104,14 +86,15 @@ func NewDeadLetterQueue[T any](maxSize int) (*DeadLetterQueue[T], error) {
 	return &DeadLetterQueue[T]{max: maxSize}, nil
 }
 
-// Add records element's failure (see NewFailedElement) and queues it. It returns false,
-// queuing nothing, when the queue is full.
+// Add records element's failure now, after attempts tries, with err and the caller's call
+// stack (FailedElement.Stack), and queues it. It returns false, queuing nothing, when the
+// queue is full.
 func (q *DeadLetterQueue[T]) Add(element T, err error, attempts int) bool {
-	return q.AddFailed(NewFailedElement(element, err, attempts))
+	return q.add(newFailedElement(element, err, attempts))
 }
 
-// AddFailed queues fe. It returns false, queuing nothing, when the queue is full.
-func (q *DeadLetterQueue[T]) AddFailed(fe FailedElement[T]) bool {
+// add queues fe. It returns false, queuing nothing, when the queue is full.
+func (q *DeadLetterQueue[T]) add(fe FailedElement[T]) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.max > 0 && len(q.buf)-q.head >= q.max {
@@ -166,16 +149,6 @@ func (q *DeadLetterQueue[T]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.buf) - q.head
-}
-
-// IsEmpty reports whether the queue is empty.
-func (q *DeadLetterQueue[T]) IsEmpty() bool { return q.Len() == 0 }
-
-// IsFull reports whether the queue holds MaxSize elements (never for an unbounded queue).
-func (q *DeadLetterQueue[T]) IsFull() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.max > 0 && len(q.buf)-q.head >= q.max
 }
 
 // Clear removes every element and returns how many it removed.

@@ -79,7 +79,7 @@ func ExampleProcessor() {
 	policy := reliability.FixedDelay(2, time.Millisecond)
 	cfg.RetryPolicy = &policy
 	cfg.OnFailure = func(fe reliability.FailedElement[string]) {
-		fmt.Printf("failed: %s after %d tries: %s\n", fe.Element, fe.AttemptCount, fe.ErrorMessage())
+		fmt.Printf("failed: %s after %d tries: %v\n", fe.Element, fe.AttemptCount, fe.Err)
 	}
 	proc, err := reliability.NewProcessor(cfg)
 	if err != nil {
@@ -97,14 +97,14 @@ func ExampleProcessor() {
 		fmt.Println(order, res.Outcome, err)
 	}
 	for _, fe := range cfg.DeadLetterQueue.All() {
-		fmt.Println("dead letter:", fe.Element, "can retry (max 5):", fe.CanRetry(5))
+		fmt.Println("dead letter:", fe.Element, "after", fe.AttemptCount, "tries")
 	}
 	// Output:
 	// order-1 success <nil>
 	// failed: order-2 after 3 tries: payment service down
 	// order-2 dead_letter <nil>
 	// order-3 success <nil>
-	// dead letter: order-2 can retry (max 5): true
+	// dead letter: order-2 after 3 tries
 }
 
 func ExampleDeadLetterQueue() {
@@ -116,13 +116,13 @@ func ExampleDeadLetterQueue() {
 	fmt.Println(dlq.Add("b", nil, 3))
 	fmt.Println(dlq.Add("c", errors.New("boom"), 1)) // full: refused
 	fe, _ := dlq.Poll()
-	fmt.Println(fe.Element, fe.ErrorMessage(), dlq.Len(), dlq.IsFull())
+	fmt.Println(fe.Element, fe.Err, dlq.Len(), dlq.MaxSize())
 	fe, _ = dlq.Poll()
-	fmt.Println(fe.Element, fe.ErrorMessage(), fe.Stack == "")
+	fmt.Println(fe.Element, fe.Err, fe.Stack == "")
 	// Output:
 	// true
 	// true
 	// false
-	// a boom 1 false
-	// b Unknown error true
+	// a boom 1 2
+	// b <nil> true
 }

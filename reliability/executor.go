@@ -19,20 +19,19 @@ type Executor struct {
 	rnd   func(n int64) int64
 }
 
-// NewExecutor returns an executor of p, or p.Validate's error.
+// NewExecutor returns an executor of p. It returns the first invalid field of p, wrapping
+// redstream.ErrInvalidConfig; the message names the field, e.g. "reliability:
+// RetryPolicy.MaxDelay = 1s, want >= InitialDelay (2s)".
 func NewExecutor(p RetryPolicy) (*Executor, error) {
-	if err := p.Validate(); err != nil {
+	if err := p.validate(); err != nil {
 		return nil, err
 	}
-	e := &Executor{p: p, b: p.backoff(), tries: int64(p.Attempts()), rnd: p.Rand}
+	e := &Executor{p: p, b: p.backoff(), tries: int64(p.attempts()), rnd: p.Rand}
 	if e.rnd == nil {
 		e.rnd = rand.Int64N
 	}
 	return e, nil
 }
-
-// Policy returns the executor's policy.
-func (e *Executor) Policy() RetryPolicy { return e.p }
 
 // Do runs fn until it succeeds, returns an error the policy does not retry, or has run
 // MaxAttempts+1 times; then it returns fn's last error as is (nil on success).
@@ -84,7 +83,7 @@ func (e *Executor) do(ctx context.Context, fn func(ctx context.Context) error) (
 		if err == nil {
 			return int(try), nil
 		}
-		if try >= e.tries || !e.p.IsRetryable(err) {
+		if try >= e.tries || !e.p.isRetryable(err) {
 			return int(try), err
 		}
 		us := e.b.Delay(try, prev, e.rnd)

@@ -10,28 +10,12 @@ import (
 	"github.com/redstream-go/redstream/core"
 )
 
-// Defaults of a RetryPolicy, those of the Java system's RetryPolicy builder.
+// The defaults of DefaultPolicy, those of the Java system's RetryPolicy builder.
 const (
-	// DefaultMaxAttempts is the number of retries after the first try.
-	DefaultMaxAttempts = 3
-	// DefaultInitialDelay is the wait before the first retry.
-	DefaultInitialDelay = 100 * time.Millisecond
-	// DefaultMaxDelay caps every wait.
-	DefaultMaxDelay = 10 * time.Second
-	// DefaultMultiplier is the exponential backoff factor.
-	DefaultMultiplier = 2.0
-)
-
-// Jitter selects how waits are randomized; the modes are core's.
-type Jitter = core.Jitter
-
-// The jitter modes (see core.Jitter): none (the default), full ([0, d]), equal
-// (d/2 + [0, d/2]) and decorrelated (min(MaxDelay, [InitialDelay, 3 × previous])).
-const (
-	JitterNone         = core.JitterNone
-	JitterFull         = core.JitterFull
-	JitterEqual        = core.JitterEqual
-	JitterDecorrelated = core.JitterDecorrelated
+	defaultMaxAttempts  = 3                      // retries after the first try
+	defaultInitialDelay = 100 * time.Millisecond // the wait before the first retry
+	defaultMaxDelay     = 10 * time.Second       // caps every wait
+	defaultMultiplier   = 2.0                    // the exponential backoff factor
 )
 
 // ErrorMatcher reports whether an error belongs to a class of errors. Build one with [Is] or
@@ -55,8 +39,8 @@ func As[E error]() ErrorMatcher {
 // RetryPolicy says how often and how long to wait before a failed function is tried again.
 //
 // [DefaultPolicy] holds the defaults (3 retries, 100 ms doubling up to 10 s). The zero value
-// is a valid policy that never retries: MaxAttempts 0 means "no retry" (as [NoRetry]), so it
-// cannot also mean "the default". A RetryPolicy is a plain value; copy it freely.
+// is a valid policy that never retries: MaxAttempts 0 means "no retry", so it cannot also
+// mean "the default". A RetryPolicy is a plain value; copy it freely.
 type RetryPolicy struct {
 	// MaxAttempts is the number of retries after the first try: a function runs at most
 	// MaxAttempts+1 times. At least 0.
@@ -71,8 +55,10 @@ type RetryPolicy struct {
 	Multiplier float64
 	// Exponential makes waits grow by Multiplier; without it every wait is InitialDelay.
 	Exponential bool
-	// Jitter randomizes the waits; JitterNone (the zero value) keeps them exact.
-	Jitter Jitter
+	// Jitter randomizes the waits (core's modes): core.JitterNone (the zero value) keeps
+	// them exact; core.JitterFull waits [0, d], core.JitterEqual d/2 + [0, d/2],
+	// core.JitterDecorrelated min(MaxDelay, [InitialDelay, 3 × previous]).
+	Jitter core.Jitter
 	// Retryable, when not empty, restricts retries to errors matched by one of its matchers.
 	Retryable []ErrorMatcher
 	// NonRetryable lists errors that are never retried; it wins over Retryable. With
@@ -90,23 +76,16 @@ type RetryPolicy struct {
 // capped at 10 s.
 func DefaultPolicy() RetryPolicy {
 	return RetryPolicy{
-		MaxAttempts:  DefaultMaxAttempts,
-		InitialDelay: DefaultInitialDelay,
-		MaxDelay:     DefaultMaxDelay,
-		Multiplier:   DefaultMultiplier,
+		MaxAttempts:  defaultMaxAttempts,
+		InitialDelay: defaultInitialDelay,
+		MaxDelay:     defaultMaxDelay,
+		Multiplier:   defaultMultiplier,
 		Exponential:  true,
 	}
 }
 
-// NoRetry returns the default policy with 0 retries: the function runs once.
-func NoRetry() RetryPolicy {
-	p := DefaultPolicy()
-	p.MaxAttempts = 0
-	return p
-}
-
 // FixedDelay returns a policy of maxAttempts retries that waits delay before each (not
-// exponential; MaxDelay is raised to delay when delay exceeds DefaultMaxDelay).
+// exponential; MaxDelay is raised to delay when delay exceeds the default 10 s).
 func FixedDelay(maxAttempts int, delay time.Duration) RetryPolicy {
 	p := DefaultPolicy()
 	p.MaxAttempts = maxAttempts
@@ -118,9 +97,9 @@ func FixedDelay(maxAttempts int, delay time.Duration) RetryPolicy {
 	return p
 }
 
-// Validate reports the first invalid field, wrapping redstream.ErrInvalidConfig; the message
+// validate reports the first invalid field, wrapping redstream.ErrInvalidConfig; the message
 // names the field, e.g. "reliability: RetryPolicy.MaxDelay = 1s, want >= InitialDelay (2s)".
-func (p RetryPolicy) Validate() error {
+func (p RetryPolicy) validate() error {
 	bad := func(field string, v any, want string) error {
 		return fmt.Errorf("reliability: %w: RetryPolicy.%s = %v, want %s", redstream.ErrInvalidConfig, field, v, want)
 	}
@@ -134,7 +113,7 @@ func (p RetryPolicy) Validate() error {
 		return bad("MaxDelay", p.MaxDelay, fmt.Sprintf(">= InitialDelay (%v) and <= %v", p.InitialDelay, maxDur))
 	case p.Exponential && (math.IsNaN(p.Multiplier) || p.Multiplier < 1 || p.Multiplier > 1000):
 		return bad("Multiplier", p.Multiplier, "a finite number in [1, 1000] when Exponential is set")
-	case p.Jitter < JitterNone || p.Jitter > JitterDecorrelated:
+	case p.Jitter < core.JitterNone || p.Jitter > core.JitterDecorrelated:
 		return bad("Jitter", int(p.Jitter), "none, full, equal or decorrelated")
 	}
 	for i, m := range p.Retryable {
@@ -151,7 +130,7 @@ func (p RetryPolicy) Validate() error {
 }
 
 // backoff returns the core backoff of p. Out-of-range fields are clamped, so it is total;
-// Validate reports them.
+// validate reports them.
 func (p RetryPolicy) backoff() core.Backoff {
 	initial := clamp(p.InitialDelay.Microseconds(), 0, core.MaxDuration)
 	maxd := clamp(p.MaxDelay.Microseconds(), initial, core.MaxDuration)
@@ -160,8 +139,8 @@ func (p RetryPolicy) backoff() core.Backoff {
 		m = math.Min(math.Max(p.Multiplier, 1), 1000)
 	}
 	j := p.Jitter
-	if j < JitterNone || j > JitterDecorrelated {
-		j = JitterNone
+	if j < core.JitterNone || j > core.JitterDecorrelated {
+		j = core.JitterNone
 	}
 	b, err := core.NewBackoff(initial, maxd, m, j)
 	if err != nil { // unreachable: every argument is clamped into range
@@ -175,13 +154,13 @@ func clamp(v, lo, hi int64) int64 { return min(max(v, lo), hi) }
 // Delay returns the wait before retry number attempt (1-based) without jitter:
 // min(InitialDelay × Multiplier^(attempt-1), MaxDelay), or InitialDelay when not
 // exponential, and 0 for attempt <= 0. It never overflows: a huge attempt returns MaxDelay.
-// Fields out of range are clamped as Validate describes.
+// Fields out of range are clamped as NewExecutor describes.
 func (p RetryPolicy) Delay(attempt int) time.Duration {
 	return time.Duration(p.backoff().Base(int64(attempt))) * time.Microsecond
 }
 
-// Attempts returns the total number of tries, MaxAttempts+1 and at least 1.
-func (p RetryPolicy) Attempts() int {
+// attempts returns the total number of tries, MaxAttempts+1 and at least 1.
+func (p RetryPolicy) attempts() int {
 	if p.MaxAttempts < 0 {
 		return 1
 	}
@@ -191,9 +170,9 @@ func (p RetryPolicy) Attempts() int {
 	return p.MaxAttempts + 1
 }
 
-// IsRetryable reports whether err may be retried: false for nil and for errors matched by
+// isRetryable reports whether err may be retried: false for nil and for errors matched by
 // NonRetryable; otherwise true when Retryable is empty or one of its matchers matches.
-func (p RetryPolicy) IsRetryable(err error) bool {
+func (p RetryPolicy) isRetryable(err error) bool {
 	if err == nil {
 		return false
 	}

@@ -14,17 +14,18 @@ import (
 	"time"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/reliability"
 )
 
 func TestPolicyConstructors(t *testing.T) {
 	def := reliability.DefaultPolicy()
 	if def.MaxAttempts != 3 || def.InitialDelay != 100*time.Millisecond || def.MaxDelay != 10*time.Second ||
-		def.Multiplier != 2.0 || !def.Exponential || def.Jitter != reliability.JitterNone {
+		def.Multiplier != 2.0 || !def.Exponential || def.Jitter != core.JitterNone {
 		t.Fatalf("DefaultPolicy() = %+v, want the seed defaults", def)
 	}
-	if got := reliability.NoRetry(); got.MaxAttempts != 0 || got.Attempts() != 1 {
-		t.Errorf("NoRetry() MaxAttempts = %d, Attempts = %d, want 0, 1", got.MaxAttempts, got.Attempts())
+	if got := (reliability.RetryPolicy{}); got.Validate() != nil || got.Attempts() != 1 {
+		t.Errorf("RetryPolicy{}: Validate = %v, Attempts = %d, want nil, 1 (the zero policy never retries)", got.Validate(), got.Attempts())
 	}
 	fd := reliability.FixedDelay(5, 250*time.Millisecond)
 	if fd.MaxAttempts != 5 || fd.Exponential || fd.InitialDelay != 250*time.Millisecond {
@@ -238,14 +239,14 @@ func TestExecutorDo(t *testing.T) {
 func TestExecutorWaits(t *testing.T) {
 	tests := []struct {
 		name   string
-		jitter reliability.Jitter
+		jitter core.Jitter
 		rnd    func(int64) int64
 		want   []time.Duration
 	}{
-		{"exponential capped", reliability.JitterNone, nil, []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 3 * time.Millisecond}},
-		{"full jitter at the top", reliability.JitterFull, func(n int64) int64 { return n - 1 }, []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 3 * time.Millisecond}},
-		{"full jitter at the bottom", reliability.JitterFull, func(int64) int64 { return 0 }, []time.Duration{0, 0, 0, 0}},
-		{"equal jitter at the bottom", reliability.JitterEqual, func(int64) int64 { return 0 }, []time.Duration{500 * time.Microsecond, time.Millisecond, 1500 * time.Microsecond, 1500 * time.Microsecond}},
+		{"exponential capped", core.JitterNone, nil, []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 3 * time.Millisecond}},
+		{"full jitter at the top", core.JitterFull, func(n int64) int64 { return n - 1 }, []time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 3 * time.Millisecond}},
+		{"full jitter at the bottom", core.JitterFull, func(int64) int64 { return 0 }, []time.Duration{0, 0, 0, 0}},
+		{"equal jitter at the bottom", core.JitterEqual, func(int64) int64 { return 0 }, []time.Duration{500 * time.Microsecond, time.Millisecond, 1500 * time.Microsecond, 1500 * time.Microsecond}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -339,7 +340,7 @@ func TestCall(t *testing.T) {
 
 func TestExecutorConcurrent(t *testing.T) {
 	p := reliability.DefaultPolicy()
-	p.InitialDelay, p.MaxDelay, p.Jitter = time.Microsecond, 10*time.Microsecond, reliability.JitterDecorrelated
+	p.InitialDelay, p.MaxDelay, p.Jitter = time.Microsecond, 10*time.Microsecond, core.JitterDecorrelated
 	e, err := reliability.NewExecutor(p)
 	if err != nil {
 		t.Fatal(err)

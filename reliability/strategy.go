@@ -12,7 +12,7 @@ import (
 )
 
 // FailureStrategy says what a [Processor] does when processing an element fails. The zero
-// value is not a strategy: Config.Validate rejects it.
+// value is not a strategy: NewProcessor rejects it.
 type FailureStrategy int
 
 // The strategies, named as in the Java system.
@@ -43,10 +43,10 @@ func (s FailureStrategy) String() string {
 	return fmt.Sprintf("FailureStrategy(%d)", int(s))
 }
 
-// ParseFailureStrategy parses a strategy name, ignoring case, '-' and '_': "FAIL_FAST",
+// parseFailureStrategy parses a strategy name, ignoring case, '-' and '_': "FAIL_FAST",
 // "fail-fast" and "failFast" are the same. "DLQ" and "dead-letter" name
 // StrategyDeadLetterQueue.
-func ParseFailureStrategy(s string) (FailureStrategy, error) {
+func parseFailureStrategy(s string) (FailureStrategy, error) {
 	n := strings.NewReplacer("-", "", "_", "", " ", "").Replace(strings.ToLower(s))
 	switch n {
 	case "failfast":
@@ -63,8 +63,8 @@ func ParseFailureStrategy(s string) (FailureStrategy, error) {
 	return 0, fmt.Errorf("reliability: %w: unknown failure strategy %q", redstream.ErrInvalidConfig, s)
 }
 
-// DefaultMaxConsecutiveFailures is Config.MaxConsecutiveFailures in [NewConfig].
-const DefaultMaxConsecutiveFailures = 10
+// defaultMaxConsecutiveFailures is Config.MaxConsecutiveFailures in NewConfig.
+const defaultMaxConsecutiveFailures = 10
 
 // Errors of a Processor.
 var (
@@ -81,7 +81,8 @@ var (
 )
 
 // Config configures failure handling for a stream of elements of type T. Build one with
-// [NewConfig], [WithRetry], [WithDeadLetterQueue] or [FailFast] and adjust fields; the zero
+// [NewConfig] or [WithDeadLetterQueue] and adjust fields (for example Strategy =
+// StrategyFailFast and ContinueOnFailure = false to stop at the first failure); the zero
 // value is invalid (no strategy). It is a plain value; the DeadLetterQueue it points to is
 // shared by copies.
 type Config[T any] struct {
@@ -115,12 +116,9 @@ func NewConfig[T any]() Config[T] {
 		Strategy:               StrategyRetry,
 		RetryPolicy:            &p,
 		ContinueOnFailure:      true,
-		MaxConsecutiveFailures: DefaultMaxConsecutiveFailures,
+		MaxConsecutiveFailures: defaultMaxConsecutiveFailures,
 	}
 }
-
-// WithRetry returns NewConfig: StrategyRetry with DefaultPolicy.
-func WithRetry[T any]() Config[T] { return NewConfig[T]() }
 
 // WithDeadLetterQueue returns NewConfig with StrategyDeadLetterQueue and a new queue of
 // queueSize elements (failed elements are retried under DefaultPolicy first; set
@@ -136,20 +134,11 @@ func WithDeadLetterQueue[T any](queueSize int) (Config[T], error) {
 	return c, nil
 }
 
-// FailFast returns NewConfig with StrategyFailFast and ContinueOnFailure unset: the first
-// failure is returned and stops the processor.
-func FailFast[T any]() Config[T] {
-	c := NewConfig[T]()
-	c.Strategy = StrategyFailFast
-	c.ContinueOnFailure = false
-	return c
-}
-
-// Validate checks the Java system's four rules: a strategy is set, StrategyRetry has a
+// validate checks the Java system's four rules: a strategy is set, StrategyRetry has a
 // RetryPolicy, StrategyDeadLetterQueue has a DeadLetterQueue, MaxConsecutiveFailures > 0;
 // and that a RetryPolicy that will be used is valid. Errors wrap redstream.ErrInvalidConfig
 // and name the field.
-func (c Config[T]) Validate() error {
+func (c Config[T]) validate() error {
 	bad := func(field, msg string) error {
 		return fmt.Errorf("reliability: %w: Config.%s %s", redstream.ErrInvalidConfig, field, msg)
 	}
@@ -172,7 +161,7 @@ func (c Config[T]) Validate() error {
 		return bad("MaxConsecutiveFailures", fmt.Sprintf("= %d, want > 0", c.MaxConsecutiveFailures))
 	}
 	if c.usesRetry() {
-		if err := c.RetryPolicy.Validate(); err != nil {
+		if err := c.RetryPolicy.validate(); err != nil {
 			return fmt.Errorf("reliability: Config.RetryPolicy: %w", err)
 		}
 	}
@@ -240,9 +229,12 @@ type Processor[T any] struct {
 	dropped  *metrics.Counter
 }
 
-// NewProcessor returns a processor of cfg, or cfg.Validate's error.
+// NewProcessor returns a processor of cfg. It checks the Java system's four rules: a
+// strategy is set, StrategyRetry has a RetryPolicy, StrategyDeadLetterQueue has a
+// DeadLetterQueue, MaxConsecutiveFailures > 0; and that a RetryPolicy that will be used is
+// valid (see NewExecutor). Errors wrap redstream.ErrInvalidConfig and name the field.
 func NewProcessor[T any](cfg Config[T]) (*Processor[T], error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	p := &Processor[T]{cfg: cfg}
@@ -256,16 +248,13 @@ func NewProcessor[T any](cfg Config[T]) (*Processor[T], error) {
 	if cfg.Name != "" {
 		for i := range p.outcomes {
 			p.outcomes[i] = metrics.Reliability.GetOrCreateCounter(
-				metrics.Name(metrics.ReliabilityOutcomesTotal, "name", cfg.Name, "outcome", outcomeNames[i]))
+				metrics.Name("redis_streaming_reliability_outcomes_total", "name", cfg.Name, "outcome", outcomeNames[i]))
 		}
-		p.retries = metrics.Reliability.GetOrCreateCounter(metrics.Name(metrics.ReliabilityRetriesTotal, "name", cfg.Name))
-		p.dropped = metrics.Reliability.GetOrCreateCounter(metrics.Name(metrics.ReliabilityDeadLetterDroppedTotal, "name", cfg.Name))
+		p.retries = metrics.Reliability.GetOrCreateCounter(metrics.Name("redis_streaming_reliability_retries_total", "name", cfg.Name))
+		p.dropped = metrics.Reliability.GetOrCreateCounter(metrics.Name("redis_streaming_reliability_dlq_dropped_total", "name", cfg.Name))
 	}
 	return p, nil
 }
-
-// Config returns the processor's configuration.
-func (p *Processor[T]) Config() Config[T] { return p.cfg }
 
 // ConsecutiveFailures returns the current run of failures (0 after a success).
 func (p *Processor[T]) ConsecutiveFailures() int { return int(p.failures.Load()) }
@@ -333,7 +322,7 @@ func (p *Processor[T]) Process(ctx context.Context, element T, fn func(ctx conte
 		return Result{Outcome: OutcomeIgnored, Attempts: tries, Err: err}, nil
 	}
 
-	fe := NewFailedElement(element, err, tries)
+	fe := newFailedElement(element, err, tries)
 	res := Result{Outcome: OutcomeFailed, Attempts: tries, Err: err}
 	var out error
 	switch p.cfg.Strategy {
@@ -342,7 +331,7 @@ func (p *Processor[T]) Process(ctx context.Context, element T, fn func(ctx conte
 	case StrategySkip:
 		res.Outcome = OutcomeSkipped
 	case StrategyDeadLetterQueue:
-		if p.cfg.DeadLetterQueue.AddFailed(fe) {
+		if p.cfg.DeadLetterQueue.add(fe) {
 			res.Outcome = OutcomeDeadLettered
 		} else {
 			out = fmt.Errorf("%w: %w", ErrDeadLetterQueueFull, err)

@@ -20,19 +20,12 @@ func TestFactories(t *testing.T) {
 		!c.ContinueOnFailure || c.MaxConsecutiveFailures != 10 || c.DeadLetterQueue != nil {
 		t.Errorf("NewConfig() = %+v, want the seed defaults", c)
 	}
-	if w := reliability.WithRetry[string](); w.Strategy != reliability.StrategyRetry || w.Validate() != nil {
-		t.Errorf("WithRetry() = %+v, Validate = %v", w, w.Validate())
-	}
 	d, err := reliability.WithDeadLetterQueue[string](1000)
 	if err != nil || d.Strategy != reliability.StrategyDeadLetterQueue || d.DeadLetterQueue.MaxSize() != 1000 || d.Validate() != nil {
 		t.Errorf("WithDeadLetterQueue(1000) = %+v, %v", d, err)
 	}
 	if _, err := reliability.WithDeadLetterQueue[string](0); !errors.Is(err, redstream.ErrInvalidConfig) {
 		t.Errorf("WithDeadLetterQueue(0) error = %v, want ErrInvalidConfig", err)
-	}
-	f := reliability.FailFast[string]()
-	if f.Strategy != reliability.StrategyFailFast || f.ContinueOnFailure || f.Validate() != nil {
-		t.Errorf("FailFast() = %+v", f)
 	}
 }
 
@@ -183,7 +176,7 @@ func TestProcessStrategies(t *testing.T) {
 			}
 			if tt.wantQueued > 0 {
 				fe, _ := c.DeadLetterQueue.Peek()
-				if fe.AttemptCount != tt.wantTries || fe.ErrorMessage() != "boom" {
+				if fe.AttemptCount != tt.wantTries || fe.Err.Error() != "boom" {
 					t.Errorf("dead letter = %+v", fe)
 				}
 			}
@@ -194,7 +187,9 @@ func TestProcessStrategies(t *testing.T) {
 func TestProcessStopping(t *testing.T) {
 	ctx := context.Background()
 	t.Run("fail fast stops the processor", func(t *testing.T) {
-		p, _ := reliability.NewProcessor(reliability.FailFast[string]())
+		cfg := reliability.NewConfig[string]()
+		cfg.Strategy, cfg.ContinueOnFailure = reliability.StrategyFailFast, false
+		p, _ := reliability.NewProcessor(cfg)
 		r := newRecorder(map[string]int{"bad": -1})
 		if _, err := p.Process(ctx, "bad", r.fn); !errors.Is(err, errBoom) {
 			t.Fatalf("first failure = %v", err)
@@ -312,7 +307,7 @@ func TestProcessMetrics(t *testing.T) {
 	p.Process(ctx, "ok", r.fn)
 	p.Process(ctx, "bad", r.fn)
 	for outcome, want := range map[string]uint64{"success": 2, "skipped": 1, "failed": 0} {
-		name := metrics.Name(metrics.ReliabilityOutcomesTotal, "name", "test-metrics", "outcome", outcome)
+		name := metrics.Name("redis_streaming_reliability_outcomes_total", "name", "test-metrics", "outcome", outcome)
 		if got := counterValue(t, metrics.Reliability, name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
 		}

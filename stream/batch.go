@@ -29,13 +29,20 @@ type SendResult struct {
 // per message, in order. A message that cannot be encoded (or that middleware refuses)
 // does not stop the others. The error is nil when every message was written; otherwise it
 // says how many failed and gives the first failure, which is also in its result. A bad
-// topic name, more than MaxBatch messages or a nil message fail the whole call (nil
-// results, an error wrapping redstream.ErrInvalidConfig). Middleware added by Use runs for
+// topic name, more than MaxBatch messages, a nil message or bad idempotency keys fail the
+// whole call (nil results, an error wrapping redstream.ErrInvalidConfig), and so does a
+// failed probe for XADD IDMP (see WithIdempotencyKey; nil results, its error), before
+// anything is sent. Middleware added by Use runs for
 // each message, each in its own goroutine, and sees its own id or error; a middleware that
-// calls next a second time gets a separate XADD. A ctx without deadline gets one of
-// DefaultCallTimeout.
+// calls next a second time gets a separate XADD.
+//
+// The call has the deadline of Send (the earlier of ctx's and Config.SendTimeout) and
+// returns by it even when Redis hangs; then every unanswered message's Err wraps
+// ErrOutcomeUnknown: it may have been written. WithIdempotencyKeys gives each message a key
+// so that the batch, or its failed messages, can be sent again without duplicates (each
+// message with its own key again).
 func (p *Producer) SendBatch(ctx context.Context, topic string, msgs []Sendable, opts ...SendOption) ([]SendResult, error) {
-	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
+	ctx, cancel := p.sendContext(ctx)
 	defer cancel()
 	if len(msgs) > MaxBatch {
 		return nil, errInvalid("SendBatch: %d messages, at most %d", len(msgs), MaxBatch)
@@ -51,11 +58,25 @@ func (p *Producer) SendBatch(ctx context.Context, topic string, msgs []Sendable,
 	if o.delayErr != nil {
 		return nil, o.delayErr
 	}
+	if err := o.checkIdem(true, len(msgs)); err != nil {
+		return nil, err
+	}
+	if err := o.checkUnique(true); err != nil {
+		return nil, err
+	}
 	f := p.send.Load()
 	outs := make([]*Outgoing, len(msgs))
 	for i, m := range msgs {
 		if outs[i], err = p.outgoing(topic, t, m, o, f != nil); err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		if o.idems != nil {
+			outs[i].idem = o.idems[i]
+		}
+	}
+	if len(o.idems) > 0 {
+		if err := p.probeIDMP(ctx, t.streams[0]); err != nil {
+			return nil, err
 		}
 	}
 	res := make([]SendResult, len(msgs))
@@ -94,7 +115,7 @@ func (p *Producer) sendBuilt(ctx context.Context, outs []*Outgoing, res []SendRe
 	if len(cmds) == 0 {
 		return
 	}
-	for k, r := range p.client.DoMulti(ctx, cmds...) {
+	for k, r := range p.doMulti(ctx, cmds) {
 		i := idx[k]
 		res[i].ID, res[i].Err = p.result(outs[i], r)
 	}
@@ -136,7 +157,7 @@ func (p *Producer) sendThrough(ctx context.Context, chain SendFunc, outs []*Outg
 				mu.Lock()
 				if batched {
 					mu.Unlock() // the batch left without it (next called after the chain returned)
-					return p.result(out, p.client.Do(ctx, cmd))
+					return p.result(out, p.do(ctx, cmd))
 				}
 				cmds[i], has[i] = cmd, true
 				mu.Unlock()
@@ -167,7 +188,7 @@ func (p *Producer) sendThrough(ctx context.Context, chain SendFunc, outs []*Outg
 	}
 	mu.Unlock()
 	if len(batch) > 0 {
-		for k, r := range p.client.DoMulti(ctx, batch...) {
+		for k, r := range p.doMulti(ctx, batch) {
 			replies[idx[k]] = r
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -44,7 +45,7 @@ func bodies(t *testing.T, client rueidis.Client, topic string) []int {
 	var ids []int
 	for _, e := range res {
 		var o order
-		if err := json.Unmarshal([]byte(e.FieldValues[stream.FieldBody]), &o); err != nil {
+		if err := json.Unmarshal([]byte(e.FieldValues[streamwire.FieldBody]), &o); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, o.ID)

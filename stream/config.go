@@ -8,36 +8,39 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/metrics"
 )
 
 // Defaults of Config, the seed's values where the seed has one. A zero field of Config means
 // its default.
 const (
-	DefaultReadCount        = 10                     // entries per XREADGROUP
-	DefaultBlockTimeout     = 2 * time.Second        // XREADGROUP BLOCK
-	DefaultMaxDeliveries    = 3                      // deliveries per entry, the first one included
-	DefaultMinIdle          = 60 * time.Second       // idle time before another consumer takes a pending entry over
-	DefaultClaimInterval    = 5 * time.Second        // longest period of the pending-entry scan
-	DefaultTrimMaxLen       = 100000                 // entries kept by trimming
-	DefaultTrimInterval     = 60 * time.Second       // period of trimming
-	DefaultDeadLetterMaxLen = 100000                 // entries kept in a dead-letter stream
-	DefaultConcurrency      = 1                      // handler goroutines per handler
-	DefaultShutdownTimeout  = 5 * time.Second        // how long Close and Run drain in-flight handlers
-	DefaultConsumerTimeout  = 10 * time.Minute       // idle time after which an empty consumer is removed from its group
-	ConfigSection           = "redis-stream"         // the YAML section
-	MaxReadCount            = 10000                  // largest ReadCount Validate accepts
-	MaxConcurrency          = 10000                  // largest Handler.Concurrency Register accepts
-	MaxMaxDeliveries        = 1000000                // largest MaxDeliveries accepted
-	MaxDuration             = 30 * 24 * time.Hour    // largest duration setting accepted (block timeout: MaxBlockTimeout)
-	MaxBlockTimeout         = time.Hour              // largest BlockTimeout accepted
-	MinMinIdle              = 10 * time.Millisecond  // smallest non-zero Autoclaim.MinIdle accepted
-	MinInterval             = 10 * time.Millisecond  // smallest non-zero scan or trim interval accepted
-	MinConsumerTimeout      = time.Second            // smallest positive ConsumerTimeout accepted
-	DefaultPartitionLease   = 10 * time.Second       // time to live of partition leases (Handler.OwnPartitions)
-	MinPartitionLease       = 100 * time.Millisecond // smallest non-zero PartitionLease accepted
+	defaultReadCount        = 10                     // entries per XREADGROUP
+	defaultBlockTimeout     = 2 * time.Second        // XREADGROUP BLOCK
+	defaultMaxDeliveries    = 3                      // deliveries per entry, the first one included
+	defaultMinIdle          = 60 * time.Second       // idle time before another consumer takes a pending entry over
+	defaultRetryBackoff     = time.Second            // first redelivery of an own failed entry (default retry policy)
+	defaultClaimInterval    = 5 * time.Second        // longest period of the pending-entry scan
+	defaultTrimMaxLen       = 100000                 // entries kept by trimming
+	defaultTrimInterval     = 60 * time.Second       // period of trimming
+	defaultDeadLetterMaxLen = 100000                 // entries kept in a dead-letter stream
+	defaultConcurrency      = 1                      // handler goroutines per handler
+	defaultShutdownTimeout  = 5 * time.Second        // how long Close and Run drain in-flight handlers
+	defaultConsumerTimeout  = 10 * time.Minute       // idle time after which an empty consumer is removed from its group
+	configSection           = "redis-stream"         // the YAML section
+	maxReadCount            = 10000                  // largest ReadCount Validate accepts
+	maxConcurrency          = 10000                  // largest Handler.Concurrency Register accepts
+	maxMaxDeliveries        = 1000000                // largest MaxDeliveries accepted
+	maxDuration             = 30 * 24 * time.Hour    // largest duration setting accepted (block timeout: maxBlockTimeout)
+	maxBlockTimeout         = time.Hour              // largest BlockTimeout accepted
+	minMinIdle              = 10 * time.Millisecond  // smallest non-zero Autoclaim.MinIdle accepted
+	minInterval             = 10 * time.Millisecond  // smallest non-zero scan or trim interval accepted
+	minConsumerTimeout      = time.Second            // smallest positive ConsumerTimeout accepted
+	defaultPartitionLease   = 10 * time.Second       // time to live of partition leases (Handler.OwnPartitions)
+	minPartitionLease       = 100 * time.Millisecond // smallest non-zero PartitionLease accepted
 	minDurationSetting      = time.Millisecond       // smallest non-zero duration of any other setting
 	minLeasePeriod          = 5 * time.Millisecond   // floor of the lease refresh period
 	maxLeasePeriod          = 10 * time.Second       // ceiling of the lease refresh period
@@ -62,7 +65,8 @@ const (
 )
 
 // Config configures producers, consumers, trimming and dead letters. The zero value is the
-// default configuration; every field's zero means its Default* constant. Durations are
+// default configuration; every field's zero means its default, as each field states and
+// WithDefaults applies. Durations are
 // time.Duration; their YAML keys keep the seed's milliseconds (`block-ms: 2000`), as the
 // `unit:"ms"` tags say. Sub-millisecond parts of a duration are ignored (Redis counts
 // milliseconds). Every field carries a `yaml` tag (`yaml:"-"` for the Go-only hooks), so a
@@ -73,38 +77,48 @@ type Config struct {
 	EnvIsolation bool `yaml:"env-isolation"`
 	// Env is the environment suffix used under EnvIsolation.
 	Env string `yaml:"env"`
-	// Partitions maps a topic (before env isolation) to its number of partitions, 0 to
-	// MaxPartitions. A topic absent or mapped to 0 or 1 is one stream, its StreamName; a
-	// topic of P > 1 partitions is P streams with hash tags of their own (PartitionStreams),
-	// spread over a cluster's slots. The producer writes a message to the partition of its
-	// key (PartitionOf) and a consumer reads every partition of its topics. Producers and
-	// consumers of a topic must agree on its count; changing it moves keys to other
-	// partitions (drain the topic first). In YAML, `partitions:` with one `topic: count`
-	// entry per topic (a topic whose name holds a '.' cannot be written there: YAML keys with
-	// dots are paths).
+	// Partitions maps a topic (before env isolation) to its number of partitions, 0 to 1024. A
+	// topic absent or mapped to 0 or 1 is one stream (its name, see WIRE.md); a topic of P > 1
+	// partitions is P streams with hash tags of their own (PartitionStreams), spread over a
+	// cluster's slots. The producer writes a message to the partition of its key (FNV-1a of
+	// the key, stream/WIRE.md) and a consumer reads every partition of its topics. Producers
+	// and consumers of a topic must agree on its count; changing it moves keys to other
+	// partitions (drain the topic first). In YAML, `partitions:` with one `topic: count` entry
+	// per topic (a topic whose name holds a '.' cannot be written there: YAML keys with dots
+	// are paths).
 	Partitions map[string]int `yaml:"partitions"`
 	// PartitionLease is the time to live of a partition lease and of a member's heartbeat
 	// when handlers own partitions (Handler.OwnPartitions): a consumer that stops renewing
 	// (killed, cut off) loses its partitions to the others after this long, and stops
-	// handling them itself after half of it. Renewed every fifth of it. Default 10 s
-	// (DefaultPartitionLease); MinPartitionLease to MaxBlockTimeout.
+	// handling them itself after half of it. Renewed every fifth of it. Default 10 s; 100
+	// ms to 1 hour.
 	PartitionLease time.Duration `yaml:"partition-lease-ms" unit:"ms"`
-	// ConsumerName is this consumer's name in its groups. Empty (the default) generates a
-	// name unique to the Consumer value; a fixed name shared by several processes makes them
-	// one consumer and breaks load balancing, so set it only for a single instance.
+	// ConsumerName is this consumer's name in its groups. Empty or only white space (the
+	// default) generates a name unique to the Consumer value, as the seed does for a blank
+	// name; a fixed name shared by several processes makes them one consumer and breaks load
+	// balancing, so set it only for a single instance. A name with white space at either
+	// end or a control character is rejected.
 	ConsumerName string `yaml:"consumer-name"`
-	// ReadCount is the most entries one XREADGROUP returns, 1 to MaxReadCount. Default 10.
+	// ReadCount is the most entries one XREADGROUP returns, 1 to 10,000. Default 10.
 	// It also bounds the read-ahead: a handler holds at most Concurrency + ReadCount entries
 	// (running or queued), and reads only as many as that leaves room for.
 	ReadCount int `yaml:"read-count"`
 	// BlockTimeout is how long one XREADGROUP waits for new entries (1 ms to
-	// MaxBlockTimeout). Default 2 s. Close and Pause interrupt a read in progress.
+	// 1 hour). Default 2 s. Close and Pause interrupt a read in progress.
 	BlockTimeout time.Duration `yaml:"block-ms" unit:"ms"`
 	// MaxDeliveries is the most deliveries of one entry, the first one included, after which
 	// a failing entry is dead-lettered (YAML max-retry, the seed's name). Default 3. A
 	// handler's MaxDeliveries, or the MaxDeliveries of its RetryPolicy, overrides it: see
 	// Handler.MaxDeliveries for the rule when they disagree.
 	MaxDeliveries int `yaml:"max-retry"`
+	// RetryBackoff is the backoff of the default retry policy (a handler without
+	// RetryPolicy): an entry whose handler failed is delivered again RetryBackoff after its
+	// first failure, and each later wait doubles, up to Autoclaim.MinIdle. Default 1 s, so a
+	// failing handler is retried within about a second; the seed retries only after
+	// autoclaim.min-idle-ms, which a value equal to Autoclaim.MinIdle restores. Crash
+	// recovery (entries of a consumer that is gone) still waits for Autoclaim.MinIdle. 1 ms
+	// to 30 days.
+	RetryBackoff time.Duration `yaml:"retry-backoff-ms" unit:"ms"`
 	// HandlerTimeout is the default Handler.Timeout: the longest one Handle call may run
 	// before its context is cancelled and the delivery counts as failed. Default 0: no
 	// timeout.
@@ -116,7 +130,7 @@ type Config struct {
 	// with an empty pending list, before this Consumer deletes it from the group (a name
 	// left by a process that crashed). A consumer that owns pending entries is never
 	// deleted. Default 10 minutes (or three times BlockTimeout if that is longer); at least
-	// MinConsumerTimeout and more than twice BlockTimeout; negative disables the removal.
+	// 1 s and more than twice BlockTimeout; negative disables the removal.
 	ConsumerTimeout time.Duration `yaml:"consumer-timeout-ms" unit:"ms"`
 	// Autoclaim configures the re-claiming of pending entries (retries, crash recovery).
 	Autoclaim AutoclaimConfig `yaml:"autoclaim"`
@@ -127,6 +141,12 @@ type Config struct {
 	// Delay configures the moving of delayed messages (WithDelay, WithDeliverAt) into the
 	// consumed topics.
 	Delay DelayConfig `yaml:"delay"`
+	// SendTimeout is the producer's deadline for one send (Producer.Send, SendBatch, a
+	// delayed send): a send returns within it, or by its context's deadline if that is
+	// earlier, even when Redis hangs (the message may then have been written: see
+	// ErrOutcomeUnknown). It also bounds a context without deadline. Default 2 s; 1 ms
+	// to 1 hour.
+	SendTimeout time.Duration `yaml:"send-timeout-ms" unit:"ms"`
 
 	// Logger receives the consumer's log records. Nil means slog.Default(). Levels: Warn
 	// when background work starts failing (reads, acknowledgements, scans, leases,
@@ -152,13 +172,14 @@ type Config struct {
 // AutoclaimConfig configures the pending-entry scan.
 type AutoclaimConfig struct {
 	// MinIdle is how long a pending entry must have been idle before a consumer other than
-	// its owner takes it over (crash recovery), and the backoff of the default retry policy.
+	// its owner takes it over (crash recovery), and the longest backoff of the default retry
+	// policy (see Config.RetryBackoff).
 	// Entries a live consumer holds are never idle that long: it refreshes them every
-	// MinIdle/3 (bounded to 5 ms..10 s). Default 60 s; at least MinMinIdle.
+	// MinIdle/3 (bounded to 5 ms..10 s). Default 60 s; at least 10 ms.
 	MinIdle time.Duration `yaml:"min-idle-ms" unit:"ms"`
 	// Interval is the longest period of the pending-entry scan; a consumer scans earlier
 	// when one of its own failed entries reaches the end of its backoff. Default 5 s; at
-	// least MinInterval.
+	// least 10 ms.
 	Interval time.Duration `yaml:"interval-ms" unit:"ms"`
 }
 
@@ -167,7 +188,7 @@ type TrimConfig struct {
 	// MaxLen is the number of entries trimming keeps (a soft bound: streams grow between two
 	// trims, and TrimSafe keeps unacknowledged entries beyond it). Default 100000.
 	MaxLen int64 `yaml:"maxlen"`
-	// Interval is the period of trimming. Default 60 s; at least MinInterval.
+	// Interval is the period of trimming. Default 60 s; at least 10 ms.
 	Interval time.Duration `yaml:"interval-ms" unit:"ms"`
 	// MaxAge also trims entries older than this (by the time in their ids and the Redis
 	// server's clock: XTRIM MINID), whatever the length; TrimSafe still keeps the entries
@@ -194,8 +215,8 @@ type DelayConfig struct {
 	// PollInterval is the longest time between two looks at the topic's schedule: the mover
 	// also wakes at the due time of the earliest message it saw, so a message scheduled
 	// further ahead than PollInterval arrives within a few ms of its due time, one scheduled
-	// closer within PollInterval of it. Each look is one short script call. Default 100 ms
-	// (DefaultDelayPollInterval); at least MinInterval.
+	// closer within PollInterval of it. Each look is one short script call. Default 100 ms; at
+	// least 10 ms.
 	PollInterval time.Duration `yaml:"poll-interval-ms" unit:"ms"`
 	// Disabled turns the mover off in this Consumer (its topics get no delayed messages
 	// unless another Consumer of them runs one). Default false.
@@ -207,45 +228,51 @@ type DelayConfig struct {
 // to see the values a Config will run with.
 func (c Config) WithDefaults() Config {
 	if c.ReadCount == 0 {
-		c.ReadCount = DefaultReadCount
+		c.ReadCount = defaultReadCount
 	}
 	if c.BlockTimeout == 0 {
-		c.BlockTimeout = DefaultBlockTimeout
+		c.BlockTimeout = defaultBlockTimeout
 	}
 	if c.MaxDeliveries == 0 {
-		c.MaxDeliveries = DefaultMaxDeliveries
+		c.MaxDeliveries = defaultMaxDeliveries
 	}
 	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
+		c.ShutdownTimeout = defaultShutdownTimeout
 	}
 	if c.ConsumerTimeout == 0 {
 		// The default must stay valid for any valid BlockTimeout: a consumer blocked in a
 		// read looks idle to the server for up to BlockTimeout.
-		c.ConsumerTimeout = max(DefaultConsumerTimeout, 3*c.BlockTimeout)
+		c.ConsumerTimeout = max(defaultConsumerTimeout, 3*c.BlockTimeout)
 	}
 	if c.Autoclaim.MinIdle == 0 {
-		c.Autoclaim.MinIdle = DefaultMinIdle
+		c.Autoclaim.MinIdle = defaultMinIdle
 	}
 	if c.Autoclaim.Interval == 0 {
-		c.Autoclaim.Interval = DefaultClaimInterval
+		c.Autoclaim.Interval = defaultClaimInterval
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = defaultRetryBackoff
 	}
 	if c.Trim.MaxLen == 0 {
-		c.Trim.MaxLen = DefaultTrimMaxLen
+		c.Trim.MaxLen = defaultTrimMaxLen
 	}
 	if c.Trim.Interval == 0 {
-		c.Trim.Interval = DefaultTrimInterval
+		c.Trim.Interval = defaultTrimInterval
 	}
 	if c.Trim.Mode == "" {
 		c.Trim.Mode = TrimSafe
 	}
 	if c.DeadLetter.MaxLen == 0 {
-		c.DeadLetter.MaxLen = DefaultDeadLetterMaxLen
+		c.DeadLetter.MaxLen = defaultDeadLetterMaxLen
 	}
 	if c.Delay.PollInterval == 0 {
-		c.Delay.PollInterval = DefaultDelayPollInterval
+		c.Delay.PollInterval = defaultDelayPollInterval
 	}
 	if c.PartitionLease == 0 {
-		c.PartitionLease = DefaultPartitionLease
+		c.PartitionLease = defaultPartitionLease
+	}
+	if c.SendTimeout == 0 {
+		c.SendTimeout = defaultSendTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -258,12 +285,13 @@ func (c Config) WithDefaults() Config {
 
 // Validate reports the first invalid field of c, naming its key path in the YAML section
 // (for example "redis-stream.read-count"). It rejects every value that would overflow,
-// panic or make no sense: negative counts and durations, counts above their Max*
-// constants, non-zero durations under a millisecond (or under their Min* constant),
-// durations above MaxDuration, a ConsumerTimeout shorter than twice BlockTimeout, an unknown
-// trim mode. The error wraps redstream.ErrInvalidConfig.
+// panic or make no sense: negative counts and durations, counts above the bounds their
+// fields state, non-zero durations under a millisecond (or under the floor their fields
+// state), durations above 30 days (1 hour for BlockTimeout, ShutdownTimeout, SendTimeout,
+// PartitionLease and Delay.PollInterval), a ConsumerTimeout shorter than twice
+// BlockTimeout, an unknown trim mode. The error wraps redstream.ErrInvalidConfig.
 func (c Config) Validate() error {
-	return c.validate(ConfigSection)
+	return c.validate(configSection)
 }
 
 func (c Config) validate(prefix string) error {
@@ -288,10 +316,13 @@ func (c Config) validate(prefix string) error {
 		}
 		return nil
 	}
-	if err := count("read-count", int64(c.ReadCount), MaxReadCount, DefaultReadCount); err != nil {
+	if n := c.ConsumerName; strings.TrimSpace(n) != "" && (strings.TrimSpace(n) != n || strings.ContainsFunc(n, unicode.IsControl)) {
+		return bad("consumer-name", strconv.Quote(n), "a name without white space at either end or control characters (or empty: a unique name)")
+	}
+	if err := count("read-count", int64(c.ReadCount), maxReadCount, defaultReadCount); err != nil {
 		return err
 	}
-	if err := count("max-retry", int64(c.MaxDeliveries), MaxMaxDeliveries, DefaultMaxDeliveries); err != nil {
+	if err := count("max-retry", int64(c.MaxDeliveries), maxMaxDeliveries, defaultMaxDeliveries); err != nil {
 		return err
 	}
 	if c.Trim.MaxLen < 0 {
@@ -308,14 +339,16 @@ func (c Config) validate(prefix string) error {
 		v      time.Duration
 		lo, hi time.Duration
 	}{
-		{"block-ms", c.BlockTimeout, minDurationSetting, MaxBlockTimeout},
-		{"handler-timeout-ms", c.HandlerTimeout, minDurationSetting, MaxDuration},
-		{"shutdown-timeout-ms", c.ShutdownTimeout, minDurationSetting, MaxBlockTimeout},
-		{"autoclaim.min-idle-ms", c.Autoclaim.MinIdle, MinMinIdle, MaxDuration},
-		{"autoclaim.interval-ms", c.Autoclaim.Interval, MinInterval, MaxDuration},
-		{"trim.interval-ms", c.Trim.Interval, MinInterval, MaxDuration},
-		{"delay.poll-interval-ms", c.Delay.PollInterval, MinInterval, MaxBlockTimeout},
-		{"partition-lease-ms", c.PartitionLease, MinPartitionLease, MaxBlockTimeout},
+		{"block-ms", c.BlockTimeout, minDurationSetting, maxBlockTimeout},
+		{"handler-timeout-ms", c.HandlerTimeout, minDurationSetting, maxDuration},
+		{"retry-backoff-ms", c.RetryBackoff, minDurationSetting, maxDuration},
+		{"shutdown-timeout-ms", c.ShutdownTimeout, minDurationSetting, maxBlockTimeout},
+		{"autoclaim.min-idle-ms", c.Autoclaim.MinIdle, minMinIdle, maxDuration},
+		{"autoclaim.interval-ms", c.Autoclaim.Interval, minInterval, maxDuration},
+		{"trim.interval-ms", c.Trim.Interval, minInterval, maxDuration},
+		{"delay.poll-interval-ms", c.Delay.PollInterval, minInterval, maxBlockTimeout},
+		{"partition-lease-ms", c.PartitionLease, minPartitionLease, maxBlockTimeout},
+		{"send-timeout-ms", c.SendTimeout, minDurationSetting, maxBlockTimeout},
 		{"dead-letter.max-age-ms", c.DeadLetter.MaxAge, minDurationSetting, 100 * 365 * 24 * time.Hour},
 		{"trim.max-age-ms", c.Trim.MaxAge, minDurationSetting, 100 * 365 * 24 * time.Hour},
 	} {
@@ -326,12 +359,18 @@ func (c Config) validate(prefix string) error {
 	if c.ConsumerTimeout > 0 {
 		block := c.BlockTimeout
 		if block == 0 {
-			block = DefaultBlockTimeout
+			block = defaultBlockTimeout
 		}
-		if err := dur("consumer-timeout-ms", c.ConsumerTimeout, max(MinConsumerTimeout, 2*block+time.Millisecond), MaxDuration); err != nil {
+		if err := dur("consumer-timeout-ms", c.ConsumerTimeout, max(minConsumerTimeout, 2*block+time.Millisecond), maxDuration); err != nil {
 			return err
 		}
 	}
+	return c.validateNames(bad)
+}
+
+// validateNames is validate for the trim mode, the env and the partitioned topics; bad
+// builds validate's errors.
+func (c Config) validateNames(bad func(key string, v any, want string) error) error {
 	switch c.Trim.Mode {
 	case "", TrimSafe, TrimMaxLen, TrimOff:
 	default:
@@ -343,8 +382,8 @@ func (c Config) validate(prefix string) error {
 	for _, topic := range slices.Sorted(maps.Keys(c.Partitions)) {
 		key := "partitions." + topic
 		n := c.Partitions[topic]
-		if n < 0 || n > MaxPartitions {
-			return bad(key, n, fmt.Sprintf("0 to %d (0 or 1: one stream)", MaxPartitions))
+		if n < 0 || n > streamwire.MaxPartitions {
+			return bad(key, n, fmt.Sprintf("0 to %d (0 or 1: one stream)", streamwire.MaxPartitions))
 		}
 		if err := checkName("topic", topic); err != nil {
 			return bad(key, strconv.Quote(topic), "a valid topic name")

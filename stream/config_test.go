@@ -2,10 +2,12 @@ package stream_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/redistest"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -41,5 +43,32 @@ func TestDefaultsValidForLongBlock(t *testing.T) {
 		if d.ConsumerTimeout < stream.DefaultConsumerTimeout {
 			t.Errorf("BlockTimeout %v: ConsumerTimeout %v below the default", block, d.ConsumerTimeout)
 		}
+	}
+}
+
+// TestConsumerNameRules: a blank consumer-name generates a unique name per Consumer (two
+// Consumers never share one), and a name with white space at an end or a control
+// character is an error naming the key.
+func TestConsumerNameRules(t *testing.T) {
+	client := redistest.Client(t)
+	names := map[string]bool{}
+	for _, blank := range []string{"", "   ", "\t\n"} {
+		c, err := stream.NewConsumer(client, stream.Config{ConsumerName: blank, Metrics: fastConfig().Metrics})
+		if err != nil {
+			t.Fatalf("ConsumerName %q: %v", blank, err)
+		}
+		if n := c.Stats().Consumer; strings.TrimSpace(n) != n || n == "" || names[n] {
+			t.Errorf("ConsumerName %q: generated %q, want a new unique name", blank, n)
+		}
+		names[c.Stats().Consumer] = true
+	}
+	for _, bad := range []string{" a", "a ", "a\x00b", "a\nb"} {
+		err := stream.Config{ConsumerName: bad}.Validate()
+		if !errors.Is(err, redstream.ErrInvalidConfig) || !strings.Contains(err.Error(), "redis-stream.consumer-name") {
+			t.Errorf("ConsumerName %q: %v, want an error naming redis-stream.consumer-name", bad, err)
+		}
+	}
+	if err := (stream.Config{ConsumerName: "worker 1"}).Validate(); err != nil {
+		t.Errorf("ConsumerName %q: %v", "worker 1", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -115,20 +116,20 @@ func TestConsumeOutcomes(t *testing.T) {
 		name string
 		want int
 	}{
-		{stream.MetricConsumed, 2},
-		{stream.MetricFiltered, 1},
-		{stream.MetricPoison, 1},
-		{stream.MetricDeadLettered, 4},
-		{stream.MetricRetried, 1 + 2*(stream.DefaultMaxDeliveries-1)}, // fail-once, fail-always, panic
-		{stream.MetricRedelivered, 1 + 2*(stream.DefaultMaxDeliveries-1)},
-		{stream.MetricHandlerErrors, 1 + 2*stream.DefaultMaxDeliveries + 1},
-		{stream.MetricAcked, 3 + 4}, // ok, skip, fail-once; 4 dead letters
+		{"redis_streaming_mq_consumed_total", 2},
+		{"redis_streaming_mq_filtered_total", 1},
+		{"redis_streaming_mq_poison_total", 1},
+		{"redis_streaming_mq_dead_total", 4},
+		{"redis_streaming_mq_retried_total", 1 + 2*(stream.DefaultMaxDeliveries-1)}, // fail-once, fail-always, panic
+		{"redis_streaming_mq_redelivered_total", 1 + 2*(stream.DefaultMaxDeliveries-1)},
+		{"redis_streaming_mq_handler_errors_total", 1 + 2*stream.DefaultMaxDeliveries + 1},
+		{"redis_streaming_mq_acked_total", 3 + 4}, // ok, skip, fail-once; 4 dead letters
 	} {
 		if line := fmt.Sprintf("%s%s %d\n", tc.name, labels, tc.want); !strings.Contains(buf.String(), line) {
 			t.Errorf("metrics lack %q", line)
 		}
 	}
-	for _, name := range []string{stream.MetricHandleLatency + "_bucket", stream.MetricProduced} {
+	for _, name := range []string{"redis_streaming_mq_handle_latency_ms_seconds" + "_bucket", "redis_streaming_mq_produced_total"} {
 		if !strings.Contains(buf.String(), name) {
 			t.Errorf("metrics lack %s", name)
 		}
@@ -240,7 +241,7 @@ func TestNoRetry(t *testing.T) {
 	if got := pending(t, client, topic, "g"); got != 0 {
 		t.Errorf("pending = %d, want 0", got)
 	}
-	if got := xlen(t, client, stream.DeadLetterStreamName(topic)); got != 1 {
+	if got := xlen(t, client, streamwire.DeadLetterStreamName(topic)); got != 1 {
 		t.Errorf("dead letters = %d, want 1", got)
 	}
 }
@@ -260,7 +261,7 @@ func TestEnvIsolation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := fastConfig()
 			cfg.EnvIsolation, cfg.Env = tc.isolate, tc.env
-			got, err := stream.StreamName(cfg, topic)
+			got, err := streamwire.StreamKey(topic, cfg.EnvIsolation, cfg.Env)
 			if err != nil || got != tc.wantStream {
 				t.Fatalf("StreamName = %q, %v; want %q", got, err, tc.wantStream)
 			}
@@ -356,12 +357,12 @@ func TestStartCloseWithoutHandlers(t *testing.T) {
 func TestConsumerNamesUnique(t *testing.T) {
 	client := redistest.Client(t)
 	a, b := newConsumer(t, client, fastConfig()), newConsumer(t, client, fastConfig())
-	if a.Name() == b.Name() || !strings.HasPrefix(a.Name(), "consumer-") {
-		t.Errorf("names %q and %q: want distinct consumer-... names", a.Name(), b.Name())
+	if a.Stats().Consumer == b.Stats().Consumer || !strings.HasPrefix(a.Stats().Consumer, "consumer-") {
+		t.Errorf("names %q and %q: want distinct consumer-... names", a.Stats().Consumer, b.Stats().Consumer)
 	}
 	cfg := fastConfig()
 	cfg.ConsumerName = "fixed"
-	if got := newConsumer(t, client, cfg).Name(); got != "fixed" {
+	if got := newConsumer(t, client, cfg).Stats().Consumer; got != "fixed" {
 		t.Errorf("configured name = %q, want fixed", got)
 	}
 }

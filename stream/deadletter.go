@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/metrics"
 )
 
@@ -31,13 +32,16 @@ type DeadLetter struct {
 	// Error is the reason (dl_error): the handler's error, "stream: max retry exceeded...",
 	// or "poison: ..." for an undecodable entry.
 	Error string
-	// Time is when it was dead-lettered, by the Redis server's clock (dl_ts).
+	// Time is when it was dead-lettered, by the Redis server's clock (dl_ts). A dl_ts that
+	// is missing or not a whole number of milliseconds (a dead letter written by other
+	// software) reads as the time it was read, as the seed does.
 	Time time.Time
 }
 
-// Body returns the dead letter's JSON body, decoded by its enc field (see DecodeBody).
+// Body returns the dead letter's JSON body, decoded by its enc field (plain or gzip:
+// stream/WIRE.md).
 func (d DeadLetter) Body() ([]byte, error) {
-	return DecodeBody(d.Fields[FieldEnc], d.Fields[FieldBody])
+	return decodeBody(d.Fields[fieldEnc], d.Fields[fieldBody])
 }
 
 // DeadLetters administers the dead-letter streams: list, get, replay, delete, purge. It is
@@ -96,18 +100,18 @@ func NewDeadLetters(client rueidis.Client, cfg Config) (*DeadLetters, error) {
 	return &DeadLetters{client: client, cfg: cfg.WithDefaults(), timeout: adminTimeout, part: -1}, nil
 }
 
-// Metric names of the dead-letter operations, besides MetricReplaySuccess and
-// MetricReplayFailure. Each carries a topic="..." label and lives in Config.Metrics
+// Metric names of the dead-letter operations, besides metricReplaySuccess and
+// metricReplayFailure. Each carries a topic="..." label and lives in Config.Metrics
 // (metrics.Stream by default).
 const (
-	// MetricReplayLatency is a Prometheus histogram of the duration of each replay, in
+	// metricReplayLatency is a Prometheus histogram of the duration of each replay, in
 	// seconds, successful or not (the Java system's redis_streaming_dlq_replay_latency_ms, in
 	// Prometheus base units).
-	MetricReplayLatency = "redis_streaming_dlq_replay_latency_seconds"
-	// MetricDeadLettersDeleted counts dead letters removed by DeadLetters.Delete.
-	MetricDeadLettersDeleted = "redis_streaming_dlq_deleted_total"
-	// MetricDeadLettersCleared counts dead letters removed by DeadLetters.Purge.
-	MetricDeadLettersCleared = "redis_streaming_dlq_cleared_total"
+	metricReplayLatency = "redis_streaming_dlq_replay_latency_seconds"
+	// metricDeadLettersDeleted counts dead letters removed by DeadLetters.Delete.
+	metricDeadLettersDeleted = "redis_streaming_dlq_deleted_total"
+	// metricDeadLettersCleared counts dead letters removed by DeadLetters.Purge.
+	metricDeadLettersCleared = "redis_streaming_dlq_cleared_total"
 )
 
 // adminTimeout bounds each Redis call of DeadLetters, and a dead-letter move whose context
@@ -118,11 +122,6 @@ const adminTimeout = 10 * time.Second
 // unpack, through which a script hands a table to redis.call, stops at about 8,000 values
 // (LUAI_MAXCSTACK); larger entries are written by the client inside a MULTI/EXEC.
 const inlineLimit = 7000
-
-// deadLetterMarkKey returns the key of the marks dlq_mark.lua writes during the large moves
-// and replays of dlq's topic: dlq + ":mark", in dlq's hash slot. It holds a string for the
-// duration of one MULTI/EXEC (and expires after 60 s in any case).
-func deadLetterMarkKey(dlq string) string { return dlq + ":mark" }
 
 // call returns ctx bounded by d.timeout.
 func (d *DeadLetters) call(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -135,12 +134,12 @@ func (d *DeadLetters) counter(name, topic string) *metrics.Counter {
 
 // observeReplay records one replay's outcome and duration.
 func (d *DeadLetters) observeReplay(topic string, start time.Time, ok bool) {
-	name := MetricReplayFailure
+	name := metricReplayFailure
 	if ok {
-		name = MetricReplaySuccess
+		name = metricReplaySuccess
 	}
 	d.counter(name, topic).Inc()
-	d.cfg.Metrics.GetOrCreatePrometheusHistogram(metrics.Name(MetricReplayLatency, "topic", topic)).UpdateDuration(start)
+	d.cfg.Metrics.GetOrCreatePrometheusHistogram(metrics.Name(metricReplayLatency, "topic", topic)).UpdateDuration(start)
 }
 
 // keys returns the stream and dead-letter stream of topic's partition d.part (its one
@@ -160,7 +159,7 @@ func (d *DeadLetters) keys(topic string) (stream, dlq string, err error) {
 	default:
 		stream = streams[0]
 	}
-	return stream, DeadLetterStreamName(stream), nil
+	return stream, streamwire.DeadLetterStreamName(stream), nil
 }
 
 // ListOptions selects dead letters by id range.
@@ -240,6 +239,9 @@ func toDeadLetter(e entry) DeadLetter {
 			}
 		}
 	}
+	if dl.Time.IsZero() {
+		dl.Time = time.Now()
+	}
 	return dl
 }
 
@@ -248,21 +250,22 @@ type ReplayOption func(*replayOptions)
 
 type replayOptions struct {
 	allGroups bool
-	handler   ReplayHandler
+	handler   replayHandler
 }
 
-// ReplayHandler sees each dead letter before it is replayed, and may change it or drop it.
-// It may modify dl.Fields (the entry's fields as they go back: key, tag, enc, body, ts,
+// replayHandler is the function of WithReplayHandler.
+type replayHandler func(ctx context.Context, dl *DeadLetter) (replay bool, err error)
+
+// WithReplayHandler runs h on each dead letter a Replay or ReplayAll is about to replay: h
+// sees it before it is replayed, and may change it or drop it. It may modify dl.Fields (the
+// entry's fields as they go back: key, tag, enc, body, ts,
 // h:<name> headers; dl_* fields are never written back); returning replay = false drops
 // the dead letter instead (deleted, counted in redis_streaming_dlq_deleted_total); an error
 // leaves it in place and ends the replay with that error. A panic is such an error. The
 // replay stays atomic: the entry written to the topic is exactly what the handler left in
 // dl.Fields, and it is written only if the dead letter still exists, in the same
 // transaction that deletes it.
-type ReplayHandler func(ctx context.Context, dl *DeadLetter) (replay bool, err error)
-
-// WithReplayHandler runs h on each dead letter a Replay or ReplayAll is about to replay.
-func WithReplayHandler(h ReplayHandler) ReplayOption {
+func WithReplayHandler(h func(ctx context.Context, dl *DeadLetter) (replay bool, err error)) ReplayOption {
 	return func(o *replayOptions) { o.handler = h }
 }
 
@@ -277,7 +280,7 @@ func replayTarget(opts []ReplayOption) string {
 }
 
 // replaySettings returns replay.lua's target argument and the replay handler, if any.
-func replaySettings(opts []ReplayOption) (string, ReplayHandler) {
+func replaySettings(opts []ReplayOption) (string, replayHandler) {
 	var o replayOptions
 	for _, f := range opts {
 		f(&o)
@@ -403,7 +406,7 @@ func (d *DeadLetters) replayAll(ctx context.Context, topic string, limit int, op
 // MULTI/EXEC that also deletes the dead letter (replayLarge), or deletes it when h drops it.
 // It returns the dead letter's id ("" when the range is empty), the new entry's id ("" when
 // the dead letter was gone by then or dropped) and whether h dropped it.
-func (d *DeadLetters) replayFirstWith(ctx context.Context, topic, stream, dlq, from, to, target string, h ReplayHandler) (dlID, newID string, dropped bool, err error) {
+func (d *DeadLetters) replayFirstWith(ctx context.Context, topic, stream, dlq, from, to, target string, h replayHandler) (dlID, newID string, dropped bool, err error) {
 	cctx, cancel := d.call(ctx)
 	msg, err := d.client.Do(cctx, d.client.B().Xrange().Key(dlq).Start(from).End(to).Count(1).Build()).ToMessage()
 	cancel()
@@ -426,7 +429,7 @@ func (d *DeadLetters) replayFirstWith(ctx context.Context, topic, stream, dlq, f
 		if err != nil {
 			return "", "", false, fmt.Errorf("drop %s: %w", dl.ID, err)
 		}
-		d.counter(MetricDeadLettersDeleted, topic).Add(int(n))
+		d.counter(metricDeadLettersDeleted, topic).Add(int(n))
 		return dl.ID, "", true, nil
 	}
 	fields := replayFields(dl, target == "1")
@@ -435,7 +438,7 @@ func (d *DeadLetters) replayFirstWith(ctx context.Context, topic, stream, dlq, f
 }
 
 // callReplayHandler runs h, turning a panic into an error.
-func callReplayHandler(ctx context.Context, h ReplayHandler, dl *DeadLetter) (replay bool, err error) {
+func callReplayHandler(ctx context.Context, h replayHandler, dl *DeadLetter) (replay bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			replay, err = false, fmt.Errorf("panic: %v", r)
@@ -449,7 +452,7 @@ func callReplayHandler(ctx context.Context, h ReplayHandler, dl *DeadLetter) (re
 // fields; with toGroup, a replay_group field naming dl.Group.
 func replayFields(dl DeadLetter, toGroup bool) []string {
 	fields := make([]string, 0, 2*len(dl.Fields)+2)
-	for _, k := range []string{FieldKey, FieldTag, FieldEnc, FieldBody, FieldTS} {
+	for _, k := range []string{fieldKey, fieldTag, fieldEnc, fieldBody, fieldTS} {
 		if v, ok := dl.Fields[k]; ok {
 			fields = append(fields, k, v)
 		}
@@ -457,7 +460,7 @@ func replayFields(dl DeadLetter, toGroup bool) []string {
 	var rest []string
 	for k := range dl.Fields {
 		switch k {
-		case FieldKey, FieldTag, FieldEnc, FieldBody, FieldTS, fieldReplayGroup:
+		case fieldKey, fieldTag, fieldEnc, fieldBody, fieldTS, fieldReplayGroup:
 			continue
 		}
 		if !strings.HasPrefix(k, "dl_") {
@@ -472,7 +475,7 @@ func replayFields(dl DeadLetter, toGroup bool) []string {
 		fields = append(fields, fieldReplayGroup, dl.Group)
 	}
 	if len(fields) == 0 {
-		fields = []string{FieldBody, ""}
+		fields = []string{fieldBody, ""}
 	}
 	return fields
 }
@@ -528,7 +531,7 @@ func (d *DeadLetters) replayFirst(ctx context.Context, stream, dlq, from, to, ta
 // dlq_mark.lua and dlq_replay.lua. It returns the new entry's id, or "" when the dead letter
 // was gone (and nothing changed).
 func replayLarge(ctx context.Context, cl rueidis.Client, stream, dlq, dlID string, fields []string) (string, error) {
-	mark := deadLetterMarkKey(dlq)
+	mark := streamwire.DeadLetterMarkKey(dlq)
 	xadd := cl.B().Arbitrary("XADD").Keys(stream).Args("*").Args(fields...).Build()
 	closing := cl.B().Eval().Script(dlqReplayLua).Numkeys(3).Key(dlq, stream, mark).Arg(dlID).Build()
 	added, closed, err := xaddInTransaction(ctx, cl, stream, mark, xadd, closing)
@@ -601,7 +604,7 @@ func (d *DeadLetters) Move(ctx context.Context, topic, group, id, reason string)
 		return "", err
 	}
 	if res.Trimmed > 0 {
-		d.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricDeadLetterTrimmed, topicLabels(topic, d.part)...)).Add(int(res.Trimmed))
+		d.cfg.Metrics.GetOrCreateCounter(metrics.Name(metricDeadLetterTrimmed, topicLabels(topic, d.part)...)).Add(int(res.Trimmed))
 	}
 	if res.Status != 1 {
 		return "", fmt.Errorf("stream: dead-letter %s of %q: not pending in group %q: %w", id, topic, group, redstream.ErrNotFound)
@@ -623,7 +626,7 @@ func (d *DeadLetters) Delete(ctx context.Context, topic string, ids ...string) (
 	if err != nil {
 		return 0, fmt.Errorf("stream: delete dead letters of %q: %w", topic, err)
 	}
-	d.counter(MetricDeadLettersDeleted, topic).Add(int(n))
+	d.counter(metricDeadLettersDeleted, topic).Add(int(n))
 	return n, nil
 }
 
@@ -663,7 +666,7 @@ func (d *DeadLetters) purge(ctx context.Context, topic string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("stream: purge dead letters of %q: %w", topic, err)
 	}
-	d.counter(MetricDeadLettersCleared, topic).Add(int(n))
+	d.counter(metricDeadLettersCleared, topic).Add(int(n))
 	return n, nil
 }
 
@@ -695,13 +698,15 @@ type deadLetterMove struct {
 	MaxAgeMs               int64  // most age of dead letters in ms; 0: unbounded
 	MinIdleMs              int64  // move only if idle at least this long; 0: any
 	Owner                  string // expected owner of the pending entry; "": any
+	Deliveries             int64  // expected delivery count of the pending entry (its fence); 0: any
 }
 
 // deadLetterResult is the outcome of a deadLetterMove.
 type deadLetterResult struct {
-	// Status is 1 when moved; 0 when not pending in the group, not idle long enough or owned
-	// by another consumer (nothing changed); -1 when pending but deleted from the stream (it
-	// was acknowledged).
+	// Status is 1 when moved; 0 when not pending in the group or not idle long enough
+	// (nothing changed); 3 when pending but owned by another consumer than Owner or delivered
+	// again since delivery Deliveries (nothing changed); -1 when pending but deleted from the
+	// stream (it was acknowledged).
 	Status  int64
 	ID      string // the dead letter's id when moved
 	Trimmed int64  // dead letters dropped by the bounds
@@ -730,6 +735,7 @@ func moveToDeadLetter(ctx context.Context, client rueidis.Client, m deadLetterMo
 	}
 	res, err := deadLetterScript.Exec(ctx, client, []string{m.Stream, m.DLQ}, []string{
 		m.Group, m.ID, m.Reason, maxlen, maxAge, minIdle, m.Owner, strconv.Itoa(inlineLimit),
+		strconv.FormatInt(max(m.Deliveries, 0), 10),
 	}).ToArray()
 	if err != nil {
 		return fail(err)
@@ -773,7 +779,7 @@ func moveLarge(ctx context.Context, client rueidis.Client, m deadLetterMove, p l
 	count := strconv.FormatInt(p.deliveries, 10)
 	fields := append(p.fields[:len(p.fields):len(p.fields)], "dl_id", m.ID, "dl_group", m.Group, "dl_consumer", p.owner,
 		"dl_deliveries", count, "dl_error", m.Reason, "dl_ts", p.now)
-	mark := deadLetterMarkKey(m.DLQ)
+	mark := streamwire.DeadLetterMarkKey(m.DLQ)
 	xadd := client.B().Arbitrary("XADD").Keys(m.DLQ).Args("*").Args(fields...).Build()
 	closing := client.B().Eval().Script(dlqMoveLua).Numkeys(3).Key(m.Stream, m.DLQ, mark).
 		Arg(m.Group, m.ID, strconv.FormatInt(m.MinIdleMs, 10), p.owner, count,

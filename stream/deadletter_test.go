@@ -65,7 +65,7 @@ func TestDeadLetterReplay(t *testing.T) {
 		t.Fatalf("List = %d entries, %v", len(list), err)
 	}
 	dl := list[0]
-	if dl.OriginalID != origID || dl.Group != "billing" || dl.Deliveries != 2 || dl.Consumer != c.Name() ||
+	if dl.OriginalID != origID || dl.Group != "billing" || dl.Deliveries != 2 || dl.Consumer != c.Stats().Consumer ||
 		dl.Fields["key"] != "k1" || dl.Fields["tag"] != "eu" || dl.Fields["enc"] != "gzip" || time.Since(dl.Time) > time.Minute {
 		t.Errorf("dead letter = %+v", dl)
 	}

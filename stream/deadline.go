@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// DefaultCallTimeout bounds a call of this package (Send, a sink write, Trim) whose context
+// defaultCallTimeout bounds a call of this package (Send, a sink write, Trim) whose context
 // has no deadline, so that no call waits forever on a hung server (rueidis retries read-only
 // commands until their context ends).
-const DefaultCallTimeout = 10 * time.Second
+const defaultCallTimeout = 10 * time.Second
 
 // withDefaultDeadline returns ctx, with a deadline of d from now when it has none.
 func withDefaultDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {

@@ -40,7 +40,7 @@ func TestDedup(t *testing.T) {
 	set := vm.NewSet()
 	cfg.Metrics = set
 	topic := newTopic(t)
-	sd, err := redisbackend.NewSetDeduplicator(client, "dedup-"+topic, redisbackend.DedupOptions{})
+	sd, err := redisbackend.NewDeduplicator(client, "dedup-"+topic, redstream.DedupSpec{Strategy: redstream.DedupSet}, redisbackend.DedupOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestDedup(t *testing.T) {
 		k2 := calls["k2"]
 		mu.Unlock()
 		return k2 == 2 && pending(t, client, topic, "g") == 0 && xlen(t, client, topic) == 4 &&
-			promValue(t, set, fmt.Sprintf(`%s{topic="%s",group="g"}`, stream.MetricDuplicates, topic)) == 2
+			promValue(t, set, fmt.Sprintf(`%s{topic="%s",group="g"}`, "redis_streaming_mq_duplicates_total", topic)) == 2
 	})
 	mu.Lock()
 	defer mu.Unlock()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/metrics"
 )
 
@@ -19,7 +20,7 @@ import (
 // A message sent with WithDelay or WithDeliverAt is not written to the topic's stream at
 // once: delay_add.lua puts its id in the topic's schedule, a sorted set scored by due time
 // (ms), and its encoded entry in a companion hash, both in the stream's hash slot (see
-// DelayedKeys). Every running handler of the topic runs a mover: delay_move.lua, called at
+// streamwire.DelayedKeys). Every running handler of the topic runs a mover: delay_move.lua, called at
 // each due time and at least every Delay.PollInterval, XADDs the due entries to the stream
 // and deletes them from the schedule in the same script, so a message is scheduled or in the
 // stream, never both and never neither, on a single server and on Redis Cluster. Both
@@ -27,13 +28,13 @@ import (
 // to stay alive; a message whose due time passes while no consumer runs is moved by the
 // first mover that starts.
 
-// MaxDelay is the longest delay WithDelay accepts, and how far ahead of now WithDeliverAt
+// maxDelay is the longest delay WithDelay accepts, and how far ahead of now WithDeliverAt
 // may schedule a message.
-const MaxDelay = 10 * 365 * 24 * time.Hour
+const maxDelay = 10 * 365 * 24 * time.Hour
 
-// DefaultDelayPollInterval is the default Config.Delay.PollInterval: the longest time a
+// defaultDelayPollInterval is the default Config.Delay.PollInterval: the longest time a
 // newly scheduled message may wait, past its due time, before a mover notices it.
-const DefaultDelayPollInterval = 100 * time.Millisecond
+const defaultDelayPollInterval = 100 * time.Millisecond
 
 // delayBatch is the most due messages one delay_move.lua call moves.
 const delayBatch = 256
@@ -41,7 +42,7 @@ const delayBatch = 256
 // WithDelay delays the message: it is written to the topic's stream d after the Send (by the
 // Redis server's clock), to within Config.Delay.PollInterval of that time (100 ms by
 // default, typically a few ms for delays longer than the poll interval). d <= 0 means no
-// delay; d above MaxDelay makes Send fail. A delayed message reaches the stream only while
+// delay; d above 10 years makes Send fail. A delayed message reaches the stream only while
 // some Consumer of the topic runs (its handlers move due messages); until then it waits,
 // and it survives restarts of the producer, the consumers and (with persistence) Redis.
 // WithMaxLen does not apply to delayed messages. The last of WithDelay and WithDeliverAt
@@ -52,8 +53,8 @@ func WithDelay(d time.Duration) SendOption {
 		o.delay = d
 		o.delayed = d > 0
 		o.delayErr = nil
-		if d > MaxDelay {
-			o.delayErr = errInvalid("WithDelay(%v): at most MaxDelay (%v)", d, MaxDelay)
+		if d > maxDelay {
+			o.delayErr = errInvalid("WithDelay(%v): at most %v", d, maxDelay)
 		}
 	}
 }
@@ -61,15 +62,15 @@ func WithDelay(d time.Duration) SendOption {
 // WithDeliverAt schedules the message for time at (compared with the Redis server's clock,
 // to the millisecond): it is written to the topic's stream then, as with WithDelay. A zero
 // at means no schedule; a time in the past means as soon as a mover runs; a time more than
-// MaxDelay ahead makes Send fail.
+// 10 years ahead makes Send fail.
 func WithDeliverAt(at time.Time) SendOption {
 	return func(o *sendOptions) {
 		o.delay = 0
 		o.at = at
 		o.delayed = !at.IsZero()
 		o.delayErr = nil
-		if time.Until(at) > MaxDelay {
-			o.delayErr = errInvalid("WithDeliverAt(%v): more than MaxDelay (%v) ahead", at, MaxDelay)
+		if time.Until(at) > maxDelay {
+			o.delayErr = errInvalid("WithDeliverAt(%v): more than %v ahead", at, maxDelay)
 		}
 	}
 }
@@ -156,7 +157,7 @@ func compactLua(src string) string {
 // buildDelayed encodes out into its delay_add.lua call (EVAL with the script text, without
 // comments: the command can go into a DoMulti, where EVALSHA's fallback cannot).
 func (p *Producer) buildDelayed(out *Outgoing, fields []string) rueidis.Completed {
-	sched, msgs := DelayedKeys(out.stream)
+	sched, msgs := streamwire.DelayedKeys(out.stream)
 	mode, ms := out.opts.delayArgs()
 	out.scheduleID = scheduleID()
 	return p.client.B().Eval().Script(delayAddCompact).Numkeys(2).Key(sched, msgs).
@@ -165,7 +166,7 @@ func (p *Producer) buildDelayed(out *Outgoing, fields []string) rueidis.Complete
 
 // writeDelayed schedules out (delay_add.lua through EVALSHA) and returns its schedule id.
 func (p *Producer) writeDelayed(ctx context.Context, out *Outgoing, fields []string) (string, error) {
-	sched, msgs := DelayedKeys(out.stream)
+	sched, msgs := streamwire.DelayedKeys(out.stream)
 	mode, ms := out.opts.delayArgs()
 	out.scheduleID = scheduleID()
 	r := delayAddScript.Exec(ctx, p.client, []string{sched, msgs}, []string{out.scheduleID, mode, ms, encodeFields(fields)})
@@ -175,7 +176,7 @@ func (p *Producer) writeDelayed(ctx context.Context, out *Outgoing, fields []str
 // delayedResult reads a delay_add.lua reply.
 func (p *Producer) delayedResult(out *Outgoing, r rueidis.RedisResult) (string, error) {
 	if err := r.Error(); err != nil {
-		return "", fmt.Errorf("stream: schedule a message for %q: %w", out.stream, err)
+		return "", fmt.Errorf("stream: schedule a message for %q: %w", out.stream, sendErr(err))
 	}
 	out.t.scheduled.Inc()
 	return out.scheduleID, nil
@@ -185,9 +186,9 @@ func (p *Producer) delayedResult(out *Outgoing, r rueidis.RedisResult) (string, 
 // the id Send returned for it. It reports true when the message was still scheduled and is
 // now cancelled, false when it was not (already moved into the stream, cancelled before, or
 // an unknown id). For a partitioned topic it tries every partition (one pipelined call per
-// node). A ctx without deadline gets one of DefaultCallTimeout.
+// node). A ctx without deadline gets one of 10 s.
 func (p *Producer) CancelScheduled(ctx context.Context, topic, id string) (bool, error) {
-	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
+	ctx, cancel := withDefaultDeadline(ctx, defaultCallTimeout)
 	defer cancel()
 	t, err := p.topic(topic)
 	if err != nil {
@@ -195,8 +196,9 @@ func (p *Producer) CancelScheduled(ctx context.Context, topic, id string) (bool,
 	}
 	execs := make([]rueidis.LuaExec, len(t.streams))
 	for i, s := range t.streams {
-		sched, msgs := DelayedKeys(s)
-		execs[i] = rueidis.LuaExec{Keys: []string{sched, msgs}, Args: []string{id}}
+		sched, msgs := streamwire.DelayedKeys(s)
+		_, _, links := streamwire.UniqueKeys(s)
+		execs[i] = rueidis.LuaExec{Keys: []string{sched, msgs, links}, Args: []string{id}}
 	}
 	cancelled := false
 	for i, r := range delayCancelScript.ExecMulti(ctx, p.client, execs...) {
@@ -210,9 +212,9 @@ func (p *Producer) CancelScheduled(ctx context.Context, topic, id string) (bool,
 }
 
 // Scheduled returns the number of messages of topic waiting for their due time (over all
-// its partitions). A ctx without deadline gets one of DefaultCallTimeout.
+// its partitions). A ctx without deadline gets one of 10 s.
 func (p *Producer) Scheduled(ctx context.Context, topic string) (int64, error) {
-	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
+	ctx, cancel := withDefaultDeadline(ctx, defaultCallTimeout)
 	defer cancel()
 	t, err := p.topic(topic)
 	if err != nil {
@@ -220,7 +222,7 @@ func (p *Producer) Scheduled(ctx context.Context, topic string) (int64, error) {
 	}
 	cmds := make(rueidis.Commands, len(t.streams))
 	for i, s := range t.streams {
-		sched, _ := DelayedKeys(s)
+		sched, _ := streamwire.DelayedKeys(s)
 		cmds[i] = p.client.B().Zcard().Key(sched).Build()
 	}
 	var total int64
@@ -238,10 +240,10 @@ func (p *Producer) Scheduled(ctx context.Context, topic string) (int64, error) {
 // does, and returns how many it moved: for processes that schedule messages but run no
 // consumer of the topic (a cron job, say), or to catch up at once after an outage. It
 // repeats the move script (256 messages per call) while more are due. A ctx without
-// deadline gets one of DefaultCallTimeout; a ctx that ends returns the count so far with
+// deadline gets one of 10 s; a ctx that ends returns the count so far with
 // the error.
 func (p *Producer) MoveDue(ctx context.Context, topic string) (int64, error) {
-	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
+	ctx, cancel := withDefaultDeadline(ctx, defaultCallTimeout)
 	defer cancel()
 	t, err := p.topic(topic)
 	if err != nil {
@@ -271,8 +273,9 @@ type moveResult struct {
 
 // moveDue runs delay_move.lua once for stream.
 func moveDue(ctx context.Context, client rueidis.Client, stream string) (moveResult, error) {
-	sched, msgs := DelayedKeys(stream)
-	res, err := delayMoveScript.Exec(ctx, client, []string{sched, msgs, stream, DeadLetterStreamName(stream)},
+	sched, msgs := streamwire.DelayedKeys(stream)
+	recs, _, links := streamwire.UniqueKeys(stream)
+	res, err := delayMoveScript.Exec(ctx, client, []string{sched, msgs, stream, streamwire.DeadLetterStreamName(stream), recs, links},
 		[]string{strconv.Itoa(delayBatch), strconv.Itoa(inlineLimit)}).ToArray()
 	if err == nil && len(res) != 5 {
 		err = fmt.Errorf("unexpected reply of %d elements", len(res))
@@ -300,57 +303,8 @@ type delayMetrics struct {
 func newDelayMetrics(set *metrics.Set, topic string, part int) delayMetrics {
 	tl := topicLabels(topic, part)
 	return delayMetrics{
-		moved:   set.GetOrCreateCounter(metrics.Name(MetricDelayedMoved, tl...)),
-		invalid: set.GetOrCreateCounter(metrics.Name(MetricDelayedInvalid, tl...)),
-		waiting: set.GetOrCreateGauge(metrics.Name(MetricDelayed, tl...), nil),
-	}
-}
-
-// mover moves h's topic's due scheduled messages into its stream until h stops reading: at
-// each due time the last call reported, and at least every Delay.PollInterval. A failing
-// call is counted, logged once per change of state, and tried again with backoff (50 ms
-// doubling to 5 s), never in a tight loop. Every call has the consumer's I/O deadline.
-func (h *handlerRT) mover() {
-	c := h.c
-	poll := c.cfg.Delay.PollInterval
-	dm := newDelayMetrics(c.cfg.Metrics, h.topic, h.partition)
-	failures := 0
-	for {
-		ctx, cancel := c.ioContext(h.runCtx)
-		r, err := moveDue(ctx, c.client, h.stream)
-		cancel()
-		if h.runCtx.Err() != nil {
-			return
-		}
-		if err != nil {
-			failures++
-			h.m.backgroundError(opDelay)
-			h.delayState.fail(h.log, "stream: moving due scheduled messages fails; they wait", err)
-			c.report(err)
-			if !h.sleep(connBackoff(failures)) {
-				return
-			}
-			continue
-		}
-		failures = 0
-		h.delayState.ok(h.log, "stream: moving due scheduled messages works again")
-		dm.moved.Add(int(r.moved))
-		dm.waiting.Set(float64(r.left))
-		h.delayedN.Store(r.left)
-		if r.invalid > 0 || r.missing > 0 {
-			dm.invalid.Add(int(r.invalid + r.missing))
-			h.log.Warn("stream: undecodable scheduled messages moved to the dead-letter stream, or ids without a message dropped",
-				"undecodable", r.invalid, "missing", r.missing)
-		}
-		wait := poll
-		if r.wait >= 0 && r.wait < wait {
-			wait = r.wait
-		}
-		if wait <= 0 && r.moved == 0 {
-			wait = time.Millisecond // never spin, whatever the server replies
-		}
-		if wait > 0 && !h.sleep(wait) {
-			return
-		}
+		moved:   set.GetOrCreateCounter(metrics.Name(metricDelayedMoved, tl...)),
+		invalid: set.GetOrCreateCounter(metrics.Name(metricDelayedInvalid, tl...)),
+		waiting: set.GetOrCreateGauge(metrics.Name(metricDelayed, tl...), nil),
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
 // TestDelayMoveDecoderMatchesGo feeds delay_move.lua random encoded entries, valid ones and
@@ -30,7 +31,7 @@ func TestDelayMoveDecoderMatchesGo(t *testing.T) {
 	}
 	for round := range 300 + len(hostileEncodings) {
 		stream := fmt.Sprintf("luadec-%d-%d", rng.Uint32(), round)
-		sched, msgs := DelayedKeys(stream)
+		sched, msgs := streamwire.DelayedKeys(stream)
 		var fields []string
 		for range 1 + rng.IntN(4) {
 			fields = append(fields, randString(), randString())
@@ -63,7 +64,7 @@ func TestDelayMoveDecoderMatchesGo(t *testing.T) {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		got, _ := c.Do(ctx, c.B().Xrange().Key(stream).Start("-").End("+").Build()).AsXRangeSlices()
-		dead, _ := c.Do(ctx, c.B().Xrange().Key(DeadLetterStreamName(stream)).Start("-").End("+").Build()).AsXRangeSlices()
+		dead, _ := c.Do(ctx, c.B().Xrange().Key(streamwire.DeadLetterStreamName(stream)).Start("-").End("+").Build()).AsXRangeSlices()
 		if werr == nil {
 			if r.moved != 1 || len(got) != 1 || len(dead) != 0 {
 				t.Fatalf("round %d: %q decodes in Go to %q, but the script moved %d (stream %d, dead %d)", round, enc, want, r.moved, len(got), len(dead))
@@ -80,6 +81,6 @@ func TestDelayMoveDecoderMatchesGo(t *testing.T) {
 				t.Fatalf("round %d: %q is invalid in Go (%v), but the script: moved %d, invalid %d, stream %d, dead %d", round, enc, werr, r.moved, r.invalid, len(got), len(dead))
 			}
 		}
-		_ = c.Do(ctx, c.B().Del().Key(stream, DeadLetterStreamName(stream), sched, msgs).Build()).Error()
+		_ = c.Do(ctx, c.B().Del().Key(stream, streamwire.DeadLetterStreamName(stream), sched, msgs).Build()).Error()
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -373,7 +374,7 @@ func TestDelayedConsumerCrash(t *testing.T) {
 	time.Sleep(150 * time.Millisecond) // mid-way through the schedule
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	sched, _ := stream.DelayedKeys(topic)
+	sched, _ := streamwire.DelayedKeys(topic)
 	left, _ := client.Do(context.Background(), client.B().Zcard().Key(sched).Build()).AsInt64()
 	moved := xlen(t, client, topic)
 	t.Logf("at the crash: %d moved into the stream, %d still scheduled", moved, left)
@@ -463,7 +464,7 @@ func TestDelayedInvalid(t *testing.T) {
 	client := redistest.Client(t)
 	cfg := fastConfig()
 	topic := newTopic(t)
-	sched, msgs := stream.DelayedKeys(topic)
+	sched, msgs := streamwire.DelayedKeys(topic)
 	ctx := context.Background()
 	for _, cmd := range []rueidis.Completed{
 		client.B().Hset().Key(msgs).FieldValue().FieldValue("bad", "9:short").Build(),
@@ -555,7 +556,11 @@ func TestDelayedLargeAndBad(t *testing.T) {
 		t.Fatal(err)
 	}
 	startConsumer(t, c)
-	p := newProducer(t, client, cfg)
+	// The 8 MiB send below is about size, not deadlines: give it more than the default 2 s,
+	// which a loaded machine running the race detector can exceed.
+	pcfg := cfg
+	pcfg.SendTimeout = 30 * time.Second
+	p := newProducer(t, client, pcfg)
 	ctx := context.Background()
 	bad := stream.Message[order]{Body: order{ID: 1}, Headers: map[string]string{"bad name": "x"}}
 	if _, err := p.Send(ctx, topic, bad, stream.WithDelay(time.Millisecond)); !errors.Is(err, stream.ErrInvalidHeader) {

@@ -16,6 +16,7 @@ import (
 
 	vm "github.com/VictoriaMetrics/metrics"
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -263,7 +264,7 @@ func TestRunDrains(t *testing.T) {
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.Run(ctx) }()
-	eventually(t, 10*time.Second, "running", c.IsRunning)
+	eventually(t, 10*time.Second, "running", func() bool { return c.Stats().Running })
 	send(t, newProducer(t, client, cfg), topic, order{1, "drain"})
 	<-started
 	cancel()
@@ -281,8 +282,8 @@ func TestRunDrains(t *testing.T) {
 	if n := pending(t, client, topic, "g"); n != 0 {
 		t.Errorf("pending after Run = %d, want 0 (the drained entry acknowledged)", n)
 	}
-	if c.IsRunning() {
-		t.Error("IsRunning after Run returned")
+	if c.Stats().Running {
+		t.Error("Stats().Running after Run returned")
 	}
 }
 
@@ -306,7 +307,7 @@ func TestShutdownTimeout(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.Run(ctx) }()
-	eventually(t, 10*time.Second, "running", c.IsRunning)
+	eventually(t, 10*time.Second, "running", func() bool { return c.Stats().Running })
 	send(t, newProducer(t, client, cfg), topic, order{1, "stuck"})
 	<-started
 	begin := time.Now()
@@ -377,10 +378,10 @@ func TestRestartLeavesOneName(t *testing.T) {
 	}
 	names := consumerNames(t, client, topic, "g")
 	if len(names) != 1 {
-		t.Errorf("consumers after a restart: %v, want only %s", names, last.Name())
+		t.Errorf("consumers after a restart: %v, want only %s", names, last.Stats().Consumer)
 	}
-	if _, ok := names[last.Name()]; !ok {
-		t.Errorf("consumers %v lack the running one %s", names, last.Name())
+	if _, ok := names[last.Stats().Consumer]; !ok {
+		t.Errorf("consumers %v lack the running one %s", names, last.Stats().Consumer)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -505,7 +506,7 @@ func TestDeadLetterReasonSurvivesOutage(t *testing.T) {
 	send(t, newProducer(t, client, cfg), topic, order{1, "doomed"})
 	<-failed
 	time.Sleep(2 * time.Second) // several dead-letter attempts fail, and min-idle passes
-	if n := xlen(t, client, stream.DeadLetterStreamName(topic)); n != 0 {
+	if n := xlen(t, client, streamwire.DeadLetterStreamName(topic)); n != 0 {
 		t.Fatalf("dead letters during the outage: %d", n)
 	}
 	setWrites(true)
@@ -524,7 +525,7 @@ func TestDeadLetterReasonSurvivesOutage(t *testing.T) {
 }
 
 // TestLifecycle: Pause stops deliveries (in-flight ones finish), Resume restarts them;
-// Stats, InFlight, IsRunning and Healthy report the state.
+// Stats and Healthy report the state.
 func TestLifecycle(t *testing.T) {
 	client := redistest.Client(t)
 	cfg := fastConfig()
@@ -546,15 +547,15 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("Healthy before Start = %v, want ErrNotRunning", err)
 	}
 	startConsumer(t, c)
-	if !c.IsRunning() {
-		t.Error("IsRunning = false after Start")
+	if !c.Stats().Running {
+		t.Error("Stats().Running = false after Start")
 	}
 	if err := c.Healthy(context.Background()); err != nil {
 		t.Errorf("Healthy = %v", err)
 	}
 	p := newProducer(t, client, cfg)
 	send(t, p, topic, order{1, "held"})
-	eventually(t, 5*time.Second, "in flight", func() bool { return c.InFlight() == 1 })
+	eventually(t, 5*time.Second, "in flight", func() bool { return c.Stats().InFlight == 1 })
 	c.Pause()
 	close(release)
 	eventually(t, 5*time.Second, "the held message", func() bool { return handled.Load() == 1 })
@@ -641,13 +642,14 @@ func TestMetricNames(t *testing.T) {
 	out := b.String()
 	labels := `{topic="` + topic + `",group="g"}`
 	for _, want := range []string{
-		stream.MetricDeadLettered + labels + " 1",
-		stream.MetricHandleLatency + "_bucket" + `{topic="` + topic + `",group="g",le=`,
-		stream.MetricInFlight + labels + " 0",
-		stream.MetricQueued + labels,
-		stream.MetricTrimAttempts + `{topic="` + topic + `"} 1`,
-		stream.MetricTrimDeleted + `{topic="` + topic + `"} 1`,
-		stream.MetricConsumed + labels + " 1",
+		"redis_streaming_mq_dead_total" + labels + " 1",
+		"redis_streaming_mq_handle_latency_ms_seconds" + "_bucket" + `{topic="` + topic + `",group="g",le=`,
+		"redis_streaming_mq_inflight" + labels + " 0",
+		"redis_streaming_mq_max_inflight" + labels + " 1", // Concurrency: the default 1
+		"redis_streaming_mq_queued" + labels,
+		"redis_streaming_mq_trim_attempts_total" + `{topic="` + topic + `"} 1`,
+		"redis_streaming_mq_trim_deleted_total" + `{topic="` + topic + `"} 1`,
+		"redis_streaming_mq_consumed_total" + labels + " 1",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("metrics lack %s", want)
@@ -717,7 +719,7 @@ func TestReadAheadBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	startConsumer(t, c)
-	eventually(t, 5*time.Second, "two in flight", func() bool { return c.InFlight() == 2 })
+	eventually(t, 5*time.Second, "two in flight", func() bool { return c.Stats().InFlight == 2 })
 	time.Sleep(300 * time.Millisecond) // several read attempts
 	if n := pending(t, client, topic, "g"); n != 7 {
 		t.Errorf("pending = %d, want 7 (2 running + 5 read ahead)", n)
@@ -785,7 +787,7 @@ func TestManyRetriesFewSlots(t *testing.T) {
 			t.Errorf("message %d: %d calls, success on delivery %d; want 3 and 3", i, calls[i], okAt[i])
 		}
 	}
-	if n := xlen(t, client, stream.DeadLetterStreamName(topic)); n != 0 {
+	if n := xlen(t, client, streamwire.DeadLetterStreamName(topic)); n != 0 {
 		t.Errorf("%d dead letters, want 0", n)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
 // The tests of this file run the dead-letter scripts directly on real redis-servers: huge
@@ -29,7 +30,7 @@ func dlqKeys(t testing.TB) (stream, dlq string) {
 	t.Helper()
 	dlqSeq++
 	stream = fmt.Sprintf("dlqt-%d-%d", time.Now().UnixNano()%1e9, dlqSeq)
-	return stream, DeadLetterStreamName(stream)
+	return stream, streamwire.DeadLetterStreamName(stream)
 }
 
 func do(t testing.TB, c rueidis.Client, cmd rueidis.Completed) rueidis.RedisResult {
@@ -201,7 +202,7 @@ func TestDLQHugeMoveAndReplay(t *testing.T) {
 		fields []string
 	}{
 		{"100k fields", manyFields(100_000, 10)},
-		{"10 MB body", []string{FieldKey, "k", FieldEnc, EncPlain, FieldBody, `"` + strings.Repeat("b", 10<<20) + `"`, FieldTS, "1"}},
+		{"10 MB body", []string{fieldKey, "k", fieldEnc, encPlain, fieldBody, `"` + strings.Repeat("b", 10<<20) + `"`, fieldTS, "1"}},
 		{"100k fields of 100 B", manyFields(100_000, 100)},
 	}
 	for _, tc := range cases {
@@ -223,7 +224,7 @@ func TestDLQHugeMoveAndReplay(t *testing.T) {
 			if owner, _ := pendingOf(t, c, stream, id); owner != "" {
 				t.Fatalf("entry still pending for %s after the move", owner)
 			}
-			if n, _ := c.Do(context.Background(), c.B().Exists().Key(deadLetterMarkKey(dlq)).Build()).AsInt64(); n != 0 {
+			if n, _ := c.Do(context.Background(), c.B().Exists().Key(streamwire.DeadLetterMarkKey(dlq)).Build()).AsInt64(); n != 0 {
 				t.Error("the transaction's mark key was left behind")
 			}
 			d, err := NewDeadLetters(c, Config{})
@@ -387,14 +388,14 @@ func TestDLQLargeMoveFailures(t *testing.T) {
 	t.Run("mark key of another type", func(t *testing.T) {
 		stream, dlq := dlqKeys(t)
 		id := pendingEntry(t, c, stream, fields)
-		do(t, c, c.B().Rpush().Key(deadLetterMarkKey(dlq)).Element("someone else's").Build())
+		do(t, c, c.B().Rpush().Key(streamwire.DeadLetterMarkKey(dlq)).Element("someone else's").Build())
 		if r, err := move(stream, dlq, id); err == nil || !strings.Contains(err.Error(), "not a mark") {
 			t.Fatalf("move = %+v, %v; want an error naming the mark key", r, err)
 		}
 		if owner, _ := pendingOf(t, c, stream, id); owner != "c1" {
 			t.Errorf("entry no longer pending (owner %q)", owner)
 		}
-		if n, _ := c.Do(ctx, c.B().Llen().Key(deadLetterMarkKey(dlq)).Build()).AsInt64(); n != 1 {
+		if n, _ := c.Do(ctx, c.B().Llen().Key(streamwire.DeadLetterMarkKey(dlq)).Build()).AsInt64(); n != 1 {
 			t.Error("the foreign mark key was changed")
 		}
 	})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -117,20 +118,20 @@ func TestDLQReplayAllReplaysEachOnce(t *testing.T) {
 		}
 	}
 	series := `{topic="` + topic + `"}`
-	if v := promValue(t, cfg.Metrics, stream.MetricReplaySuccess+series); v != 6 {
-		t.Errorf("%s = %v, want 6", stream.MetricReplaySuccess, v)
+	if v := promValue(t, cfg.Metrics, "redis_streaming_dlq_replay_success_total"+series); v != 6 {
+		t.Errorf("%s = %v, want 6", "redis_streaming_dlq_replay_success_total", v)
 	}
-	if v := promValue(t, cfg.Metrics, stream.MetricReplayLatency+"_count"+series); v != 6 {
-		t.Errorf("%s_count = %v, want 6", stream.MetricReplayLatency, v)
+	if v := promValue(t, cfg.Metrics, "redis_streaming_dlq_replay_latency_seconds"+"_count"+series); v != 6 {
+		t.Errorf("%s_count = %v, want 6", "redis_streaming_dlq_replay_latency_seconds", v)
 	}
-	if v := promValue(t, cfg.Metrics, stream.MetricReplayLatency+"_sum"+series); v <= 0 || v > 60 {
-		t.Errorf("%s_sum = %v s, want the time of 6 replays", stream.MetricReplayLatency, v)
+	if v := promValue(t, cfg.Metrics, "redis_streaming_dlq_replay_latency_seconds"+"_sum"+series); v <= 0 || v > 60 {
+		t.Errorf("%s_sum = %v s, want the time of 6 replays", "redis_streaming_dlq_replay_latency_seconds", v)
 	}
 	if _, err := plain.Replay(ctx, topic, "1-1"); !errors.Is(err, redstream.ErrNotFound) {
 		t.Errorf("Replay of a missing id = %v, want ErrNotFound", err)
 	}
-	if v := promValue(t, cfg.Metrics, stream.MetricReplayFailure+series); v != 1 {
-		t.Errorf("%s = %v, want 1", stream.MetricReplayFailure, v)
+	if v := promValue(t, cfg.Metrics, "redis_streaming_dlq_replay_failure_total"+series); v != 1 {
+		t.Errorf("%s = %v, want 1", "redis_streaming_dlq_replay_failure_total", v)
 	}
 	if err := c.Close(ctx); err != nil {
 		t.Fatal(err)
@@ -140,14 +141,14 @@ func TestDLQReplayAllReplaysEachOnce(t *testing.T) {
 	if n, err := plain.Delete(ctx, topic, list[0].ID, "1-1"); err != nil || n != 1 {
 		t.Fatalf("Delete = %d, %v", n, err)
 	}
-	if v := promValue(t, cfg.Metrics, stream.MetricDeadLettersDeleted+series); v != 1 {
-		t.Errorf("%s = %v, want 1", stream.MetricDeadLettersDeleted, v)
+	if v := promValue(t, cfg.Metrics, "redis_streaming_dlq_deleted_total"+series); v != 1 {
+		t.Errorf("%s = %v, want 1", "redis_streaming_dlq_deleted_total", v)
 	}
 	if n, err := plain.Purge(ctx, topic); err != nil || n != 2 {
 		t.Fatalf("Purge = %d, %v", n, err)
 	}
-	if v := promValue(t, cfg.Metrics, stream.MetricDeadLettersCleared+series); v != 2 {
-		t.Errorf("%s = %v, want 2", stream.MetricDeadLettersCleared, v)
+	if v := promValue(t, cfg.Metrics, "redis_streaming_dlq_cleared_total"+series); v != 2 {
+		t.Errorf("%s = %v, want 2", "redis_streaming_dlq_cleared_total", v)
 	}
 	if n, err := plain.ReplayAll(ctx, topic, 0); err != nil || n != 0 {
 		t.Errorf("ReplayAll of an empty dead-letter stream = %d, %v", n, err)
@@ -161,8 +162,8 @@ func TestDLQReplayAllLimit(t *testing.T) {
 	ctx := context.Background()
 	cfg := fastConfig()
 	topic := newTopic(t)
-	name, _ := stream.StreamName(cfg, topic)
-	dlq := stream.DeadLetterStreamName(name)
+	name, _ := streamwire.StreamKey(topic, cfg.EnvIsolation, cfg.Env)
+	dlq := streamwire.DeadLetterStreamName(name)
 	for i := 0; i < 5; i++ {
 		if err := client.Do(ctx, client.B().Xadd().Key(dlq).Id("*").FieldValue().FieldValue("body", strconv.Itoa(i)).FieldValue("dl_group", "g").Build()).Error(); err != nil {
 			t.Fatal(err)
@@ -194,8 +195,8 @@ func TestDLQReplayAllLimit(t *testing.T) {
 // hugeEntry returns the fields of an entry as a producer in another language might write
 // it: the wire fields with body, plus extra fields.
 func hugeEntry(body string, extra int) []string {
-	f := []string{stream.FieldKey, "k1", stream.FieldEnc, stream.EncPlain, stream.FieldBody, body,
-		stream.FieldTS, strconv.FormatInt(time.Now().UnixMilli(), 10)}
+	f := []string{streamwire.FieldKey, "k1", streamwire.FieldEnc, streamwire.EncPlain, streamwire.FieldBody, body,
+		streamwire.FieldTS, strconv.FormatInt(time.Now().UnixMilli(), 10)}
 	for i := 0; i < extra; i++ {
 		f = append(f, "x"+strconv.Itoa(i), fmt.Sprintf("value-%d", i))
 	}
@@ -224,7 +225,7 @@ func deadLetterAndReplay(t *testing.T, client rueidis.Client, topic string, fiel
 		t.Fatal(err)
 	}
 	startConsumer(t, c)
-	name, _ := stream.StreamName(cfg, topic)
+	name, _ := streamwire.StreamKey(topic, cfg.EnvIsolation, cfg.Env)
 	id, err := client.Do(ctx, client.B().Arbitrary("XADD").Keys(name).Args("*").Args(fields...).Build()).ToString()
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +237,7 @@ func deadLetterAndReplay(t *testing.T, client rueidis.Client, topic string, fiel
 		t.Fatalf("List = %d, %v", len(list), err)
 	}
 	dl := list[0]
-	if dl.OriginalID != id || dl.Group != "g" || dl.Consumer != c.Name() || dl.Deliveries != 1 || !strings.Contains(dl.Error, "too big") {
+	if dl.OriginalID != id || dl.Group != "g" || dl.Consumer != c.Stats().Consumer || dl.Deliveries != 1 || !strings.Contains(dl.Error, "too big") {
 		t.Errorf("dead letter = id %s group %s consumer %s deliveries %d error %q", dl.OriginalID, dl.Group, dl.Consumer, dl.Deliveries, dl.Error)
 	}
 	if len(dl.Fields) != len(fields)/2 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -165,9 +166,9 @@ func TestReplayHandler(t *testing.T) {
 		}
 		switch o.ID {
 		case 1:
-			dl.Fields[stream.FieldBody] = fmt.Sprintf(`{"id":1,"status":"fixed after %s"}`, dl.Error)
-			dl.Fields[stream.FieldEnc] = stream.EncPlain
-			dl.Fields[stream.HeaderPrefix+"replayed"] = "yes"
+			dl.Fields[streamwire.FieldBody] = fmt.Sprintf(`{"id":1,"status":"fixed after %s"}`, dl.Error)
+			dl.Fields[streamwire.FieldEnc] = streamwire.EncPlain
+			dl.Fields[streamwire.HeaderPrefix+"replayed"] = "yes"
 		case 2:
 			return false, nil // drop
 		}
@@ -257,7 +258,7 @@ func TestDeadLetterConsumer(t *testing.T) {
 	if !errors.Is(p2.BodyErr, stream.ErrUndecodable) || !strings.HasPrefix(p2.Error, "poison: ") || p2.Message.Key != "p" || p2.Fields["body"] != "not json" {
 		t.Errorf("poison dead letter = %+v, body error %v", p2.DeadLetter, p2.BodyErr)
 	}
-	dlq := stream.DeadLetterStreamName(topic)
+	dlq := streamwire.DeadLetterStreamName(topic)
 	eventually(t, 5*time.Second, "the dead-letter group's acks", func() bool { return pending(t, client, dlq, "alerts") == 0 })
 	if err := c.Unregister(ctx, topic+":dlq", "alerts"); err != nil {
 		t.Errorf("Unregister of the dead-letter handler: %v", err)

@@ -1,7 +1,7 @@
 // Package stream is a Redis Streams messaging SDK on rueidis: a [Producer] (with
 // [Producer.SendBatch] and delayed sends, [WithDelay]), a [Consumer] running typed [Handler]s in consumer groups, message
 // headers, middleware, retries with a [DeliveryRetryPolicy], crash recovery, dead letters
-// ([DeadLetters]: list, replay with a [ReplayHandler], move, delete, purge;
+// ([DeadLetters]: list, replay with a [WithReplayHandler], move, delete, purge;
 // [RegisterDeadLetters] consumes them; [Message.DeadLetter] dead-letters explicitly), safe
 // trimming by length and age ([Trimmer]), delete-after-ack (Handler.DeleteOnAck), optional
 // deduplication of business keys (Handler.Dedup) and idempotent sinks ([ListSink],
@@ -16,16 +16,17 @@
 //
 // An entry has exactly the fields key, tag, enc, body and ts (milliseconds); enc is "plain"
 // (body is JSON) or "gzip" (body is base64(gzip(JSON))). Consumers decode by enc alone, so
-// producers in other languages interoperate; testdata/wire_vectors.json holds exact entries.
+// producers in other languages interoperate. WIRE.md (beside this file) is the whole wire
+// format and key schema; testdata/wire_vectors.json holds exact entries.
 // See [Message] for how the envelope maps to the body. [Message].Headers travel as extra
-// fields after these five, each named [HeaderPrefix] + name ("h:traceparent"), which
+// fields after these five, each named "h:" + name ("h:traceparent"), which
 // consumers that ignore unknown fields skip; other unknown fields are ignored.
 //
 // # Keys
 //
 // A topic's stream is the topic name, with "_<env>" appended under [Config].EnvIsolation.
-// Its dead-letter stream shares its hash slot: "{orders}:dlq" for "orders" (see
-// [DeadLetterStreamName]), so the package works on Redis Cluster.
+// Its dead-letter stream shares its hash slot: "{orders}:dlq" for "orders" (WIRE.md
+// lists every key), so the package works on Redis Cluster.
 //
 // # Delivery
 //
@@ -44,10 +45,16 @@
 // (different keys in parallel); a failed message then blocks the later messages of its
 // key until it is retried or dead-lettered. The order holds for what one Consumer receives.
 //
+// Deliveries are fenced: Message.DeliveryCount, raised by Redis on every claim of the
+// entry, is the delivery's token. The acknowledgement and dead-letter move of a delivery
+// that is no longer current (a handler that stalled past its lease while another consumer
+// took the entry over) are refused with [ErrStaleDelivery], and [Message.Guard] runs a
+// handler's own Lua write only while its delivery is current.
+//
 // # Delayed delivery
 //
 // [WithDelay] and [WithDeliverAt] schedule a message: it waits in a sorted set and a hash in
-// the stream's hash slot ([DelayedKeys]) until it is due, when the mover of any running
+// the stream's hash slot (WIRE.md) until it is due, when the mover of any running
 // handler of the topic moves it into the stream with one script (at the due time, and at
 // least every Config.Delay.PollInterval). [Producer.CancelScheduled] takes a scheduled
 // message back; [Producer.Scheduled] counts them; [Producer.MoveDue] moves due messages

@@ -52,7 +52,7 @@ func ExampleRegisterDeadLetters() {
 		}
 		o.Status = "REPAIRED"
 		fixed, _ := json.Marshal(o)
-		dl.Fields[stream.FieldEnc], dl.Fields[stream.FieldBody] = stream.EncPlain, string(fixed)
+		dl.Fields["enc"], dl.Fields["body"] = "plain", string(fixed) // the entry fields of stream/WIRE.md
 		return true, nil
 	}))
 	fmt.Println("replayed:", n, err)

@@ -39,7 +39,7 @@ func ExampleConfig_partitions() {
 
 	producer, _ := stream.NewProducer(client, cfg)
 	for _, key := range []string{"customer-7", "customer-8", "customer-9"} {
-		_, _ = producer.Send(ctx, "shipments", stream.Message[Order]{Key: key, Body: Order{ID: 1}}) // to PartitionOf(key, 4)
+		_, _ = producer.Send(ctx, "shipments", stream.Message[Order]{Key: key, Body: Order{ID: 1}}) // to the partition of its key, FNV-1a mod 4 (stream/WIRE.md)
 	}
 	<-done
 	mu.Lock()

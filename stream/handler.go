@@ -11,81 +11,90 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
-// handlerRT is a registered handler at run time, with its body type erased. Its goroutines:
-// reader (reader.go), scanner and lease keeper (reclaim.go), Concurrency workers and the
-// acknowledger (this file, ack.go).
-type handlerRT struct {
+// A registered handler runs, per stream it reads, one handlerRT: the roles below, each a
+// type of its own that owns its state and talks to the others through methods and
+// channels (see roles_test.go for the list the package holds them to).
+//
+//   - reader (reader.go): reads new entries, and rereads own entries whose read reply was lost;
+//   - dispatcher (dispatch.go, ordered.go): the handler slots, the set of entries in hand, the
+//     per-key lines, and the Concurrency workers;
+//   - acker (ack.go): batched acknowledgements, fenced when a partition is lost;
+//   - retrier (reclaim.go, retryqueue.go): own retries, the pending-entry scan and the catch-up
+//     of a partition taken over;
+//   - leaseKeeper (lease.go): refreshes the leases of the entries in hand;
+//   - deadLetterer (dlpath.go): dead-letter writes, and the entries waiting for one;
+//   - housekeeper (housekeeping.go): gauges and the removal of idle consumers;
+//   - mover (mover.go): delayed messages due.
+//
+// The partition owner (ownerSet, owner.go) starts and fences handlerRTs.
+
+// scope is what every role of one handler runtime is given: the consumer it works for (its
+// client, name, configuration, I/O deadlines and pause), the stream and group it works on,
+// its log and metrics, and the runtime's contexts. It is set before the roles start and only
+// read afterwards.
+type scope struct {
 	c            *Consumer
 	topic, group string
-	partition    int         // the partition of a partitioned topic read; -1 for an unpartitioned one
-	takeover     bool        // a partition just claimed (OwnPartitions): catch up first (owner.go)
-	fenced       atomic.Bool // its partition lease is lost: acknowledge nothing more
+	partition    int  // the partition of a partitioned topic read; -1 for an unpartitioned one
+	deadLetters  bool // a dead-letter handler (RegisterDeadLetters)
 	stream, dlq  string
-	concurrency  int
-	capacity     int // most entries held at once: Concurrency + ReadCount
-	policy       DeliveryRetryPolicy
-	maxd         int
-	noRetry      bool
-	timeout      time.Duration
-	startID      string
 	log          *slog.Logger
 	m            *handlerMetrics
-	process      func(ctx context.Context, j job)
-	expired      func(ctx context.Context, e entry, deliveries, minIdle int64)
-
-	work chan job    // held entries waiting for a worker
-	acks chan string // ids to acknowledge (batched)
-
-	mu         sync.Mutex
-	held       map[string]struct{} // entries in hand: queued, being handled or dead-lettered
-	reserved   int                 // handler slots promised to a read or scan in progress
-	retries    retryQueue          // own failed entries waiting for their backoff
-	readCancel context.CancelFunc  // cancels the read in progress (Pause)
-
-	deadLetters bool        // a dead-letter handler (RegisterDeadLetters)
-	deleteOnAck bool        // Handler.DeleteOnAck
-	multiGroup  atomic.Bool // DeleteOnAck found other groups (logged once per change)
-
-	ordered    bool                // Handler.OrderedByKey
-	lines      map[string]*keyLine // ordered: the lines of the keys in hand (ordered.go)
-	lineOf     map[string]string   // ordered: entry id -> key, for the entries in a line
-	parked     int                 // ordered: entries waiting behind their key's head
-	workClosed bool                // ordered: work is closed; advance queues nothing more
-	ready      []job               // ordered: heads to start that found work full
-
-	wake     chan struct{} // a slot was freed (for the reader)
-	wakeScan chan struct{} // a slot was freed (for the scanner)
-	scanNow  chan struct{} // a retry was scheduled earlier than the next scan
-
-	running   atomic.Int64 // Handle calls in progress
-	lastRead  atomic.Int64 // unix ns of the last successful XREADGROUP
-	pendingN  atomic.Int64 // the group's pending entries, as last seen
-	lagN      atomic.Int64 // the group's lag, as last seen (-1 unknown)
-	lagExact  atomic.Bool  // lagN is XINFO's lag (not the capped count)
-	dlqN      atomic.Int64 // dead letters, as last seen
-	delayedN  atomic.Int64 // scheduled messages of the topic, as the mover last saw (-1 unknown)
-	gaugesAt  atomic.Int64 // unix ns of the last gauge refresh
-	reapAt    time.Time    // last removal of idle consumers (scanner goroutine only)
-	producers sync.WaitGroup
-	workers   sync.WaitGroup
-	quit      chan struct{} // closed when the workers and the acknowledger have exited
-	stopped   chan struct{} // closed when every goroutine of the handler has exited
 
 	// runCtx ends when the handler stops reading (Close, Unregister); hardCtx, the
 	// handlers' parent, when its drain ends. Children of the consumer's.
-	runCtx, hardCtx     context.Context
-	runCancel, hardStop context.CancelFunc
+	runCtx, hardCtx context.Context
+}
 
-	readState, ackState, scanState, retryState, leaseState, dlqState, gaugeState, houseState opState
-	delayState                                                                               opState
+// handlerParams are the settings of one handler runtime, as Register resolves them.
+type handlerParams struct {
+	topic, group, stream string
+	partition            int
+	deadLetters          bool
+	takeover             bool // a partition just claimed (OwnPartitions): catch up first
+	concurrency          int
+	policy               DeliveryRetryPolicy
+	maxd                 int
+	noRetry              bool
+	timeout              time.Duration
+	startID              string
+	ordered              bool // Handler.OrderedByKey
+	deleteOnAck          bool // Handler.DeleteOnAck
+	log                  *slog.Logger
+}
+
+// handlerRT is a registered handler at run time, for one stream, with its body type erased:
+// its roles and the order in which they start and stop.
+type handlerRT struct {
+	*scope
+	startID string
+	maxd    int
+	noRetry bool
+	timeout time.Duration
+
+	disp   *dispatcher
+	rd     *reader
+	retr   *retrier
+	leases *leaseKeeper
+	acks   *acker
+	dl     *deadLetterer
+	house  *housekeeper
+	mv     *mover
+
+	runCancel, hardStop context.CancelFunc
+	stopped             chan struct{} // closed when every goroutine of the handler has exited
+
+	panics logGate // the Warn records of handler panics (failurelog.go)
 }
 
 // job is one delivery to handle.
 type job struct {
 	e          entry
-	deliveries int64
+	deliveries int64         // the entry's delivery count with this delivery: its fence
+	fence      *atomic.Int64 // the fence the delivery's writes check (set by dispatch; see raiseFence)
 }
 
 // retryEntry is an own failed entry waiting for its backoff.
@@ -95,42 +104,63 @@ type retryEntry struct {
 	backoff    time.Duration // the backoff drawn at the failure
 }
 
-// start starts h's goroutines; c.mu is held.
+// newHandlerRT builds the roles of one handler runtime. process handles one delivery;
+// expired dead-letters an entry the scan found delivered max times.
+func newHandlerRT(c *Consumer, p handlerParams, process func(ctx context.Context, j job),
+	expired func(ctx context.Context, e entry, deliveries, minIdle int64)) *handlerRT {
+	s := &scope{c: c, topic: p.topic, group: p.group, partition: p.partition, deadLetters: p.deadLetters,
+		stream: p.stream, dlq: streamwire.DeadLetterStreamName(p.stream), log: p.log,
+		m: newHandlerMetrics(c.cfg.Metrics, p.topic, p.partition, p.group, p.concurrency)}
+	capacity := p.concurrency + c.cfg.ReadCount // most entries held at once
+	wake := make(chan struct{}, 1)              // a slot was freed (for the reader)
+	wakeScan := make(chan struct{}, 1)          // a slot was freed (for the scanner)
+	scanNow := make(chan struct{}, 1)           // a retry or dead-letter attempt is due earlier
+	var caughtUp chan struct{}                  // closed when a takeover's catch-up is done
+	if p.takeover {
+		caughtUp = make(chan struct{})
+	}
+	// claims is held from a claim into this consumer's name (a scan page, own retries)
+	// until the claimed entries are dispatched, and by the reread of own pending entries,
+	// which would otherwise see them pending and not in hand, and hand them out twice.
+	claims := new(sync.Mutex)
+	retries := newRetrySet()
+	dl := newDeadLetterer(s, scanNow)
+	disp := newDispatcher(s, p.concurrency, capacity, p.ordered, retries, dl, wake, wakeScan, process)
+	rd := newReader(s, disp, claims, wake, caughtUp)
+	house := newHousekeeper(s)
+	retr := newRetrier(s, retrierParams{d: disp, retries: retries, dl: dl, house: house, claims: claims,
+		policy: p.policy, maxd: p.maxd, expired: expired, caughtUp: caughtUp, wakeScan: wakeScan,
+		scanNow: scanNow, interrupt: rd.cancelRead})
+	return &handlerRT{scope: s, startID: p.startID, maxd: p.maxd, noRetry: p.noRetry, timeout: p.timeout,
+		disp: disp, rd: rd, retr: retr, dl: dl, house: house,
+		leases: newLeaseKeeper(s, disp.heldIDs),
+		acks:   newAcker(s, capacity, p.deleteOnAck, disp.release),
+		mv:     newMover(s, c.cfg.Delay.PollInterval, !c.cfg.Delay.Disabled && !p.deadLetters),
+	}
+}
+
+// start starts h's goroutines; c.mu is held. They stop in this order: the producers of
+// work (reader, retrier) when runCtx ends, then work is closed, the workers drain it and
+// exit, the ack queue is closed, the acker drains it and exits, and then the lease keeper
+// (the entries in hand keep their lease until they are acknowledged).
 func (h *handlerRT) start() {
 	c := h.c
 	h.stopped = make(chan struct{})
-	h.lagN.Store(-1)
-	h.delayedN.Store(-1)
-	h.work = make(chan job, h.capacity)
-	h.acks = make(chan string, h.capacity+64)
-	h.quit = make(chan struct{})
-	h.producers.Add(2)
-	go h.reader()
-	go h.scanner()
-	h.workers.Add(h.concurrency)
-	for i := 0; i < h.concurrency; i++ {
-		go h.worker()
-	}
+	h.house.start()
+	var producers, all sync.WaitGroup
+	h.rd.start(&producers)
+	h.retr.start(&producers)
+	h.disp.start()
 	c.workers.Add(1)
-	go func() { h.workers.Wait(); c.workers.Done() }()
-	var all sync.WaitGroup
-	all.Add(4)
-	if !c.cfg.Delay.Disabled && !h.deadLetters {
-		all.Add(1)
-		go func() { defer all.Done(); h.mover() }()
-	}
+	go func() { h.disp.wait(); c.workers.Done() }()
+	h.mv.start(&all)
 	c.wg.Add(1)
-	go func() {
-		defer all.Done()
-		h.producers.Wait()
-		h.mu.Lock()
-		h.workClosed = true
-		close(h.work)
-		h.mu.Unlock()
-	}()
-	go func() { defer all.Done(); h.workers.Wait(); close(h.acks) }()
-	go func() { defer all.Done(); h.acker(); close(h.quit) }()
-	go func() { defer all.Done(); h.leaseKeeper() }()
+	all.Add(2)
+	go func() { defer all.Done(); producers.Wait(); h.disp.stop() }()
+	go func() { defer all.Done(); h.disp.wait(); h.acks.stop() }()
+	quit := make(chan struct{}) // closed when the workers and the acknowledger have exited
+	h.acks.start(&all, quit)
+	h.leases.start(&all, quit)
 	go func() { defer c.wg.Done(); all.Wait(); close(h.stopped) }()
 }
 
@@ -140,8 +170,68 @@ func (h *handlerRT) initContexts() {
 	h.hardCtx, h.hardStop = context.WithCancel(h.c.hardCtx)
 }
 
+// createGroup creates h's group at its StartID; an existing group is fine.
+func (h *handlerRT) createGroup(ctx context.Context) error { return h.ensureGroup(ctx, h.startID) }
+
+// stopReading ends runCtx: the reader, the retrier and the mover stop, and the drain begins.
+func (h *handlerRT) stopReading() { h.runCancel() }
+
+// cut ends hardCtx: the Handle calls in progress are cancelled.
+func (h *handlerRT) cut() { h.hardStop() }
+
+// done returns a channel closed when every goroutine of h has exited.
+func (h *handlerRT) done() <-chan struct{} { return h.stopped }
+
+// drained returns a channel closed when h's workers have exited.
+func (h *handlerRT) drained() <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { h.disp.wait(); close(ch) }()
+	return ch
+}
+
+// inFlight returns the number of Handle calls running.
+func (h *handlerRT) inFlight() int64 { return h.disp.inFlight() }
+
+// cancelRead interrupts the read in progress, if any (Pause).
+func (h *handlerRT) cancelRead() { h.rd.cancelRead() }
+
+// fence stops acknowledging: h's partition lease is lost (owner.go).
+func (h *handlerRT) fence() { h.acks.fence() }
+
+// isFenced reports whether fence was called.
+func (h *handlerRT) isFenced() bool { return h.acks.isFenced() }
+
+// ackNow acknowledges one delivery synchronously (Message.Ack), fenced.
+func (h *handlerRT) ackNow(ctx context.Context, id string, fence int64) error {
+	return h.acks.ackNow(ctx, id, fence)
+}
+
+// readsFailing reports whether h's reads are failing.
+func (h *handlerRT) readsFailing() bool { return h.rd.failing() }
+
+// deadLettersFailing reports whether h's dead-letter writes are failing, and how many
+// entries wait for theirs.
+func (h *handlerRT) deadLettersFailing() (int, bool) { return h.dl.failing() }
+
+// stats returns h's HandlerStats; running and paused are the consumer's state.
+func (h *handlerRT) stats(running, paused bool) HandlerStats {
+	held, parked := h.disp.counts()
+	inFlight := int(h.disp.inFlight())
+	s := HandlerStats{
+		Topic: h.topic, Group: h.group, Partition: h.partition,
+		InFlight:         inFlight,
+		Queued:           max(held-inFlight, 0),
+		RetriesScheduled: h.retr.scheduled(),
+		KeyWaiting:       parked,
+	}
+	h.rd.fill(&s, running && !paused)
+	h.house.fill(&s)
+	h.mv.fill(&s)
+	return s
+}
+
 // waitResumed waits while the consumer is paused; it reports false once h stops.
-func (h *handlerRT) waitResumed() bool {
+func (h *scope) waitResumed() bool {
 	if ch := h.c.pausedChan(); ch != nil {
 		select {
 		case <-ch:
@@ -152,7 +242,7 @@ func (h *handlerRT) waitResumed() bool {
 }
 
 // sleep waits d or until h stops; it reports whether h is still running.
-func (h *handlerRT) sleep(d time.Duration) bool {
+func (h *scope) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -164,7 +254,7 @@ func (h *handlerRT) sleep(d time.Duration) bool {
 }
 
 // ensureGroup creates the group at startID with MKSTREAM; an existing group is fine.
-func (h *handlerRT) ensureGroup(ctx context.Context, startID string) error {
+func (h *scope) ensureGroup(ctx context.Context, startID string) error {
 	cl := h.c.client
 	err := cl.Do(ctx, cl.B().XgroupCreate().Key(h.stream).Group(h.group).Id(startID).Mkstream().Build()).Error()
 	if err != nil && !rueidis.IsRedisBusyGroup(err) {
@@ -182,7 +272,7 @@ func isNoGroup(err error) bool {
 }
 
 // recoverGroup recreates a lost group (after a Redis restart) at "0".
-func (h *handlerRT) recoverGroup() {
+func (h *scope) recoverGroup() {
 	ctx, cancel := h.c.ioContext(h.hardCtx)
 	defer cancel()
 	if err := h.ensureGroup(ctx, "0"); err != nil {
@@ -193,197 +283,19 @@ func (h *handlerRT) recoverGroup() {
 	h.log.Warn("stream: consumer group recreated (lost with a Redis restart?)")
 }
 
-// reserve promises up to n free handler slots to a read or scan and returns how many.
-// Entries parked behind their key (OrderedByKey) take no slot, but once parkLimit of them
-// wait, reads and scans get none.
-func (h *handlerRT) reserve(n int) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.ordered && h.parked >= h.parkLimit() {
-		return 0
-	}
-	return h.reserveLocked(n)
-}
-
-// reserveRetry is reserve for own retries, which the park limit does not stop: a parked
-// line waits for its head's retry.
-func (h *handlerRT) reserveRetry(n int) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.reserveLocked(n)
-}
-
-func (h *handlerRT) reserveLocked(n int) int {
-	free := h.capacity - (len(h.held) - h.parked) - h.reserved
-	n = max(min(n, free), 0)
-	h.reserved += n
-	return n
-}
-
-// unreserve returns n promised slots.
-func (h *handlerRT) unreserve(n int) {
-	if n <= 0 {
+func (h *scope) trimmedWhilePending(ids []string) {
+	if len(ids) == 0 {
 		return
 	}
-	h.mu.Lock()
-	h.reserved -= n
-	h.mu.Unlock()
-	h.signal()
-}
-
-// dispatch turns one reserved slot into a held entry and queues it for a worker. An entry
-// already held (claimed again while in hand, which a working lease prevents) is not queued
-// twice. The slot is used either way.
-func (h *handlerRT) dispatch(j job) {
-	h.mu.Lock()
-	h.reserved--
-	_, dup := h.held[j.e.id]
-	run := !dup
-	if !dup {
-		h.held[j.e.id] = struct{}{}
-		h.retries.remove(j.e.id)
-		if h.ordered {
-			run = h.admit(j)
-		}
-	}
-	queued := len(h.held) - int(h.running.Load())
-	h.mu.Unlock()
-	if dup {
-		h.log.Warn("stream: an entry in hand was claimed again (its lease lapsed); not handled twice", "id", j.e.id)
-		h.signal()
-		return
-	}
-	h.m.queued.Set(float64(max(queued, 0)))
-	if run {
-		h.work <- j // never blocks: the entries in hand not parked are at most capacity = cap(work)
-	} else {
-		h.signal() // parked: its slot is free again
+	h.m.trimmedPending.Add(len(ids))
+	if f := h.c.cfg.OnTrimmedWhilePending; f != nil {
+		f(h.topic, h.group, ids)
 	}
 }
 
-// release drops ids from the held set: they are acknowledged, dead-lettered, waiting for a
-// retry or left pending.
-func (h *handlerRT) release(ids ...string) {
-	h.mu.Lock()
-	for _, id := range ids {
-		delete(h.held, id)
-		if h.ordered {
-			h.startNext(id)
-		}
-	}
-	if h.ordered {
-		h.flushReady()
-	}
-	queued := len(h.held) - int(h.running.Load())
-	h.mu.Unlock()
-	h.m.queued.Set(float64(max(queued, 0)))
-	h.signal()
-}
-
-// startNext queues the next entry of id's key line for a worker once id has left the
-// handler's hands (ordered handlers); h.mu is held. Nothing is queued once work is closed
-// (the entry stays pending).
-func (h *handlerRT) startNext(id string) {
-	if _, retrying := h.retries.get(id); retrying {
-		return // still the head: its retry comes back to it
-	}
-	if next, ok := h.advance(id); ok {
-		h.queueLocked(next)
-	}
-}
-
-// queueLocked hands j to the workers without blocking (h.mu is held, which workers need):
-// when work is full (a line moved on without freeing a slot: its head's retry went to
-// another consumer), j waits in ready until the next release.
-func (h *handlerRT) queueLocked(j job) {
-	if h.workClosed {
-		return
-	}
-	select {
-	case h.work <- j:
-	default:
-		h.ready = append(h.ready, j)
-	}
-}
-
-// flushReady moves the heads waiting in ready to work as far as it has room; h.mu is held.
-func (h *handlerRT) flushReady() {
-	for len(h.ready) > 0 && !h.workClosed {
-		select {
-		case h.work <- h.ready[0]:
-			h.ready = h.ready[1:]
-		default:
-			return
-		}
-	}
-}
-
-// settleRetry forgets an own retry that this consumer will not deliver (no longer pending,
-// owned by another consumer, deleted): the line its key waits in moves on. h.mu is held.
-func (h *handlerRT) settleRetry(id string) {
-	h.retries.remove(id)
-	if h.ordered {
-		if _, held := h.held[id]; !held {
-			h.startNext(id)
-		}
-	}
-}
-
-// heldIDs returns the ids in hand.
-func (h *handlerRT) heldIDs() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	ids := make([]string, 0, len(h.held))
-	for id := range h.held {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
-func (h *handlerRT) signal() {
-	select {
-	case h.wake <- struct{}{}:
-	default:
-	}
-	select {
-	case h.wakeScan <- struct{}{}:
-	default:
-	}
-}
-
-// scheduleRetry records an own failed entry: the scanner delivers it again after backoff.
-func (h *handlerRT) scheduleRetry(id string, deliveries int64, backoff time.Duration) {
-	at := time.Now().Add(backoff)
-	h.mu.Lock()
-	h.retries.set(id, retryEntry{at: at, deliveries: deliveries, backoff: backoff})
-	delete(h.held, id)
-	h.mu.Unlock()
-	h.signal()
-	select {
-	case h.scanNow <- struct{}{}:
-	default:
-	}
-	h.log.Debug("stream: retry scheduled", "id", id, "deliveries", deliveries, "backoff", backoff)
-}
-
-func (h *handlerRT) worker() {
-	defer h.workers.Done()
-	for j := range h.work {
-		if h.hardCtx.Err() != nil {
-			h.release(j.e.id) // cut short by the shutdown: stays pending
-			continue
-		}
-		h.process(h.hardCtx, j)
-	}
-}
-
-// backoff returns the policy's backoff after delivery n, within 1 ms..MaxDuration.
-func (h *handlerRT) backoff(n int64) time.Duration {
-	return clampBackoff(h.policy.NextBackoff(max(n, 1)))
-}
-
+// clampBackoff bounds a backoff to 1 ms..MaxDuration.
 func clampBackoff(d time.Duration) time.Duration {
-	return min(max(d, time.Millisecond), MaxDuration)
+	return min(max(d, time.Millisecond), maxDuration)
 }
 
 // ErrHandlerTimeout matches (errors.Is) the error of a delivery whose Handle call outlived
@@ -412,12 +324,12 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call
 			c.report(fmt.Errorf("stream: hook of %s/%s panicked on %s: %v (the entry stays pending)", rt.topic, rt.group, id, r))
 		}
 		if !settled {
-			rt.release(id)
+			rt.disp.release(id)
 		}
 	}()
 	if rg, ok := j.e.get(fieldReplayGroup); ok && rg != rt.group && !rt.deadLetters {
 		rt.m.filtered.Inc()
-		settled = rt.enqueueAck(id) // a replay meant for another group
+		settled = rt.acks.enqueue(id, j.fence) // a replay meant for another group
 		return
 	}
 	m := &Message[T]{ID: id, Topic: rt.topic, Partition: max(rt.partition, 0), Group: rt.group, Consumer: c.name, DeliveryCount: j.deliveries}
@@ -429,33 +341,43 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call
 	if err != nil {
 		rt.m.poison.Inc()
 		if raw == nil {
-			b, _ := j.e.get(FieldBody)
+			b, _ := j.e.get(fieldBody)
 			raw = []byte(b)
 		}
-		if rt.deadLetter(id, "poison: "+err.Error(), 0, c.name, true) && h.OnFailure != nil {
-			h.OnFailure(ctx, nil, raw, err)
+		var notify func(context.Context)
+		if h.OnFailure != nil {
+			notify = func(ctx context.Context) { h.OnFailure(ctx, nil, raw, err) }
 		}
+		rt.dl.deadLetterOrWait(ctx, id, j.fence, "poison: "+err.Error(), notify)
 		return
 	}
 	if h.Filter != nil && h.Filter(m) {
 		rt.m.filtered.Inc()
-		settled = rt.enqueueAck(id)
+		settled = rt.acks.enqueue(id, j.fence)
 		return
 	}
-	d := &delivery{h: rt, id: id, fields: j.e.fields, bodyErr: bodyErr}
+	settled = handleTyped(ctx, rt, h, call, j, m, raw, bodyErr)
+}
+
+// handleTyped runs the handler chain on m and acts on the outcome; it reports whether the
+// entry left the held set (acknowledged, dead-lettered, retry scheduled).
+func handleTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call HandleFunc, j job, m *Message[T], raw []byte, bodyErr error) bool {
+	c := rt.c
+	id := j.e.id
+	d := &delivery{h: rt, id: id, fence: j.fence, fields: j.e.fields, bodyErr: bodyErr}
 	m.d = d
 	hctx, cancel := ctx, context.CancelFunc(func() {})
 	if rt.timeout > 0 {
 		hctx, cancel = context.WithTimeout(ctx, rt.timeout)
 	}
-	running := rt.running.Add(1)
+	running := rt.disp.begin()
 	rt.m.inflight.Set(float64(running))
 	start := time.Now()
-	err = safeCall(hctx, call, &Delivery{ID: id, Topic: rt.topic, Partition: max(rt.partition, 0), Group: rt.group, Consumer: c.name,
+	err := safeCall(hctx, call, &Delivery{ID: id, Topic: rt.topic, Partition: max(rt.partition, 0), Group: rt.group, Consumer: c.name,
 		Key: m.Key, Tag: m.Tag, Source: m.Source, SendTime: m.SendTime, DeliveryCount: j.deliveries,
 		Headers: m.Headers, Message: m})
 	rt.m.duration.Update(time.Since(start).Seconds())
-	rt.m.inflight.Set(float64(rt.running.Add(-1)))
+	rt.m.inflight.Set(float64(rt.disp.end()))
 	timedOut := rt.timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	if err != nil && !timedOut && errors.Is(err, ErrHandlerTimeout) {
@@ -463,12 +385,11 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call
 	}
 	if err != nil && d.acked.Load() {
 		rt.m.errors.Inc() // acknowledged or dead-lettered by the handler itself: nothing to retry
-		return
+		return false
 	}
 	if errors.Is(err, errDuplicate) {
 		rt.m.duplicates.Inc()
-		settled = rt.enqueueAck(id)
-		return
+		return rt.acks.enqueue(id, j.fence)
 	}
 	if err == nil {
 		rt.m.consumed.Inc()
@@ -476,42 +397,46 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call
 			h.OnSuccess(ctx, m)
 		}
 		if !d.deferred.Load() && !d.acked.Swap(true) {
-			settled = rt.enqueueAck(id)
+			return rt.acks.enqueue(id, j.fence)
 		}
-		return
+		return false
 	}
 	rt.m.errors.Inc()
+	rt.logPanic(id, j.deliveries, err)
 	if timedOut {
 		rt.m.timeouts.Inc()
 		if !errors.Is(err, ErrHandlerTimeout) {
 			err = &handlerTimeoutError{timeout: rt.timeout, err: err}
 		}
 	} else if ctx.Err() != nil {
-		return // cut short by the shutdown: stays pending
+		return false // cut short by the shutdown: stays pending
 	}
-	retry := !rt.noRetry && !IsPermanent(err)
+	retry := !rt.noRetry && !isPermanent(err)
 	if retry && j.deliveries < int64(rt.maxd) {
 		rt.m.retried.Inc()
-		rt.touch(id) // the backoff counts from now
-		rt.scheduleRetry(id, j.deliveries, rt.backoff(j.deliveries))
-		settled = true
-		return
+		rt.leases.touch(id) // the backoff counts from now
+		rt.retr.schedule(id, j.deliveries, rt.retr.backoff(j.deliveries))
+		return true
 	}
 	ferr := err
 	if retry {
-		ferr = &MaxRetryError{Deliveries: j.deliveries, Max: rt.maxd, Err: err}
+		ferr = &maxRetryError{Deliveries: j.deliveries, Max: rt.maxd, Err: err}
 	}
-	if rt.deadLetter(id, ferr.Error(), 0, c.name, true) && h.OnFailure != nil {
-		h.OnFailure(ctx, m, raw, ferr)
+	var notify func(context.Context)
+	if h.OnFailure != nil {
+		notify = func(ctx context.Context) { h.OnFailure(ctx, m, raw, ferr) }
 	}
+	rt.dl.deadLetterOrWait(ctx, id, j.fence, deadLetterReason(ferr), notify)
+	return false
 }
 
 // expireTyped dead-letters an entry the scan found delivered max times and idle (its
 // consumer vanished during the last delivery), and tells OnFailure.
 func expireTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], e entry, deliveries, minIdle int64) {
 	c := rt.c
-	ferr := error(&MaxRetryError{Deliveries: deliveries, Max: rt.maxd})
-	if !rt.deadLetter(e.id, ferr.Error(), minIdle, "", false) || h.OnFailure == nil {
+	ferr := error(&maxRetryError{Deliveries: deliveries, Max: rt.maxd})
+	// deliveries guards the move too: a redelivery by another consumer in between wins.
+	if status, _ := rt.dl.deadLetter(e.id, ferr.Error(), minIdle, "", deliveries); status != 1 || h.OnFailure == nil {
 		return
 	}
 	defer func() {
@@ -523,7 +448,7 @@ func expireTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], e ent
 	raw, err := decodeInto(m, e)
 	if err != nil {
 		if raw == nil {
-			b, _ := e.get(FieldBody)
+			b, _ := e.get(fieldBody)
 			raw = []byte(b)
 		}
 		h.OnFailure(ctx, nil, raw, fmt.Errorf("%w (%w)", ferr, err))
@@ -544,3 +469,24 @@ func safeCall(ctx context.Context, call HandleFunc, d *Delivery) (err error) {
 
 // fieldReplayGroup marks an entry replayed from a dead letter for one group only.
 const fieldReplayGroup = "replay_group"
+
+// logPanic logs a handler panic on entry id (Warn, gated): the panic value and where it
+// happened, in one line; the whole stack is in the PanicError and in the dead letter.
+func (h *handlerRT) logPanic(id string, deliveries int64, err error) {
+	var pe *PanicError
+	if !errors.As(err, &pe) {
+		return
+	}
+	ok, suppressed := h.panics.admit(time.Now())
+	if !ok {
+		return
+	}
+	args := []any{"id", id, "delivery", deliveries, "panic", firstLine(pe.valueString())}
+	if at := panicSite(pe.Stack); at != "" {
+		args = append(args, "at", at)
+	}
+	if suppressed > 0 {
+		args = append(args, "suppressed", suppressed)
+	}
+	h.log.Warn("stream: handler panicked", args...)
+}

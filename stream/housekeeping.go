@@ -4,15 +4,46 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
 )
 
-// housekeeping runs on the scanner's goroutine: it refreshes the gauges every
+// housekeeper refreshes a handler's gauges (and Stats) and removes idle consumers from its
+// group. It has no goroutine of its own: tick runs on the scanner's.
+type housekeeper struct {
+	*scope
+	pendingN   atomic.Int64 // the group's pending entries, as last seen
+	lagN       atomic.Int64 // the group's lag, as last seen (-1 unknown)
+	lagExact   atomic.Bool  // lagN is XINFO's lag (not the capped count)
+	dlqN       atomic.Int64 // dead letters, as last seen
+	gaugesAt   atomic.Int64 // unix ns of the last gauge refresh
+	reapAt     time.Time    // last removal of idle consumers (scanner goroutine only)
+	gaugeState opState
+	houseState opState
+}
+
+func newHousekeeper(s *scope) *housekeeper { return &housekeeper{scope: s} }
+
+// start marks the lag unknown until the first refresh.
+func (h *housekeeper) start() { h.lagN.Store(-1) }
+
+// fill sets the housekeeper's part of s.
+func (h *housekeeper) fill(s *HandlerStats) {
+	s.Pending = h.pendingN.Load()
+	s.Lag = h.lagN.Load()
+	s.LagExact = h.lagExact.Load()
+	s.DeadLetters = h.dlqN.Load()
+	if ns := h.gaugesAt.Load(); ns != 0 {
+		s.RefreshedAt = time.Unix(0, ns)
+	}
+}
+
+// tick runs on the scanner's goroutine: it refreshes the gauges every
 // Autoclaim.Interval and removes idle, empty consumers from the group every
 // ConsumerTimeout/4 (within 1 s..1 min).
-func (h *handlerRT) housekeeping() {
+func (h *housekeeper) tick() {
 	c := h.c
 	now := time.Now()
 	if last := h.gaugesAt.Load(); last == 0 || now.Sub(time.Unix(0, last)) >= c.cfg.Autoclaim.Interval {
@@ -28,7 +59,7 @@ func (h *handlerRT) housekeeping() {
 }
 
 // updateGauges refreshes the pending, lag and dead-letter size gauges (and Stats).
-func (h *handlerRT) updateGauges() {
+func (h *housekeeper) updateGauges() {
 	c := h.c
 	cl := c.client
 	ctx, cancel := c.ioContext(h.runCtx)
@@ -88,12 +119,12 @@ func groupLag(info map[string]rueidis.RedisMessage) (int64, bool) {
 	return v, true
 }
 
-// countLag counts the entries after last, up to LagCountCap (lag.lua); -1 on failure.
-func (h *handlerRT) countLag(ctx context.Context, last string) int64 {
+// countLag counts the entries after last, up to lagCountCap (lag.lua); -1 on failure.
+func (h *housekeeper) countLag(ctx context.Context, last string) int64 {
 	if last == "" {
 		return -1
 	}
-	n, err := lagScript.Exec(ctx, h.c.client, []string{h.stream}, []string{last, strconv.Itoa(LagCountCap)}).AsInt64()
+	n, err := lagScript.Exec(ctx, h.c.client, []string{h.stream}, []string{last, strconv.Itoa(lagCountCap)}).AsInt64()
 	if err != nil {
 		return -1
 	}
@@ -101,7 +132,7 @@ func (h *handlerRT) countLag(ctx context.Context, last string) int64 {
 }
 
 // reap deletes the group's consumers that are idle for ConsumerTimeout and own no entry.
-func (h *handlerRT) reap() {
+func (h *housekeeper) reap() {
 	c := h.c
 	ctx, cancel := c.ioContext(h.runCtx)
 	defer cancel()
@@ -135,7 +166,8 @@ func (c *Consumer) leaveGroups() {
 	}
 }
 
-// leaveGroup deletes this consumer from h's group if it owns no pending entry there.
+// leaveGroup deletes this consumer from h's group if it owns no pending entry there (a
+// consumer that never read is not in the group: nothing to do or say).
 func (c *Consumer) leaveGroup(h *handlerRT) {
 	{
 		ctx, cancel := c.ioContext(context.Background())

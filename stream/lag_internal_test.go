@@ -36,7 +36,7 @@ func TestLagFallback(t *testing.T) {
 	if err := Register(c, Handler[struct{}]{Topic: topic, Group: "g", Handle: func(context.Context, *Message[struct{}]) error { return nil }}); err != nil {
 		t.Fatal(err)
 	}
-	h := c.handlers[0]
+	h := c.handlers[0].house
 	for _, tc := range []struct {
 		last string
 		want int64

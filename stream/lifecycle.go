@@ -37,9 +37,7 @@ func (c *Consumer) Resume() {
 	}
 }
 
-// IsPaused reports whether c is paused.
-func (c *Consumer) IsPaused() bool { return c.isPaused() }
-
+// isPaused reports whether c is paused (Stats().Paused).
 func (c *Consumer) isPaused() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -56,27 +54,30 @@ func (c *Consumer) pausedChan() <-chan struct{} {
 	return c.resume
 }
 
-// IsRunning reports whether c was started and Close has not begun.
-func (c *Consumer) IsRunning() bool {
+// isRunning reports whether c was started and Close has not begun (Stats().Running).
+func (c *Consumer) isRunning() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.state == stateRunning
 }
 
-// InFlight returns the number of Handle calls running, over every handler.
-func (c *Consumer) InFlight() int {
+// inFlight returns the number of Handle calls running, over every handler (Stats().InFlight).
+func (c *Consumer) inFlight() int {
 	c.mu.Lock()
 	hs := c.handlers
 	c.mu.Unlock()
 	n := 0
 	for _, h := range hs {
-		n += int(h.running.Load())
+		n += int(h.inFlight())
 	}
 	return n
 }
 
 // Stats is a snapshot of a Consumer's state.
 type Stats struct {
+	// Consumer is the consumer's name in its groups: Config.ConsumerName, or the name
+	// generated for this Consumer ("consumer-<host>-<pid>-<random>").
+	Consumer string
 	Running  bool // started and not closing
 	Paused   bool
 	InFlight int // Handle calls running, over every handler
@@ -111,7 +112,7 @@ type HandlerStats struct {
 	Pending int64
 	// Lag is the number of entries not yet delivered to the group, -1 when unknown. LagExact
 	// tells whether it is the server's figure (XINFO GROUPS, Redis 7.0+) or a count of the
-	// entries after the group's last-delivered id, capped at LagCountCap (Redis 6.2, or
+	// entries after the group's last-delivered id, capped at 10,000 (Redis 6.2, or
 	// when Redis cannot compute the lag).
 	Lag      int64
 	LagExact bool
@@ -125,40 +126,18 @@ type HandlerStats struct {
 	RefreshedAt time.Time
 }
 
-// LagCountCap caps the lag counted where the server reports none.
-const LagCountCap = 10000
+// lagCountCap caps the lag counted where the server reports none.
+const lagCountCap = 10000
 
 // Stats returns a snapshot of c's state. It sends nothing to Redis.
 func (c *Consumer) Stats() Stats {
 	c.mu.Lock()
-	s := Stats{Running: c.state == stateRunning, Paused: c.resume != nil}
+	s := Stats{Consumer: c.name, Running: c.state == stateRunning, Paused: c.resume != nil}
 	hs := c.handlers
 	c.mu.Unlock()
 	for _, h := range hs {
-		h.mu.Lock()
-		held, retries, parked := len(h.held), h.retries.len(), h.parked
-		h.mu.Unlock()
-		running := int(h.running.Load())
-		hst := HandlerStats{
-			Topic: h.topic, Group: h.group, Partition: h.partition,
-			Reading:          s.Running && !s.Paused && !h.readState.isFailing() && h.lastRead.Load() != 0,
-			InFlight:         running,
-			Queued:           max(held-running, 0),
-			RetriesScheduled: retries,
-			KeyWaiting:       parked,
-			Pending:          h.pendingN.Load(),
-			Lag:              h.lagN.Load(),
-			LagExact:         h.lagExact.Load(),
-			DeadLetters:      h.dlqN.Load(),
-			Scheduled:        h.delayedN.Load(),
-		}
-		if ns := h.lastRead.Load(); ns != 0 {
-			hst.LastRead = time.Unix(0, ns)
-		}
-		if ns := h.gaugesAt.Load(); ns != 0 {
-			hst.RefreshedAt = time.Unix(0, ns)
-		}
-		s.InFlight += running
+		hst := h.stats(s.Running, s.Paused)
+		s.InFlight += hst.InFlight
 		s.Handlers = append(s.Handlers, hst)
 	}
 	return s
@@ -166,7 +145,8 @@ func (c *Consumer) Stats() Stats {
 
 // Healthy is a readiness check (a Kubernetes readiness probe, say): it returns nil when c is
 // running, Redis answers a PING within ctx (2 s when ctx has no deadline), no handler's
-// reads are failing and no handler's partition leases (Handler.OwnPartitions) are failing.
+// reads or dead-letter writes are failing and no handler's partition leases
+// (Handler.OwnPartitions) are failing.
 // Otherwise it returns an error saying why: ErrNotRunning before Start, ErrClosed once
 // Close has begun, or the failures joined. A paused Consumer is healthy.
 func (c *Consumer) Healthy(ctx context.Context) error {
@@ -190,14 +170,19 @@ func (c *Consumer) Healthy(ctx context.Context) error {
 	}
 	if !paused {
 		for _, h := range hs {
-			if h.readState.isFailing() {
+			if h.readsFailing() {
 				errs = append(errs, fmt.Errorf("stream: reads of %s/%s are failing", h.topic, h.group))
 			}
 		}
 	}
+	for _, h := range hs {
+		if n, failing := h.deadLettersFailing(); failing {
+			errs = append(errs, fmt.Errorf("stream: dead-letter writes of %s/%s are failing (%d entries wait, pending, to be moved)", h.topic, h.group, n))
+		}
+	}
 	for _, o := range owners {
-		if o.beatState.isFailing() || o.renewState.isFailing() {
-			errs = append(errs, fmt.Errorf("stream: partition leases of %s/%s are failing", o.label, o.group))
+		if err := o.failing(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -2,13 +2,10 @@ package stream
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"slices"
 	"strconv"
@@ -19,44 +16,31 @@ import (
 	"unicode/utf8"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
-// The wire contract: every entry a producer writes has these fields, in this order (then its
-// headers, see HeaderPrefix).
-// Consumers decode by FieldEnc alone, so producers written in other languages interoperate
-// (testdata/wire_vectors.json holds exact entries).
+// The wire contract (WIRE.md): every entry a producer writes has these fields, in this order
+// (then its headers, see headerPrefix); consumers decode by fieldEnc alone, so producers
+// written in other languages interoperate (testdata/wire_vectors.json holds exact entries).
 const (
-	// FieldKey is the message's business key.
-	FieldKey = "key"
-	// FieldTag is the message's routing / filtering tag ("" when none).
-	FieldTag = "tag"
-	// FieldEnc is the body's encoding: EncPlain or EncGzip.
-	FieldEnc = "enc"
-	// FieldBody is the message body: JSON (EncPlain) or base64(gzip(JSON)) (EncGzip).
-	FieldBody = "body"
-	// FieldTS is the send time, milliseconds since the Unix epoch, in decimal.
-	FieldTS = "ts"
+	fieldKey  = streamwire.FieldKey
+	fieldTag  = streamwire.FieldTag
+	fieldEnc  = streamwire.FieldEnc
+	fieldBody = streamwire.FieldBody
+	fieldTS   = streamwire.FieldTS
+	encPlain  = streamwire.EncPlain
+	encGzip   = streamwire.EncGzip
 )
 
-// Body encodings (the values of FieldEnc).
-const (
-	// EncPlain: the body field is the JSON text. A missing enc field also means plain.
-	EncPlain = "plain"
-	// EncGzip: the body field is the standard base64 encoding (with padding) of the gzip
-	// compression of the JSON text.
-	EncGzip = "gzip"
-)
-
-// MaxBodyBytes bounds the decoded (decompressed) size of one body: a larger body is
-// undecodable, so that a small compressed entry cannot exhaust a consumer's memory.
-const MaxBodyBytes = 64 << 20
-
-var maxBodyBytes = MaxBodyBytes // lowered by tests
+// maxBodyBytes bounds the decoded (decompressed) size of one body, 64 MiB: a larger body is
+// undecodable, so that a small compressed entry cannot exhaust a consumer's memory. Tests
+// lower it.
+var maxBodyBytes = 64 << 20
 
 // ErrUndecodable is returned (wrapped) for an entry whose body cannot be decoded: an unknown
 // enc, bad base64 or gzip, or JSON that does not fit the handler's body type. Such an entry
 // is poison: it is reported to OnFailure with a nil message, dead-lettered and acknowledged.
-var ErrUndecodable = errors.New("stream: undecodable entry")
+var ErrUndecodable = streamwire.ErrUndecodable
 
 // Message is one message: an envelope (Key, Tag, Source, SendTime) and a typed Body. A
 // producer sends a Message; a handler receives a *Message whose delivery fields (ID onwards)
@@ -81,10 +65,12 @@ type Message[T any] struct {
 	// Body is the payload, encoded as JSON.
 	Body T
 	// Headers are metadata beside the body (trace context, correlation ids): each travels
-	// as one extra entry field, HeaderPrefix + name, after the five contract fields, so
-	// consumers that ignore unknown fields still read the entry. Optional; see
-	// ValidateHeaders for the limits. Send does not modify the map; a delivered message has
-	// a nil map when its entry has no header fields.
+	// as one extra entry field, "h:" + name, after the five contract fields, so
+	// consumers that ignore unknown fields still read the entry. Optional. Send checks the
+	// limits: at most 64 headers; each name 1 to 256 bytes of printable ASCII other than
+	// space (0x21-0x7E); each value valid UTF-8; 64 KiB of names and values in all. Send
+	// does not modify the map; a delivered message has a nil map when its entry has no
+	// header fields.
 	Headers map[string]string
 
 	// ID is the stream entry id ("1700000000000-0"). Set on delivery.
@@ -99,7 +85,11 @@ type Message[T any] struct {
 	// Consumer is the consumer name that received it. Set on delivery.
 	Consumer string
 	// DeliveryCount is 1 on the first delivery and grows with each redelivery. Set on
-	// delivery.
+	// delivery. It is the delivery's fencing token: Redis raises the entry's count on every
+	// claim by any consumer of the group, so a later delivery always has a larger one. The
+	// consumer refuses the writes of a delivery whose count is no longer the entry's (see
+	// ErrStaleDelivery and Guard); writes elsewhere can keep the highest token applied per
+	// entry (ID) and refuse smaller ones (docs/streams.md).
 	DeliveryCount int64
 
 	d *delivery
@@ -123,7 +113,10 @@ func (m *Message[T]) DeferAck() {
 // Ack acknowledges the message now (XACK). It may be called from any goroutine, during or
 // after the handler; a second Ack does nothing. A message acknowledged by Ack is not
 // acknowledged again when its handler returns. It returns an error for a message that was
-// not delivered by a Consumer, or when Redis fails (the entry then stays pending).
+// not delivered by a Consumer, or when Redis fails (the entry then stays pending). The
+// acknowledgement of a stale delivery (taken over by another consumer, delivered again, or
+// completed by the delivery that superseded it) is refused: the error wraps
+// ErrStaleDelivery.
 func (m *Message[T]) Ack(ctx context.Context) error {
 	if m.d == nil {
 		return errors.New("stream: Ack: the message was not delivered by a Consumer")
@@ -139,7 +132,10 @@ func (m *Message[T]) Ack(ctx context.Context) error {
 // handler's return changes nothing, and Ack does nothing. It returns an error for a message
 // not delivered by a Consumer, one already acknowledged or dead-lettered (wrapping
 // redstream.ErrNotFound when it is no longer pending in the group), or a Redis failure (the
-// entry then stays pending). A ctx without deadline gets one of 10 s.
+// entry then stays pending). A stale delivery (taken over by another consumer, delivered
+// again, or completed since) moves nothing: the error wraps ErrStaleDelivery (and
+// redstream.ErrNotFound when the entry is no longer pending). A ctx without deadline gets
+// one of 10 s.
 func (m *Message[T]) DeadLetter(ctx context.Context, reason string) error {
 	if m.d == nil {
 		return errors.New("stream: DeadLetter: the message was not delivered by a Consumer")
@@ -151,8 +147,9 @@ func (m *Message[T]) DeadLetter(ctx context.Context, reason string) error {
 type delivery struct {
 	h        *handlerRT
 	id       string
-	fields   []string // the entry's fields
-	bodyErr  error    // the body's decoding error (lenient handlers only)
+	fence    *atomic.Int64 // the fence its writes check: the delivery count (see dispatcher.dispatch)
+	fields   []string      // the entry's fields
+	bodyErr  error         // the body's decoding error (lenient handlers only)
 	deferred atomic.Bool
 	acked    atomic.Bool
 }
@@ -162,9 +159,11 @@ func (d *delivery) deadLetter(ctx context.Context, reason string) error {
 		return fmt.Errorf("stream: dead-letter %s: already acknowledged or dead-lettered", d.id)
 	}
 	h := d.h
+	fence := d.fence.Load()
 	res, err := moveToDeadLetter(ctx, h.c.client, deadLetterMove{
 		Stream: h.stream, DLQ: h.dlq, Group: h.group, ID: d.id, Reason: reason,
 		MaxLen: h.c.cfg.DeadLetter.MaxLen, MaxAgeMs: h.c.cfg.DeadLetter.MaxAge.Milliseconds(),
+		Owner: h.c.name, Deliveries: fence,
 	})
 	if err != nil {
 		d.acked.Store(false)
@@ -179,16 +178,22 @@ func (d *delivery) deadLetter(ctx context.Context, reason string) error {
 	case -1:
 		h.trimmedWhilePending([]string{d.id})
 		return fmt.Errorf("stream: dead-letter %s: deleted from the stream while pending (acknowledged): %w", d.id, redstream.ErrNotFound)
+	case 3:
+		h.refusedStale(opDeadLetter, d.id)
+		return fmt.Errorf("stream: dead-letter %s (delivery %d): taken over or delivered again: %w", d.id, fence, ErrStaleDelivery)
 	}
-	return fmt.Errorf("stream: dead-letter %s: not pending in group %q: %w", d.id, h.group, redstream.ErrNotFound)
+	h.refusedStale(opDeadLetter, d.id)
+	return fmt.Errorf("stream: dead-letter %s (delivery %d): not pending in group %q: %w (%w)", d.id, fence, h.group, ErrStaleDelivery, redstream.ErrNotFound)
 }
 
 func (d *delivery) ack(ctx context.Context) error {
 	if d.acked.Swap(true) {
 		return nil
 	}
-	if err := d.h.ackNow(ctx, d.id); err != nil {
-		d.acked.Store(false)
+	if err := d.h.ackNow(ctx, d.id, d.fence.Load()); err != nil {
+		if !errors.Is(err, ErrStaleDelivery) {
+			d.acked.Store(false)
+		}
 		return err
 	}
 	return nil
@@ -256,9 +261,9 @@ func reservedOf(t reflect.Type) reserved {
 				name = f.Name
 			}
 			switch strings.ToLower(name) {
-			case FieldKey:
+			case fieldKey:
 				r.key = true
-			case FieldTag:
+			case fieldTag:
 				r.tag = true
 			case "source":
 				r.source = true
@@ -271,9 +276,9 @@ func reservedOf(t reflect.Type) reserved {
 }
 
 // encodeEntry returns the entry fields (name, value, ...) of one message: the five contract
-// fields, then one HeaderPrefix field per header, sorted by name.
+// fields, then one headerPrefix field per header, sorted by name.
 func encodeEntry(key, tag, source string, sendTime time.Time, body any, t reflect.Type, compress bool, headers map[string]string) ([]string, error) {
-	if err := ValidateHeaders(headers); err != nil {
+	if err := validateHeaders(headers); err != nil {
 		return nil, err
 	}
 	js, err := json.Marshal(body)
@@ -283,16 +288,16 @@ func encodeEntry(key, tag, source string, sendTime time.Time, body any, t reflec
 	if len(js) > 0 && js[0] == '{' {
 		js = spliceEnvelope(js, key, tag, source, reservedOf(t))
 	}
-	enc, b, err := EncodeBody(js, compress)
+	enc, b, err := streamwire.EncodeBody(js, compress)
 	if err != nil {
 		return nil, err
 	}
 	fields := make([]string, 0, 10+2*len(headers))
-	fields = append(fields, FieldKey, key, FieldTag, tag, FieldEnc, enc, FieldBody, b, FieldTS, strconv.FormatInt(sendTime.UnixMilli(), 10))
+	fields = append(fields, fieldKey, key, fieldTag, tag, fieldEnc, enc, fieldBody, b, fieldTS, strconv.FormatInt(sendTime.UnixMilli(), 10))
 	return appendHeaders(fields, headers), nil
 }
 
-// appendHeaders appends one HeaderPrefix field per header, sorted by name.
+// appendHeaders appends one headerPrefix field per header, sorted by name.
 func appendHeaders(fields []string, headers map[string]string) []string {
 	if len(headers) == 0 {
 		return fields
@@ -303,7 +308,7 @@ func appendHeaders(fields []string, headers map[string]string) []string {
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		fields = append(fields, HeaderPrefix+n, headers[n])
+		fields = append(fields, headerPrefix+n, headers[n])
 	}
 	return fields
 }
@@ -324,10 +329,10 @@ func spliceEnvelope(obj []byte, key, tag, source string, r reserved) []byte {
 		n++
 	}
 	if !r.key {
-		add(FieldKey, key)
+		add(fieldKey, key)
 	}
 	if tag != "" && !r.tag {
-		add(FieldTag, tag)
+		add(fieldTag, tag)
 	}
 	if source != "" && !r.source {
 		add("source", source)
@@ -355,57 +360,10 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
-
-// EncodeBody encodes a JSON body for the wire: (EncPlain, js) or, with compress,
-// (EncGzip, base64(gzip(js))). It is what producers in other languages must do.
-func EncodeBody(js []byte, compress bool) (enc, body string, err error) {
-	if !compress {
-		return EncPlain, string(js), nil
-	}
-	var buf bytes.Buffer
-	zw := gzipWriters.Get().(*gzip.Writer)
-	zw.Reset(&buf)
-	if _, err := zw.Write(js); err != nil {
-		return "", "", fmt.Errorf("stream: gzip body: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return "", "", fmt.Errorf("stream: gzip body: %w", err)
-	}
-	gzipWriters.Put(zw)
-	return EncGzip, base64.StdEncoding.EncodeToString(buf.Bytes()), nil
-}
-
-// DecodeBody returns the JSON text of a body field given its enc field: "" and EncPlain are
-// the text itself, EncGzip is base64 (standard alphabet; unpadded is accepted) of gzip. Any
-// other enc, bad base64 or gzip, or a body larger than MaxBodyBytes, is an error wrapping
-// ErrUndecodable.
-func DecodeBody(enc, body string) ([]byte, error) {
-	switch enc {
-	case "", EncPlain:
-		return []byte(body), nil
-	case EncGzip:
-		raw, err := base64.StdEncoding.DecodeString(body)
-		if err != nil {
-			raw, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(body, "="))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: enc=gzip: bad base64: %v", ErrUndecodable, err)
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("%w: enc=gzip: %v", ErrUndecodable, err)
-		}
-		out, err := io.ReadAll(io.LimitReader(zr, int64(maxBodyBytes)+1))
-		if err != nil {
-			return nil, fmt.Errorf("%w: enc=gzip: %v", ErrUndecodable, err)
-		}
-		if len(out) > maxBodyBytes {
-			return nil, fmt.Errorf("%w: enc=gzip: body larger than %d bytes", ErrUndecodable, maxBodyBytes)
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("%w: unknown enc %q", ErrUndecodable, enc)
+// decodeBody returns the JSON text of a body field given its enc field (streamwire.DecodeBody):
+// a body larger than maxBodyBytes, once decompressed, is undecodable.
+func decodeBody(enc, body string) ([]byte, error) {
+	return streamwire.DecodeBody(enc, body, maxBodyBytes)
 }
 
 // entry is one stream entry as read: its id and its fields as name, value pairs.
@@ -428,17 +386,17 @@ var sourceMember = []byte(`"source"`)
 // decodeInto fills m's envelope and body from e. raw is the decoded JSON body (nil when even
 // that failed); the error wraps ErrUndecodable.
 func decodeInto[T any](m *Message[T], e entry) (raw []byte, err error) {
-	m.Key, _ = e.get(FieldKey)
-	m.Tag, _ = e.get(FieldTag)
+	m.Key, _ = e.get(fieldKey)
+	m.Tag, _ = e.get(fieldTag)
 	m.Headers = decodeHeaders(e.fields)
-	if ts, ok := e.get(FieldTS); ok {
+	if ts, ok := e.get(fieldTS); ok {
 		if ms, err := strconv.ParseInt(ts, 10, 64); err == nil {
 			m.SendTime = time.UnixMilli(ms)
 		}
 	}
-	enc, _ := e.get(FieldEnc)
-	body, _ := e.get(FieldBody)
-	raw, err = DecodeBody(enc, body)
+	enc, _ := e.get(fieldEnc)
+	body, _ := e.get(fieldBody)
+	raw, err = decodeBody(enc, body)
 	if err != nil {
 		return nil, err
 	}

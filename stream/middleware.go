@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/redstream-go/redstream"
@@ -75,9 +76,9 @@ func (c *Consumer) Use(mw ...Middleware) {
 const maxStackBytes = 8 << 10
 
 // PanicError is the failure of a delivery whose handler (or middleware) panicked: the
-// panic value and the goroutine's stack, at most 8 KiB of it. Its Error is
-// "stream: handler panicked: <value>" followed by the stack, which is what the dead letter
-// records. A panic is an ordinary failure: it is retried like an error.
+// panic value and the goroutine's stack, at most 8 KiB of it. Its Error is one line,
+// "stream: handler panicked: <value>"; the dead letter records that line followed by the
+// stack. A panic is an ordinary failure: it is retried like an error.
 type PanicError struct {
 	// Value is the value passed to panic.
 	Value any
@@ -85,8 +86,15 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error returns "stream: handler panicked: <value>", with the value's line breaks replaced
+// by spaces; Stack holds the stack.
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("stream: handler panicked: %v\n%s", e.Value, e.Stack)
+	return "stream: handler panicked: " + e.valueString()
+}
+
+// valueString is the panic value as one line.
+func (e *PanicError) valueString() string {
+	return strings.ReplaceAll(fmt.Sprint(e.Value), "\n", " ")
 }
 
 // Unwrap returns the panic value when it is an error.

@@ -303,7 +303,7 @@ func TestTimeoutMiddleware(t *testing.T) {
 			if reason := deadLetterError(t, client, cfg, topic); !strings.Contains(reason, tc.wantReason) {
 				t.Fatalf("dead-letter reason %q, want %q", reason, tc.wantReason)
 			}
-			series := fmt.Sprintf(`%s{topic="%s",group="g"}`, stream.MetricHandlerTimeouts, topic)
+			series := fmt.Sprintf(`%s{topic="%s",group="g"}`, "redis_streaming_mq_handler_timeouts_total", topic)
 			if v := promValue(t, set, series); v != 1 {
 				t.Fatalf("%s = %v, want 1", series, v)
 			}

@@ -9,7 +9,7 @@ import "slices"
 // held and leased like every entry in hand but not taking a handler slot. When the head is
 // acknowledged, dead-lettered or left pending by a shutdown, the next entry of the line
 // goes to the workers; when it fails with a retry it stays the head until its redelivery
-// succeeds or it is dead-lettered. Everything here is guarded by handlerRT.mu.
+// succeeds or it is dead-lettered. Everything here is guarded by dispatcher.mu.
 
 // keyLine is the line of one key.
 type keyLine struct {
@@ -17,18 +17,24 @@ type keyLine struct {
 	waiting []job  // the key's other entries in hand, in id order
 }
 
-// minParkLimit is the floor of the most entries an ordered handler holds behind busy keys
-// (16 × its capacity, at least this) before its reads and scans pause.
-const minParkLimit = 1024
+// keyLines is the lines of the keys in hand of one ordered handler.
+type keyLines struct {
+	lines  map[string]*keyLine // the lines of the keys in hand
+	lineOf map[string]string   // entry id -> key, for the entries in a line
+	parked int                 // entries waiting behind their key's head
+}
 
-// parkLimit is how many entries may wait behind their key's head before reads and scans
-// take no more.
-func (h *handlerRT) parkLimit() int { return max(16*h.capacity, minParkLimit) }
+func newKeyLines() keyLines {
+	return keyLines{lines: map[string]*keyLine{}, lineOf: map[string]string{}}
+}
+
+// waiting returns the number of entries parked behind their key's head.
+func (h *keyLines) waiting() int { return h.parked }
 
 // admit decides whether j may run now (its key has no head, or j is the head coming back
-// for its retry); otherwise it parks j behind its key's head. h.mu is held.
-func (h *handlerRT) admit(j job) bool {
-	k, _ := j.e.get(FieldKey)
+// for its retry); otherwise it parks j behind its key's head.
+func (h *keyLines) admit(j job) bool {
+	k, _ := j.e.get(fieldKey)
 	l := h.lines[k]
 	if l == nil {
 		h.lines[k] = &keyLine{head: j.e.id}
@@ -48,9 +54,8 @@ func (h *handlerRT) admit(j job) bool {
 // advance is called when entry id leaves the handler's hands for good (acknowledged,
 // dead-lettered, given up, left pending by a shutdown): if it headed its key's line, the
 // next entry of the line becomes the head and is returned to be queued for a worker. A
-// parked entry leaving (which only a lost lease can cause) just leaves its line. h.mu is
-// held.
-func (h *handlerRT) advance(id string) (job, bool) {
+// parked entry leaving (which only a lost lease can cause) just leaves its line.
+func (h *keyLines) advance(id string) (job, bool) {
 	k, ok := h.lineOf[id]
 	if !ok {
 		return job{}, false

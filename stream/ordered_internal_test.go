@@ -9,22 +9,18 @@ import (
 	vm "github.com/VictoriaMetrics/metrics"
 )
 
-func newOrderedRT(capacity int) *handlerRT {
-	return &handlerRT{
-		ordered: true, capacity: capacity, concurrency: 1,
-		held: map[string]struct{}{}, lines: map[string]*keyLine{}, lineOf: map[string]string{},
-		retries: newRetryQueue(), work: make(chan job, capacity),
-		wake: make(chan struct{}, 1), wakeScan: make(chan struct{}, 1), scanNow: make(chan struct{}, 1),
-		log: slog.New(slog.NewTextHandler(io.Discard, nil)), m: newHandlerMetrics(vm.NewSet(), "t", -1, "g"),
-	}
+func newOrderedRT(capacity int) *dispatcher {
+	s := &scope{log: slog.New(slog.NewTextHandler(io.Discard, nil)), m: newHandlerMetrics(vm.NewSet(), "t", -1, "g", 1)}
+	return newDispatcher(s, 1, capacity, true, newRetrySet(), newDeadLetterer(s, make(chan struct{}, 1)),
+		make(chan struct{}, 1), make(chan struct{}, 1), nil)
 }
 
 func keyed(id, key string) job {
-	return job{e: entry{id: id, fields: []string{FieldKey, key}}, deliveries: 1}
+	return job{e: entry{id: id, fields: []string{fieldKey, key}}, deliveries: 1}
 }
 
 // take returns the next queued job's id, or "" when none is queued.
-func take(h *handlerRT) string {
+func take(h *dispatcher) string {
 	select {
 	case j := <-h.work:
 		return j.e.id
@@ -48,19 +44,17 @@ func TestOrderedLines(t *testing.T) {
 	if got := take(h); got != "1-0" {
 		t.Fatalf("first entry of a: queued %q", got)
 	}
-	h.scheduleRetry("1-0", 1, time.Hour) // a's head fails: a is blocked
+	h.toRetry("1-0", retryEntry{at: time.Now().Add(time.Hour), deliveries: 1, backoff: time.Hour}) // a's head fails: a is blocked
 	dispatch(keyed("3-0", "a"))
 	dispatch(keyed("2-0", "a")) // claimed late: parked before 3-0
-	if got := take(h); got != "" || h.parked != 2 {
-		t.Fatalf("entries behind a failed head: queued %q, %d parked; want none queued, 2 parked", got, h.parked)
+	if got := take(h); got != "" || h.lines.parked != 2 {
+		t.Fatalf("entries behind a failed head: queued %q, %d parked; want none queued, 2 parked", got, h.lines.parked)
 	}
 	dispatch(keyed("4-0", "b")) // another key runs, and fills work
 	if free := h.reserve(1); free != 0 {
 		t.Fatalf("reserve with work full = %d", free)
 	}
-	h.mu.Lock()
-	h.settleRetry("1-0") // a's head went to another consumer: a moves on, work is full
-	h.mu.Unlock()
+	h.settleRetries([]string{"1-0"}) // a's head went to another consumer: a moves on, work is full
 	if len(h.ready) != 1 || h.ready[0].e.id != "2-0" {
 		t.Fatalf("ready = %v, want 2-0 waiting", h.ready)
 	}
@@ -76,8 +70,8 @@ func TestOrderedLines(t *testing.T) {
 		t.Fatalf("queued %q, want 3-0", got)
 	}
 	h.release("3-0")
-	if len(h.lines) != 0 || len(h.lineOf) != 0 || h.parked != 0 || len(h.held) != 0 {
-		t.Errorf("after the lines drained: %d lines, %d ids, %d parked, %d held; want none", len(h.lines), len(h.lineOf), h.parked, len(h.held))
+	if len(h.lines.lines) != 0 || len(h.lines.lineOf) != 0 || h.lines.parked != 0 || len(h.held) != 0 {
+		t.Errorf("after the lines drained: %d lines, %d ids, %d parked, %d held; want none", len(h.lines.lines), len(h.lines.lineOf), h.lines.parked, len(h.held))
 	}
 }
 

@@ -2,12 +2,14 @@ package stream
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
 // Partition ownership (Handler.OwnPartitions). A handler of a topic of P partitions runs one
@@ -25,7 +27,7 @@ import (
 //
 // A claimed partition is read by a fresh single-stream runtime that first takes over the
 // group's pending entries of the partition (XCLAIM, whichever consumer held them) and
-// handles them in stream order before reading new entries (handlerRT.takeover).
+// handles them in stream order before reading new entries (retrier.catchUp).
 
 // ownerSet is one OwnPartitions handler of a Consumer.
 type ownerSet struct {
@@ -34,10 +36,10 @@ type ownerSet struct {
 	label        string // its name in logs and metrics
 	group        string
 	streams      []string
-	leases       []string // PartitionLeaseKey of each partition
-	members      string   // PartitionMembersKey
+	leases       []string // streamwire.PartitionLeaseKey of each partition
+	members      string   // streamwire.PartitionMembersKey
 	startID      string
-	mk           func(i int) *handlerRT
+	mk           func(i int, takeover bool) *handlerRT
 	log          *slog.Logger
 	ttl          time.Duration
 	ctx          context.Context
@@ -60,14 +62,14 @@ type ownedPart struct {
 	released  chan struct{} // closed when the release is done
 }
 
-func newOwnerSet(c *Consumer, topic, label, group string, streams []string, startID string, mk func(int) *handlerRT, log *slog.Logger) *ownerSet {
+func newOwnerSet(c *Consumer, topic, label, group string, streams []string, startID string, mk func(int, bool) *handlerRT, log *slog.Logger) *ownerSet {
 	o := &ownerSet{c: c, topic: topic, label: label, group: group, streams: streams, startID: startID, mk: mk,
 		log: log, ttl: c.cfg.PartitionLease, done: make(chan struct{}), owned: map[int]*ownedPart{}}
-	base, _ := StreamName(c.cfg, topic)
-	o.members = PartitionMembersKey(base, group)
+	base, _ := streamName(c.cfg, topic)
+	o.members = streamwire.PartitionMembersKey(base, group)
 	o.leases = make([]string, len(streams))
 	for i, s := range streams {
-		o.leases[i] = PartitionLeaseKey(s, group)
+		o.leases[i] = streamwire.PartitionLeaseKey(s, group)
 	}
 	o.ctx, o.cancel = context.WithCancel(c.runCtx)
 	return o
@@ -77,12 +79,12 @@ func newOwnerSet(c *Consumer, topic, label, group string, streams []string, star
 func (c *Consumer) addOwned(o *ownerSet) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	probe := &handlerRT{topic: o.label, group: o.group, stream: "\x00owned:" + o.label}
-	if err := c.canAdd(probe); err != nil {
+	probe := "\x00owned:" + o.label
+	if err := c.canAdd(o.label, o.group, probe); err != nil {
 		return err
 	}
 	for _, s := range o.streams {
-		if err := c.canAdd(&handlerRT{topic: o.label, group: o.group, stream: s}); err != nil {
+		if err := c.canAdd(o.label, o.group, s); err != nil {
 			return err
 		}
 	}
@@ -95,7 +97,7 @@ func (c *Consumer) addOwned(o *ownerSet) error {
 		if err != nil {
 			return err
 		}
-		if err := c.canAdd(probe); err != nil {
+		if err := c.canAdd(o.label, o.group, probe); err != nil {
 			return err
 		}
 		c.owners = append(c.owners, o)
@@ -111,10 +113,21 @@ func (c *Consumer) addOwned(o *ownerSet) error {
 // ensureGroups creates the group on every partition.
 func (o *ownerSet) ensureGroups(ctx context.Context) error {
 	for i := range o.streams {
-		rt := &handlerRT{c: o.c, stream: o.streams[i], group: o.group}
-		if err := rt.ensureGroup(ctx, o.startID); err != nil {
+		s := &scope{c: o.c, stream: o.streams[i], group: o.group}
+		if err := s.ensureGroup(ctx, o.startID); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// handles reports whether o is the handler of topic and group.
+func (o *ownerSet) handles(topic, group string) bool { return o.topic == topic && o.group == group }
+
+// failing returns an error when o's heartbeats or lease renewals are failing.
+func (o *ownerSet) failing() error {
+	if o.beatState.isFailing() || o.renewState.isFailing() {
+		return fmt.Errorf("stream: partition leases of %s/%s are failing", o.label, o.group)
 	}
 	return nil
 }
@@ -202,7 +215,7 @@ func (o *ownerSet) tick() {
 	if active >= share {
 		return
 	}
-	start := PartitionOf(c.name, len(o.streams))
+	start := streamwire.PartitionOf(c.name, len(o.streams))
 	for k := range o.streams {
 		if active >= share || o.ctx.Err() != nil {
 			return
@@ -240,8 +253,7 @@ func (o *ownerSet) fail(s *opState, msg string, err error) {
 // take starts reading partition i, whose lease was claimed at sent.
 func (o *ownerSet) take(i int, sent time.Time) bool {
 	c := o.c
-	rt := o.mk(i)
-	rt.takeover = true
+	rt := o.mk(i, true)
 	c.mu.Lock()
 	if c.state != stateRunning || o.ctx.Err() != nil {
 		c.mu.Unlock()
@@ -319,10 +331,10 @@ func (o *ownerSet) fence(i int, why string) {
 		return
 	}
 	rt := p.rt
-	rt.fenced.Store(true)
+	rt.fence()
 	o.c.removeHandler(rt)
-	rt.runCancel()
-	rt.hardStop()
+	rt.stopReading()
+	rt.cut()
 	rt.m.leaseLost.Inc()
 	rt.log.Warn("stream: partition lost; its handling stopped", "reason", why)
 }
@@ -383,12 +395,12 @@ func (o *ownerSet) exit() {
 				<-p.released
 				return
 			case closing:
-				<-p.rt.stopped
+				<-p.rt.done()
 			default:
 				c.removeHandler(p.rt)
 				_ = c.stopHandler(context.Background(), p.rt)
 			}
-			if !p.rt.fenced.Load() {
+			if !p.rt.isFenced() {
 				o.releaseLease(i)
 			}
 		}()
@@ -410,96 +422,4 @@ func (c *Consumer) removeHandler(h *handlerRT) {
 			return
 		}
 	}
-}
-
-// catchUp takes over the group's pending entries of h's partition, whoever holds them, and
-// dispatches them in stream order (a partition just claimed: they come before any new
-// entry, so that per-key order survives the handover). It reports false when h stops.
-func (h *handlerRT) catchUp() bool {
-	c := h.c
-	from := "-"
-	failures := 0
-	for {
-		n := h.reserve(c.cfg.ReadCount)
-		if n == 0 {
-			select {
-			case <-h.wake:
-				continue
-			case <-h.runCtx.Done():
-				return false
-			}
-		}
-		ctx, cancel := c.ioContext(h.runCtx)
-		entries, deliveries, next, err := h.claimPending(ctx, from, n)
-		cancel()
-		if err != nil {
-			h.unreserve(n)
-			if h.runCtx.Err() != nil {
-				return false
-			}
-			failures++
-			h.m.backgroundError(opScan)
-			h.scanState.fail(h.log, "stream: taking over a partition's pending entries fails", err)
-			c.report(err)
-			if !h.sleep(connBackoff(failures)) {
-				return false
-			}
-			continue
-		}
-		failures = 0
-		for k, e := range entries {
-			h.dispatch(job{e: e, deliveries: deliveries[k]})
-		}
-		h.unreserve(n - len(entries))
-		if next == "" {
-			return true
-		}
-		from = next
-	}
-}
-
-// claimPending claims up to n pending entries of h's partition from id from on (XPENDING,
-// then XCLAIM with no idle minimum), returning them with their delivery numbers and the
-// exclusive start of the next page ("" after the last).
-func (h *handlerRT) claimPending(ctx context.Context, from string, n int) ([]entry, []int64, string, error) {
-	cl := h.c.client
-	pend, err := cl.Do(ctx, cl.B().Xpending().Key(h.stream).Group(h.group).Start(from).End("+").Count(int64(n)).Build()).ToArray()
-	if err != nil || len(pend) == 0 {
-		if isNoGroup(err) {
-			err = nil
-		}
-		return nil, nil, "", err
-	}
-	ids := make([]string, 0, len(pend))
-	count := map[string]int64{}
-	for _, p := range pend {
-		f, _ := p.ToArray()
-		if len(f) < 4 {
-			continue
-		}
-		id, _ := f[0].ToString()
-		d, _ := f[3].AsInt64()
-		ids = append(ids, id)
-		count[id] = d
-	}
-	next := ""
-	if len(pend) == n && len(ids) > 0 {
-		next = "(" + ids[len(ids)-1]
-	}
-	if len(ids) == 0 {
-		return nil, nil, next, nil
-	}
-	msg, err := cl.Do(ctx, cl.B().Xclaim().Key(h.stream).Group(h.group).Consumer(h.c.name).MinIdleTime("0").Id(ids...).Build()).ToMessage()
-	if err != nil {
-		return nil, nil, "", err
-	}
-	entries, err := parseEntries(msg)
-	if err != nil {
-		return nil, nil, "", err
-	}
-	deliveries := make([]int64, len(entries))
-	for k, e := range entries {
-		deliveries[k] = count[e.id] + 1
-	}
-	return entries, deliveries, next, nil
 }

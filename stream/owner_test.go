@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -242,7 +243,7 @@ func TestOwnPartitionsRebalance(t *testing.T) {
 	if bad != 0 {
 		t.Errorf("%d per-key order violations", bad)
 	}
-	if members := zcard(t, client, stream.PartitionMembersKey(topic, "g")); members != 1 {
+	if members := zcard(t, client, streamwire.PartitionMembersKey(topic, "g")); members != 1 {
 		t.Errorf("%d members after the first one closed, want 1", members)
 	}
 	mu.Unlock()
@@ -255,11 +256,11 @@ func TestOwnPartitionsRebalance(t *testing.T) {
 	}
 	streams, _ := stream.PartitionStreams(cfg, topic)
 	for _, s := range streams {
-		if n, _ := client.Do(ctx, client.B().Exists().Key(stream.PartitionLeaseKey(s, "g")).Build()).AsInt64(); n != 0 {
+		if n, _ := client.Do(ctx, client.B().Exists().Key(streamwire.PartitionLeaseKey(s, "g")).Build()).AsInt64(); n != 0 {
 			t.Errorf("lease of %s left after Unregister", s)
 		}
 	}
-	if members := zcard(t, client, stream.PartitionMembersKey(topic, "g")); members != 0 {
+	if members := zcard(t, client, streamwire.PartitionMembersKey(topic, "g")); members != 0 {
 		t.Errorf("%d members after Unregister, want 0", members)
 	}
 	mu.Lock()

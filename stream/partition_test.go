@@ -16,7 +16,9 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/keyslot"
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -44,8 +46,8 @@ func TestPartitionVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, want := range v.Slots {
-		if got := stream.KeySlot(k); got != want {
-			t.Errorf("KeySlot(%q) = %d, want %d", k, got, want)
+		if got := keySlot(k); got != want {
+			t.Errorf("keySlot(%q) = %d, want %d", k, got, want)
 		}
 	}
 	for _, n := range v.Names {
@@ -58,7 +60,7 @@ func TestPartitionVectors(t *testing.T) {
 		}
 	}
 	for _, k := range v.Keys {
-		if got := stream.PartitionOf(k.Key, k.Partitions); got != k.Partition {
+		if got := streamwire.PartitionOf(k.Key, k.Partitions); got != k.Partition {
 			t.Errorf("PartitionOf(%q, %d) = %d, want %d", k.Key, k.Partitions, got, k.Partition)
 		}
 	}
@@ -68,7 +70,7 @@ func TestPartitionVectors(t *testing.T) {
 // 16384/(8P) of the centre of its range, so the partitions are spread evenly and every
 // master of an evenly split cluster of M <= P masters holds one.
 func TestPartitionSpread(t *testing.T) {
-	for _, n := range []int{2, 3, 4, 5, 7, 8, 16, 31, 64, 100, 256, stream.MaxPartitions} {
+	for _, n := range []int{2, 3, 4, 5, 7, 8, 16, 31, 64, 100, 256, streamwire.MaxPartitions} {
 		cfg := stream.Config{Partitions: map[string]int{"orders": n}}
 		names, err := stream.PartitionStreams(cfg, "orders")
 		if err != nil {
@@ -77,21 +79,21 @@ func TestPartitionSpread(t *testing.T) {
 		seen := map[string]bool{}
 		for i, s := range names {
 			c := (2*i + 1) * 16384 / (2 * n)
-			if d := stream.KeySlot(s) - c; d < -16384/(8*n) || d > 16384/(8*n) {
-				t.Fatalf("P=%d: partition %d %q in slot %d, %d from the centre %d", n, i, s, stream.KeySlot(s), d, c)
+			if d := keySlot(s) - c; d < -16384/(8*n) || d > 16384/(8*n) {
+				t.Fatalf("P=%d: partition %d %q in slot %d, %d from the centre %d", n, i, s, keySlot(s), d, c)
 			}
 			if seen[s] {
 				t.Fatalf("P=%d: %q twice", n, s)
 			}
 			seen[s] = true
-			if dl := stream.DeadLetterStreamName(s); stream.KeySlot(dl) != stream.KeySlot(s) {
+			if dl := streamwire.DeadLetterStreamName(s); keySlot(dl) != keySlot(s) {
 				t.Fatalf("dead-letter stream %q not in the slot of %q", dl, s)
 			}
 		}
 		for m := 1; m <= min(n, 16); m++ { // masters holding equal contiguous ranges
 			held := map[int]bool{}
 			for _, s := range names {
-				held[stream.KeySlot(s)*m/16384] = true
+				held[keySlot(s)*m/16384] = true
 			}
 			if len(held) != m {
 				t.Errorf("P=%d on %d masters: only %d hold a partition", n, m, len(held))
@@ -103,7 +105,7 @@ func TestPartitionSpread(t *testing.T) {
 func TestPartitionConfigErrors(t *testing.T) {
 	for name, cfg := range map[string]stream.Config{
 		"negative":  {Partitions: map[string]int{"a": -1}},
-		"too many":  {Partitions: map[string]int{"a": stream.MaxPartitions + 1}},
+		"too many":  {Partitions: map[string]int{"a": streamwire.MaxPartitions + 1}},
 		"tagged":    {Partitions: map[string]int{"{shop}orders": 2}},
 		"bad topic": {Partitions: map[string]int{"a}b": 2}},
 		"empty":     {Partitions: map[string]int{"": 2}},
@@ -167,7 +169,7 @@ func testPartitioned(t *testing.T, client rueidis.Client, cluster bool) {
 				autoKey[m.Partition]++
 				return nil
 			}
-			if stream.PartitionOf(m.Key, 4) != m.Partition {
+			if streamwire.PartitionOf(m.Key, 4) != m.Partition {
 				wrong++
 			}
 			seen[m.Key+"/"+strconv.Itoa(m.Body.ID)]++
@@ -243,10 +245,10 @@ func testPartitioned(t *testing.T, client rueidis.Client, cluster bool) {
 		masters := clusterMasters(t, client)
 		on := map[string]int{}
 		for _, s := range streams {
-			if slot, err := client.Do(ctx, client.B().ClusterKeyslot().Key(s).Build()).AsInt64(); err != nil || int(slot) != stream.KeySlot(s) {
-				t.Errorf("CLUSTER KEYSLOT %s = %d, %v; KeySlot says %d", s, slot, err, stream.KeySlot(s))
+			if slot, err := client.Do(ctx, client.B().ClusterKeyslot().Key(s).Build()).AsInt64(); err != nil || int(slot) != keySlot(s) {
+				t.Errorf("CLUSTER KEYSLOT %s = %d, %v; KeySlot says %d", s, slot, err, keySlot(s))
 			}
-			on[masters[stream.KeySlot(s)]] += int(xlen(t, client, s))
+			on[masters[keySlot(s)]] += int(xlen(t, client, s))
 		}
 		t.Logf("entries per master: %v", on)
 		if len(on) != 3 {
@@ -264,7 +266,7 @@ func testPartitioned(t *testing.T, client rueidis.Client, cluster bool) {
 		t.Fatal(err)
 	}
 	poisonKey := "k3"
-	pp := stream.PartitionOf(poisonKey, 4)
+	pp := streamwire.PartitionOf(poisonKey, 4)
 	if _, err := p.Send(ctx, topic, &stream.Message[order]{Key: poisonKey, Body: order{1000, "poison"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -276,14 +278,14 @@ func testPartitioned(t *testing.T, client rueidis.Client, cluster bool) {
 		t.Errorf("List of partition 4 of 4 = %v, want ErrInvalidConfig", err)
 	}
 	l, err := dls.Partition(pp).List(ctx, topic, stream.ListOptions{})
-	if err != nil || len(l) != 1 || l[0].Fields[stream.FieldKey] != poisonKey {
+	if err != nil || len(l) != 1 || l[0].Fields[streamwire.FieldKey] != poisonKey {
 		t.Fatalf("Partition(%d).List = %+v, %v; want the dead letter", pp, l, err)
 	}
-	if n := xlen(t, client, stream.DeadLetterStreamName(streams[pp])); n != 1 {
+	if n := xlen(t, client, streamwire.DeadLetterStreamName(streams[pp])); n != 1 {
 		t.Errorf("dead-letter stream of partition %d holds %d, want 1", pp, n)
 	}
 	if n, err := dls.ReplayAll(ctx, topic, 0, stream.WithReplayHandler(func(_ context.Context, dl *stream.DeadLetter) (bool, error) {
-		dl.Fields[stream.FieldBody] = strings.Replace(dl.Fields[stream.FieldBody], "poison", "ok", 1)
+		dl.Fields[streamwire.FieldBody] = strings.Replace(dl.Fields[streamwire.FieldBody], "poison", "ok", 1)
 		return true, nil
 	})); err != nil || n != 1 {
 		t.Fatalf("ReplayAll = %d, %v; want 1", n, err)
@@ -338,3 +340,6 @@ func clusterMasters(t *testing.T, client rueidis.Client) map[int]string {
 	}
 	return out
 }
+
+// keySlot returns the Redis Cluster hash slot of key.
+func keySlot(key string) int { return int(keyslot.Of(key)) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/metrics"
 )
 
@@ -27,6 +28,9 @@ type Producer struct {
 	mu   sync.Mutex
 	mw   []SendMiddleware
 	send atomic.Pointer[SendFunc] // the composed chain; nil without middleware
+	idmp atomic.Int32             // XADD IDMP support: idmpUnknown until probed, idmpYes, idmpNo
+
+	waryUntil atomic.Int64 // unix ns until which plain sends go through await (sendwait.go)
 }
 
 // Outgoing is what producer middleware sees of one message being sent: its topic, envelope
@@ -45,16 +49,14 @@ type Outgoing struct {
 
 	env        envelope
 	opts       sendOptions
+	idem       string // the message's idempotency key, "" for none
+	uniq       string // the message's unique id (WithUnique), "" for none
 	t          *producerTopic
 	next       SendFunc // set by SendBatch: where the innermost SendFunc hands the message
 	scheduleID string   // the id of a delayed message, once built
 	autoKey    string   // the key the producer made up for a message sent without one
 	stream     string   // the stream (partition) written to, once encoded
 }
-
-// Delayed reports whether the message is sent with WithDelay or WithDeliverAt: it is
-// scheduled, and the id the send returns is its schedule id (see Producer.Send).
-func (o *Outgoing) Delayed() bool { return o.opts.delayed }
 
 // SendFunc writes one message and returns its entry id: the shape producer middleware
 // wraps. The innermost SendFunc validates the headers, encodes the entry and runs XADD.
@@ -80,15 +82,16 @@ func (p *Producer) Use(mw ...SendMiddleware) {
 }
 
 type producerTopic struct {
-	stream    string   // the topic's StreamName
-	streams   []string // its partitions' streams (PartitionStreams); streams[0] == stream when unpartitioned
-	rr        atomic.Uint64
-	produced  *metrics.Counter
-	scheduled *metrics.Counter
+	stream     string   // the topic's streamName
+	streams    []string // its partitions' streams (PartitionStreams); streams[0] == stream when unpartitioned
+	rr         atomic.Uint64
+	produced   *metrics.Counter
+	scheduled  *metrics.Counter
+	duplicates *metrics.Counter // WithUnique sends refused or debounced
 }
 
-// NewProducer returns a producer. It validates cfg (only EnvIsolation, Env and Metrics
-// matter to a producer); an error wraps redstream.ErrInvalidConfig.
+// NewProducer returns a producer. It validates cfg (only EnvIsolation, Env, Partitions,
+// SendTimeout and Metrics matter to a producer); an error wraps redstream.ErrInvalidConfig.
 func NewProducer(client rueidis.Client, cfg Config) (*Producer, error) {
 	if client == nil {
 		return nil, errInvalid("nil rueidis client")
@@ -103,12 +106,17 @@ func NewProducer(client rueidis.Client, cfg Config) (*Producer, error) {
 type SendOption func(*sendOptions)
 
 type sendOptions struct {
-	gzip     bool
-	maxLen   int64
-	delayed  bool          // WithDelay or WithDeliverAt
-	delay    time.Duration // WithDelay
-	at       time.Time     // WithDeliverAt
-	delayErr error         // a delay out of range
+	gzip      bool
+	maxLen    int64
+	delayed   bool          // WithDelay or WithDeliverAt
+	delay     time.Duration // WithDelay
+	at        time.Time     // WithDeliverAt
+	delayErr  error         // a delay out of range
+	idem      string        // WithIdempotencyKey
+	idems     []string      // WithIdempotencyKeys; nil when not given
+	idemErr   error         // an invalid key
+	unique    *uniqueSend   // WithUnique
+	uniqueErr error         // an invalid WithUnique
 }
 
 // WithGzip sends the body compressed: enc=gzip, body=base64(gzip(JSON)).
@@ -123,18 +131,25 @@ func WithMaxLen(n int64) SendOption { return func(o *sendOptions) { o.maxLen = n
 // Send writes msg to topic and returns the new entry's id. An empty msg.Key becomes a new
 // unique, time-ordered 64-bit key in decimal; a zero msg.SendTime becomes now. In a
 // partitioned topic (Config.Partitions) the message goes to the partition of its Key as the
-// middleware left it (PartitionOf), a message sent without a Key (and whose middleware set
-// none) to the next partition in turn, round robin per Producer; a delayed message is
-// scheduled in its partition's delayed-delivery keys. With
-// WithDelay or WithDeliverAt the message is scheduled instead, and Send returns its
-// schedule id (24 hex digits, not a stream entry id: the entry gets its id when the message
-// is moved into the stream), which CancelScheduled takes. It returns an error wrapping
-// redstream.ErrInvalidConfig for a nil message, a bad topic name or a delay out of range,
-// one wrapping ErrInvalidHeader for headers ValidateHeaders rejects (checked after the
-// middleware added by Use), and an error for a body that cannot be encoded as JSON or a
-// Redis failure. A ctx without deadline gets one of DefaultCallTimeout.
+// middleware left it (FNV-1a of the key, stream/WIRE.md), a message sent without a Key (and
+// whose middleware set none) to the next partition in turn, round robin per Producer; a
+// delayed message is scheduled in its partition's delayed-delivery keys. With WithDelay or
+// WithDeliverAt the message is scheduled instead, and Send returns its schedule id (24 hex
+// digits, not a stream entry id: the entry gets its id when the message is moved into the
+// stream), which CancelScheduled takes. It returns an error wrapping
+// redstream.ErrInvalidConfig for a nil message, a bad topic name or a delay out of range, one
+// wrapping ErrInvalidHeader for headers beyond the limits of Message.Headers (checked after
+// the middleware added by Use), one for a bad idempotency key (WithIdempotencyKey), and an
+// error for a body that cannot be encoded as JSON or a Redis failure.
+//
+// Every send has a deadline: the earlier of ctx's and Config.SendTimeout from the call (2 s
+// by default), which also bounds a ctx without one. Send returns by
+// then even when Redis hangs, with an error wrapping ErrOutcomeUnknown when the message
+// may have been written nonetheless (no reply by the deadline, a connection lost after
+// the write). To retry such a send without writing the message twice, send it with
+// WithIdempotencyKey and retry with the same key.
 func (p *Producer) Send(ctx context.Context, topic string, msg Sendable, opts ...SendOption) (string, error) {
-	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
+	ctx, cancel := p.sendContext(ctx)
 	defer cancel()
 	t, err := p.topic(topic)
 	if err != nil {
@@ -147,10 +162,21 @@ func (p *Producer) Send(ctx context.Context, topic string, msg Sendable, opts ..
 	if o.delayErr != nil {
 		return "", o.delayErr
 	}
+	if err := o.checkIdem(false, 1); err != nil {
+		return "", err
+	}
+	if err := o.checkUnique(false); err != nil {
+		return "", err
+	}
 	f := p.send.Load()
 	out, err := p.outgoing(topic, t, msg, o, f != nil)
 	if err != nil {
 		return "", err
+	}
+	if out.idem = o.idem; out.idem != "" {
+		if err := p.probeIDMP(ctx, t.streams[0]); err != nil {
+			return "", err
+		}
 	}
 	if f == nil {
 		return p.write(ctx, out)
@@ -193,20 +219,38 @@ func (p *Producer) write(ctx context.Context, out *Outgoing) (string, error) {
 	return p.writeDirect(ctx, out)
 }
 
-// writeDirect encodes out and runs XADD (or schedules it, delay_add.lua).
+// writeDirect encodes out and runs XADD (or schedules it, delay_add.lua; or, with an
+// idempotency key on a server without XADD IDMP, runs xadd_idem.lua). It returns by ctx's
+// end, whatever rueidis does.
 func (p *Producer) writeDirect(ctx context.Context, out *Outgoing) (string, error) {
-	if out.opts.delayed && out.t != nil {
+	if out.t != nil && out.opts.unique != nil {
+		return p.writeUnique(ctx, out)
+	}
+	if out.t != nil && (out.opts.delayed || (out.idem != "" && p.idmp.Load() == idmpNo)) {
 		fields, err := p.fields(out)
 		if err != nil {
 			return "", err
 		}
-		return p.writeDelayed(ctx, out, fields)
+		if !out.opts.delayed {
+			return p.writeIdemScript(ctx, out, fields)
+		}
+		type reply struct {
+			id  string
+			err error
+		}
+		r := await(ctx, func() reply {
+			id, err := p.writeDelayed(ctx, out, fields)
+			return reply{id, err}
+		}, func(err error) reply {
+			return reply{"", fmt.Errorf("stream: schedule a message for %q: %w", out.stream, unknown(err))}
+		})
+		return r.id, r.err
 	}
 	cmd, err := p.build(out)
 	if err != nil {
 		return "", err
 	}
-	return p.result(out, p.client.Do(ctx, cmd))
+	return p.result(out, p.do(ctx, cmd))
 }
 
 // fields encodes out's entry fields.
@@ -218,7 +262,7 @@ func (p *Producer) fields(out *Outgoing) ([]string, error) {
 		out.Key = strconv.FormatInt(nextKey(), 10)
 		out.autoKey = out.Key
 	}
-	out.stream = out.t.route(out.Key, out.autoKey)
+	out.stream = out.t.routeOut(out)
 	env := out.env
 	return encodeEntry(out.Key, out.Tag, env.source, env.sendTime, env.body, env.typ, out.opts.gzip, out.Headers)
 }
@@ -233,6 +277,9 @@ func (p *Producer) build(out *Outgoing) (rueidis.Completed, error) {
 	o := out.opts
 	if o.delayed {
 		return p.buildDelayed(out, fields), nil
+	}
+	if out.idem != "" {
+		return p.buildIdem(out, fields)
 	}
 	cl := p.client
 	if o.maxLen > 0 {
@@ -257,7 +304,7 @@ func (p *Producer) result(out *Outgoing, r rueidis.RedisResult) (string, error) 
 	t := out.t
 	id, err := r.ToString()
 	if err != nil {
-		return "", fmt.Errorf("stream: send to %q: %w", out.stream, err)
+		return "", fmt.Errorf("stream: send to %q: %w", out.stream, sendErr(err))
 	}
 	t.produced.Inc()
 	return id, nil
@@ -271,17 +318,18 @@ func (p *Producer) topic(topic string) (*producerTopic, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, _ := StreamName(p.cfg, topic)
+	s, _ := streamName(p.cfg, topic)
 	t := &producerTopic{stream: s, streams: streams,
-		produced:  p.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricProduced, "topic", topic)),
-		scheduled: p.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricScheduled, "topic", topic))}
+		produced:   p.cfg.Metrics.GetOrCreateCounter(metrics.Name(metricProduced, "topic", topic)),
+		scheduled:  p.cfg.Metrics.GetOrCreateCounter(metrics.Name(metricScheduled, "topic", topic)),
+		duplicates: p.cfg.Metrics.GetOrCreateCounter(metrics.Name(metricDuplicateSends, "topic", topic))}
 	v, _ := p.topics.LoadOrStore(topic, t)
 	return v.(*producerTopic), nil
 }
 
-// route returns the stream of the partition a message with key goes to: the topic's one
-// stream when unpartitioned; else the partition of key (PartitionOf), or, for a key the
-// producer made up (autoKey), the next partition in turn (round robin per topic and
+// route returns the stream of the partition a message with key goes to: the topic's one stream
+// when unpartitioned; else the partition of key (FNV-1a of the key, stream/WIRE.md), or, for a
+// key the producer made up (autoKey), the next partition in turn (round robin per topic and
 // Producer).
 func (t *producerTopic) route(key, autoKey string) string {
 	n := len(t.streams)
@@ -291,5 +339,5 @@ func (t *producerTopic) route(key, autoKey string) string {
 	if key == autoKey {
 		return t.streams[(t.rr.Add(1)-1)%uint64(n)]
 	}
-	return t.streams[PartitionOf(key, n)]
+	return t.streams[streamwire.PartitionOf(key, n)]
 }

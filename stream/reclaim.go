@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -22,33 +23,121 @@ import (
 //     first scan (reclaim.lua, every Autoclaim.Interval) that finds it idle for
 //     max(MinIdle, its backoff).
 
+// retrier runs the scanner goroutine: own retries when their backoff ends, the pending-entry
+// scan (taking over the entries of consumers that vanished), the catch-up of a partition
+// taken over, the dead-letter moves that wait (deadLetterer) and the housekeeping.
+type retrier struct {
+	*scope
+	d        *dispatcher
+	retries  *retrySet
+	dl       *deadLetterer
+	house    *housekeeper
+	claims   *sync.Mutex // held from a claim into this consumer's name until dispatch (see newHandlerRT)
+	policy   DeliveryRetryPolicy
+	maxd     int
+	expired  func(ctx context.Context, e entry, deliveries, minIdle int64)
+	caughtUp chan struct{}   // a takeover's: closed once its catch-up is done; nil without one
+	wakeScan <-chan struct{} // a slot was freed
+	scanNow  chan struct{}   // a retry or a dead-letter attempt was scheduled earlier than the next scan
+	// interrupt cancels the read in progress, which gives back its slots when the handler
+	// becomes stranded.
+	interrupt  func()
+	scanState  opState
+	retryState opState
+}
+
+// retrierParams are newRetrier's parameters.
+type retrierParams struct {
+	d         *dispatcher
+	retries   *retrySet
+	dl        *deadLetterer
+	house     *housekeeper
+	claims    *sync.Mutex
+	policy    DeliveryRetryPolicy
+	maxd      int
+	expired   func(ctx context.Context, e entry, deliveries, minIdle int64)
+	caughtUp  chan struct{}
+	wakeScan  <-chan struct{}
+	scanNow   chan struct{}
+	interrupt func()
+}
+
+func newRetrier(s *scope, p retrierParams) *retrier {
+	return &retrier{scope: s, d: p.d, retries: p.retries, dl: p.dl, house: p.house, claims: p.claims,
+		policy: p.policy, maxd: p.maxd, expired: p.expired, caughtUp: p.caughtUp, wakeScan: p.wakeScan,
+		scanNow: p.scanNow, interrupt: p.interrupt}
+}
+
+// start starts the scanner, counted in producers until it exits. It stops when runCtx ends.
+func (h *retrier) start(producers *sync.WaitGroup) {
+	producers.Add(1)
+	go func() {
+		defer producers.Done()
+		h.scanner()
+	}()
+}
+
+// scheduled returns the number of own failed entries waiting for their backoff.
+func (h *retrier) scheduled() int { return h.retries.len() }
+
+// backoff returns the policy's backoff after delivery n, within 1 ms..MaxDuration.
+func (h *retrier) backoff(n int64) time.Duration {
+	return clampBackoff(h.policy.NextBackoff(max(n, 1)))
+}
+
+// schedule records an own failed entry: the scanner delivers it again after backoff.
+func (h *retrier) schedule(id string, deliveries int64, backoff time.Duration) {
+	at := time.Now().Add(backoff)
+	h.d.toRetry(id, retryEntry{at: at, deliveries: deliveries, backoff: backoff})
+	select {
+	case h.scanNow <- struct{}{}:
+	default:
+	}
+	h.log.Debug("stream: retry scheduled", "id", id, "deliveries", deliveries, "backoff", backoff)
+}
+
 // scanner runs the pending-entry scan at start and then every Autoclaim.Interval, and the
 // own retries when their backoff ends; it refreshes the gauges and removes idle consumers
 // along the way.
-func (h *handlerRT) scanner() {
-	defer h.producers.Done()
+func (h *retrier) scanner() {
 	c := h.c
 	interval := c.cfg.Autoclaim.Interval
 	nextScan := time.Now()
+	from := "-" // where the next scan starts: "-", or where a stranded backlog goes on
+	if h.caughtUp != nil {
+		// A partition just claimed: the catch-up claims every pending entry in stream
+		// order before the reader reads new ones; a scan meanwhile would claim the same
+		// entries a second time.
+		if !h.catchUp() {
+			return
+		}
+		close(h.caughtUp)
+	}
 	for {
 		now := time.Now()
 		paused := c.pausedChan()
 		retryTimer := paused == nil // paused: no retry is due before Resume
 		if paused == nil {
-			if at, ok := h.nextRetry(); ok && !at.After(now.Add(time.Millisecond)) && !h.redeliverDue(now) {
+			if at, ok := h.retries.next(); ok && !at.After(now.Add(time.Millisecond)) && !h.redeliverDue(now) {
 				retryTimer = false // no free slot: wait for one (wakeScan), not for the timer
 			}
+			h.dl.due(now)
 			if !now.Before(nextScan) {
-				h.scanAll()
-				nextScan = time.Now().Add(interval)
+				from = h.scanAll(from)
+				if from == "-" {
+					nextScan = time.Now().Add(interval)
+				}
 			}
 		}
-		h.housekeeping()
+		h.house.tick()
 		wait := time.Until(nextScan)
 		if paused != nil {
 			wait = interval // only the gauges, until Resume
 		}
-		if at, ok := h.nextRetry(); ok && retryTimer {
+		if at, ok := h.retries.next(); ok && retryTimer {
+			wait = min(wait, time.Until(at))
+		}
+		if at, ok := h.dl.next(); ok && paused == nil {
 			wait = min(wait, time.Until(at))
 		}
 		t := time.NewTimer(max(wait, time.Millisecond))
@@ -61,17 +150,16 @@ func (h *handlerRT) scanner() {
 			t.Stop()
 		case <-h.wakeScan:
 			t.Stop() // a slot was freed: a retry that found no room may proceed
+			if from != "-" {
+				nextScan = time.Now() // and the stranded backlog goes on at once
+			}
 		case <-paused:
 			t.Stop() // resumed
 		}
+		if from != "-" && !h.d.isStranded() {
+			from = "-"
+		}
 	}
-}
-
-// nextRetry returns when the earliest own retry is due.
-func (h *handlerRT) nextRetry() (time.Time, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.retries.next()
 }
 
 // retryBatch is the most own retries one redeliver.lua call claims.
@@ -80,36 +168,35 @@ const retryBatch = 256
 // redeliverDue claims due own retries for this consumer (counting a delivery) and queues
 // them, as far as free slots allow; the others wait for the next wake-up. It reports false
 // when there was no free slot at all.
-func (h *handlerRT) redeliverDue(now time.Time) bool {
+func (h *retrier) redeliverDue(now time.Time) bool {
 	c := h.c
-	n := h.reserveRetry(retryBatch)
+	n := h.d.reserveRetry(retryBatch)
 	if n == 0 {
 		return false
 	}
-	h.mu.Lock()
-	ids := h.retries.popDue(now, n)
+	ids, backoffs := h.retries.takeDue(now, n)
 	args := []string{h.group, c.name, strconv.Itoa(h.maxd)}
-	for _, id := range ids {
-		r, _ := h.retries.get(id)
-		args = append(args, id, strconv.FormatInt(max(r.backoff.Milliseconds(), 1), 10))
+	for k, id := range ids {
+		args = append(args, id, strconv.FormatInt(max(backoffs[k].Milliseconds(), 1), 10))
 	}
-	h.mu.Unlock()
-	h.unreserve(n - len(ids))
+	h.d.unreserve(n - len(ids))
 	n = len(ids)
 	if n == 0 {
 		return true
 	}
 	ctx, cancel := c.ioContext(h.runCtx)
+	h.claims.Lock() // until the claimed entries are in hand (see claims)
 	res, err := redeliverScript.Exec(ctx, c.client, []string{h.stream}, args).ToArray()
 	cancel()
 	if err == nil && len(res) != 4 {
 		err = fmt.Errorf("unexpected reply of %d elements", len(res))
 	}
 	if err != nil {
-		h.unreserve(n)
+		h.claims.Unlock()
+		h.d.unreserve(n)
 		// Try again a little later (also after a Close that cut the call short: the
 		// entries stay pending either way); an outage must not spin.
-		h.postponeRetries(ids, time.Now().Add(connBackoff(4)))
+		h.retries.postpone(ids, time.Now().Add(connBackoff(4)))
 		if h.runCtx.Err() != nil {
 			return true
 		}
@@ -125,6 +212,7 @@ func (h *handlerRT) redeliverDue(now time.Time) bool {
 	h.retryState.ok(h.log, "stream: retries work again")
 	settled := map[string]bool{}
 	used, _ := h.dispatchClaimed(res[0], settled)
+	h.claims.Unlock()
 	waiting, _ := res[1].ToArray()
 	for _, x := range waiting {
 		f, _ := x.ToArray()
@@ -134,32 +222,23 @@ func (h *handlerRT) redeliverDue(now time.Time) bool {
 		id, _ := f[0].ToString()
 		left, _ := f[1].AsInt64()
 		settled[id] = true
-		h.postponeRetries([]string{id}, time.Now().Add(time.Duration(left)*time.Millisecond))
+		h.retries.postpone([]string{id}, time.Now().Add(time.Duration(left)*time.Millisecond))
 	}
 	gone, _ := res[2].AsStrSlice()
 	deleted, _ := res[3].AsStrSlice()
-	h.mu.Lock()
-	for _, id := range append(gone, deleted...) {
+	settle := append(gone, deleted...)
+	for _, id := range settle {
 		settled[id] = true
-		h.settleRetry(id)
 	}
 	for _, id := range ids {
 		if !settled[id] {
-			h.settleRetry(id) // not in the reply (cannot happen): leave it to the scan
+			settle = append(settle, id) // not in the reply (cannot happen): leave it to the scan
 		}
 	}
-	h.mu.Unlock()
+	h.d.settleRetries(settle)
 	h.trimmedWhilePending(deleted)
-	h.unreserve(n - used)
+	h.d.unreserve(n - used)
 	return true
-}
-
-func (h *handlerRT) postponeRetries(ids []string, at time.Time) {
-	h.mu.Lock()
-	for _, id := range ids {
-		h.retries.postpone(id, at)
-	}
-	h.mu.Unlock()
 }
 
 // scanPage is the most pending entries one reclaim.lua call examines.
@@ -169,7 +248,7 @@ const scanPage = 256
 // deliveries 1..min(maxd, 64). Another consumer's entry is taken over only after MinIdle (its
 // lease would have refreshed it), and never before its retry backoff (its owner may be
 // waiting for it to redeliver it itself).
-func (h *handlerRT) takeoverTable() []string {
+func (h *retrier) takeoverTable() []string {
 	minIdle := h.c.cfg.Autoclaim.MinIdle
 	n := min(h.maxd, 64)
 	out := make([]string, 0, n)
@@ -179,54 +258,73 @@ func (h *handlerRT) takeoverTable() []string {
 	return out
 }
 
-// scanAll runs reclaim.lua over the group's whole pending list.
-func (h *handlerRT) scanAll() {
+// scanAll runs reclaim.lua over the group's pending list from from ("-" for the whole
+// list) and returns where the next scan starts: "-" once the list was scanned to its end,
+// else the first claimable entry that found no free slot (the handler is stranded: every
+// freed slot triggers the next claim, and reads take at most half the free slots).
+func (h *retrier) scanAll(from string) string {
 	c := h.c
-	err := h.scanOnce()
+	next, err := h.scanOnce(from)
 	if h.runCtx.Err() != nil {
-		return
+		return "-"
 	}
 	if err != nil {
+		h.setStranded(false)
 		h.m.backgroundError(opScan)
 		h.scanState.fail(h.log, "stream: pending-entry scans fail", err)
 		c.report(err)
-		return
+		return "-"
 	}
 	h.scanState.ok(h.log, "stream: pending-entry scans work again")
+	h.setStranded(next != "-")
+	return next
 }
 
-// scanOnce runs reclaim.lua page by page, dispatching claimed entries to the workers (as
-// many as there are free slots) and dead-lettering expired ones.
-func (h *handlerRT) scanOnce() error {
+// setStranded records whether claimable entries wait for free slots. When they start to,
+// the read in progress is interrupted so that it gives back the slots it holds and asks
+// again for its share.
+func (h *retrier) setStranded(on bool) {
+	if h.d.setStranded(on) && on {
+		h.interrupt()
+	}
+}
+
+// scanOnce runs reclaim.lua page by page from start, dispatching claimed entries to the
+// workers (as many as there are free slots) and dead-lettering expired ones. It returns "-"
+// when it reached the end of the pending list, or the id of the first claimable entry that
+// found no free slot.
+func (h *retrier) scanOnce(start string) (string, error) {
 	c := h.c
 	table := h.takeoverTable()
-	start := "-"
 	for page := 0; page < 1<<20; page++ {
 		if h.runCtx.Err() != nil || c.isPaused() {
-			return nil
+			return "-", nil
 		}
-		room := h.reserve(scanPage)
+		room := h.d.reserve(scanPage)
 		args := append([]string{h.group, c.name, start, strconv.Itoa(scanPage), strconv.Itoa(h.maxd), strconv.Itoa(room)}, table...)
 		ctx, cancel := c.ioContext(h.runCtx)
+		h.claims.Lock() // until the claimed entries are in hand (see claims)
 		res, err := reclaimScript.Exec(ctx, c.client, []string{h.stream}, args).ToArray()
 		cancel()
 		if err == nil && len(res) != 4 {
 			err = fmt.Errorf("unexpected reply of %d elements", len(res))
 		}
 		if err != nil {
-			h.unreserve(room)
+			h.claims.Unlock()
+			h.d.unreserve(room)
 			if isNoGroup(err) {
 				h.recoverGroup()
-				return nil
+				return "-", nil
 			}
-			return fmt.Errorf("stream: scan pending entries of %q for %s: %w", h.stream, h.group, err)
+			return "-", fmt.Errorf("stream: scan pending entries of %q for %s: %w", h.stream, h.group, err)
 		}
 		next, _ := res[0].ToString()
 		if deleted, err := res[3].AsStrSlice(); err == nil {
 			h.trimmedWhilePending(deleted)
 		}
-		used, claimed := h.dispatchClaimed(res[1], nil)
-		h.unreserve(room - used)
+		used, _ := h.dispatchClaimed(res[1], nil)
+		h.claims.Unlock()
+		h.d.unreserve(room - used)
 		expired, _ := res[2].ToArray()
 		for _, x := range expired {
 			f, _ := x.ToArray()
@@ -244,89 +342,30 @@ func (h *handlerRT) scanOnce() error {
 			h.expired(h.hardCtx, e, n, need)
 		}
 		if next == "" {
-			return nil
+			return "-", nil
 		}
-		if room == 0 && claimed == 0 && next != "" && next[0] != '(' {
-			return nil // no free slot for the next claimable entry: the next scan goes on
+		if next[0] != '(' {
+			return next, nil // no free slot for the next claimable entry: freed slots go on
 		}
 		start = next
 	}
-	return nil
-}
-
-// leasePeriod is how often held entries are refreshed: MinIdle/3, within 5 ms..10 s.
-func (h *handlerRT) leasePeriod() time.Duration {
-	return min(max(h.c.cfg.Autoclaim.MinIdle/3, minLeasePeriod), maxLeasePeriod)
-}
-
-// leaseKeeper refreshes the held entries every leasePeriod until the handler's workers and
-// acknowledger have exited (in-flight handlers keep their lease while Close drains them).
-func (h *handlerRT) leaseKeeper() {
-	t := time.NewTicker(h.leasePeriod())
-	defer t.Stop()
-	for {
-		select {
-		case <-h.quit:
-			return
-		case <-t.C:
-		}
-		if ids := h.heldIDs(); len(ids) > 0 {
-			h.lease(ids)
-		}
-	}
-}
-
-// leaseChunk is the most ids one lease.lua call refreshes.
-const leaseChunk = 512
-
-// lease refreshes ids (lease.lua), counting and logging the leases found lost.
-func (h *handlerRT) lease(ids []string) {
-	c := h.c
-	for len(ids) > 0 {
-		chunk := ids[:min(len(ids), leaseChunk)]
-		ids = ids[len(chunk):]
-		ctx, cancel := c.ioContext(context.Background())
-		ctx, cancel2 := context.WithTimeout(ctx, max(h.leasePeriod(), time.Second))
-		res, err := leaseScript.Exec(ctx, c.client, []string{h.stream}, append([]string{h.group, c.name}, chunk...)).ToArray()
-		cancel2()
-		cancel()
-		if err == nil && len(res) != 2 {
-			err = fmt.Errorf("unexpected reply of %d elements", len(res))
-		}
-		if err != nil {
-			if isNoGroup(err) {
-				return // the scanner or reader recreates it
-			}
-			h.m.backgroundError(opLease)
-			err = fmt.Errorf("stream: refresh %d held entries of %q for %s: %w", len(chunk), h.stream, h.group, err)
-			h.leaseState.fail(h.log, "stream: lease refreshes fail; held entries may be taken over after min-idle", err)
-			c.report(err)
-			return
-		}
-		h.leaseState.ok(h.log, "stream: lease refreshes work again")
-		if taken, _ := res[0].AsStrSlice(); len(taken) > 0 {
-			h.m.leaseLost.Add(len(taken))
-			h.log.Warn("stream: entries in hand were taken over by another consumer (lease lost; a stall longer than min-idle?)", "ids", taken)
-		}
-	}
-}
-
-// touch resets the idle time of one held entry, so that its retry backoff counts from now.
-func (h *handlerRT) touch(id string) {
-	c := h.c
-	ctx, cancel := c.ioContext(context.Background())
-	defer cancel()
-	err := leaseScript.Exec(ctx, c.client, []string{h.stream}, []string{h.group, c.name, id}).Error()
-	if err != nil && !isNoGroup(err) {
-		h.m.backgroundError(opLease)
-	}
+	return "-", nil
 }
 
 // dispatchClaimed hands the entries a script claimed for this consumer ({id, fields,
 // deliveries} triples) to the handler slots, counting each as redelivered, and returns how
 // many it dispatched and how many the reply held. The ids go into settled when it is not nil.
-func (h *handlerRT) dispatchClaimed(reply rueidis.RedisMessage, settled map[string]bool) (used, claimed int) {
+func (h *retrier) dispatchClaimed(reply rueidis.RedisMessage, settled map[string]bool) (used, claimed int) {
 	entries, _ := reply.ToArray()
+	return dispatchClaims(h.d, h.m, reply, settled), len(entries)
+}
+
+// dispatchClaims dispatches the entries of a claim script's reply ({id, fields, deliveries}
+// triples, the count being the delivery's fence), counting each as redelivered in m unless m
+// is nil, and returns how many it dispatched. The ids go into settled when it is not nil.
+func dispatchClaims(d *dispatcher, m *handlerMetrics, reply rueidis.RedisMessage, settled map[string]bool) int {
+	entries, _ := reply.ToArray()
+	used := 0
 	for _, x := range entries {
 		f, _ := x.ToArray()
 		if len(f) != 3 {
@@ -336,13 +375,95 @@ func (h *handlerRT) dispatchClaimed(reply rueidis.RedisMessage, settled map[stri
 		if !ok {
 			continue
 		}
-		d, _ := f[2].AsInt64()
-		h.m.redelivered.Inc()
+		n, _ := f[2].AsInt64()
+		if m != nil {
+			m.redelivered.Inc()
+		}
 		used++
 		if settled != nil {
 			settled[e.id] = true
 		}
-		h.dispatch(job{e: e, deliveries: d})
+		d.dispatch(job{e: e, deliveries: n})
 	}
-	return used, len(entries)
+	return used
+}
+
+// catchUp takes over the group's pending entries of h's partition, whoever holds them, and
+// dispatches them in stream order (a partition just claimed: they come before any new
+// entry, so that per-key order survives the handover). It reports false when h stops.
+func (h *retrier) catchUp() bool {
+	c := h.c
+	from := "-"
+	failures := 0
+	for {
+		n := h.d.reserve(c.cfg.ReadCount)
+		if n == 0 {
+			select {
+			case <-h.wakeScan:
+				continue
+			case <-h.runCtx.Done():
+				return false
+			}
+		}
+		ctx, cancel := c.ioContext(h.runCtx)
+		used, next, err := h.claimPending(ctx, from, n)
+		cancel()
+		if err != nil {
+			h.d.unreserve(n)
+			if h.runCtx.Err() != nil {
+				return false
+			}
+			failures++
+			h.m.backgroundError(opScan)
+			h.scanState.fail(h.log, "stream: taking over a partition's pending entries fails", err)
+			c.report(err)
+			if !h.sleep(connBackoff(failures)) {
+				return false
+			}
+			continue
+		}
+		failures = 0
+		h.d.unreserve(n - used)
+		if next == "" {
+			return true
+		}
+		from = next
+	}
+}
+
+// claimPending claims up to n pending entries of h's partition from id from on (XPENDING,
+// then claim.lua in mode any, which claims them with no idle minimum and replies each with
+// its new delivery count: the fence of the delivery), dispatches them, and returns how many
+// and the exclusive start of the next page ("" after the last).
+func (h *retrier) claimPending(ctx context.Context, from string, n int) (int, string, error) {
+	cl := h.c.client
+	pend, err := cl.Do(ctx, cl.B().Xpending().Key(h.stream).Group(h.group).Start(from).End("+").Count(int64(n)).Build()).ToArray()
+	if err != nil || len(pend) == 0 {
+		if isNoGroup(err) {
+			err = nil
+		}
+		return 0, "", err
+	}
+	ids := make([]string, 0, len(pend))
+	for _, p := range pend {
+		f, _ := p.ToArray()
+		if len(f) < 4 {
+			continue
+		}
+		id, _ := f[0].ToString()
+		ids = append(ids, id)
+	}
+	next := ""
+	if len(pend) == n && len(ids) > 0 {
+		next = "(" + ids[len(ids)-1]
+	}
+	if len(ids) == 0 {
+		return 0, next, nil
+	}
+	res, err := claimScript.Exec(ctx, h.c.client, []string{h.stream}, append([]string{h.group, h.c.name, "any"}, ids...)).ToMessage()
+	if err != nil {
+		return 0, "", err
+	}
+	// dispatched in stream order: claim.lua replies in the order of ids
+	return dispatchClaims(h.d, nil, res, nil), next, nil
 }

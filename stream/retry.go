@@ -26,8 +26,9 @@ type DeliveryRetryPolicy interface {
 	NextBackoff(deliveryCount int64) time.Duration
 }
 
-// FixedRetryPolicy delivers an entry at most Max times, Backoff apart: the seed's behaviour
-// (max-retry deliveries, autoclaim.min-idle-ms apart). It is the default policy.
+// FixedRetryPolicy delivers an entry at most Max times, Backoff apart. With Backoff equal to
+// Autoclaim.MinIdle it is the seed's behaviour (max-retry deliveries, autoclaim.min-idle-ms
+// apart).
 type FixedRetryPolicy struct {
 	Max     int           // most deliveries, the first included; < 1 means 1
 	Backoff time.Duration // idle time before each redelivery
@@ -74,16 +75,16 @@ func (p ExponentialRetryPolicy) NextBackoff(deliveryCount int64) time.Duration {
 // dead-lettered because it reached its max deliveries.
 var ErrMaxRetryExceeded = errors.New("stream: max retry exceeded")
 
-// MaxRetryError is the error OnFailure receives for an entry dead-lettered after its last
+// maxRetryError is the error OnFailure receives for an entry dead-lettered after its last
 // allowed delivery failed (or after its consumer vanished while handling it).
-type MaxRetryError struct {
+type maxRetryError struct {
 	Deliveries int64 // deliveries so far
 	Max        int   // the handler's max deliveries
 	Err        error // the last handler error; nil when the last delivery's outcome is unknown
 }
 
 // Error says "stream: max retry exceeded", the counts, and the last error if known.
-func (e *MaxRetryError) Error() string {
+func (e *maxRetryError) Error() string {
 	if e.Err == nil {
 		return fmt.Sprintf("stream: max retry exceeded: delivered %d times (max %d); the last delivery was not acknowledged", e.Deliveries, e.Max)
 	}
@@ -91,10 +92,10 @@ func (e *MaxRetryError) Error() string {
 }
 
 // Is reports whether target is ErrMaxRetryExceeded.
-func (e *MaxRetryError) Is(target error) bool { return target == ErrMaxRetryExceeded }
+func (e *maxRetryError) Is(target error) bool { return target == ErrMaxRetryExceeded }
 
 // Unwrap returns the last handler error.
-func (e *MaxRetryError) Unwrap() error { return e.Err }
+func (e *maxRetryError) Unwrap() error { return e.Err }
 
 // Permanent marks err as not worth retrying: a handler returning it has its message
 // dead-lettered at once, as if the handler had NoRetry set. Permanent(nil) is nil.
@@ -110,8 +111,36 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
-// IsPermanent reports whether err was marked by Permanent.
-func IsPermanent(err error) bool {
+// isPermanent reports whether err was marked by Permanent.
+func isPermanent(err error) bool {
 	var p *permanentError
 	return errors.As(err, &p)
+}
+
+// defaultRetryPolicy is the policy of a handler without RetryPolicy: cfg.MaxDeliveries
+// deliveries, the first redelivery cfg.RetryBackoff after a failure, each later wait twice
+// the one before, up to cfg.Autoclaim.MinIdle (cfg has its defaults).
+func defaultRetryPolicy(cfg Config) DeliveryRetryPolicy {
+	first := min(cfg.RetryBackoff, cfg.Autoclaim.MinIdle)
+	if first >= cfg.Autoclaim.MinIdle {
+		return FixedRetryPolicy{Max: cfg.MaxDeliveries, Backoff: cfg.Autoclaim.MinIdle}
+	}
+	return doublingPolicy{max: cfg.MaxDeliveries, first: first, ceiling: cfg.Autoclaim.MinIdle}
+}
+
+// doublingPolicy waits first after the first delivery and twice as long after each later
+// one, up to ceiling, without jitter.
+type doublingPolicy struct {
+	max            int
+	first, ceiling time.Duration
+}
+
+func (p doublingPolicy) MaxDeliveries() int { return max(p.max, 1) }
+
+func (p doublingPolicy) NextBackoff(deliveryCount int64) time.Duration {
+	d := p.first
+	for i := int64(1); i < deliveryCount && d < p.ceiling; i++ {
+		d *= 2
+	}
+	return min(d, p.ceiling)
 }

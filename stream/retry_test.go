@@ -5,12 +5,14 @@ import (
 	"errors"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -150,5 +152,42 @@ func TestSendErrors(t *testing.T) {
 	}
 	if _, err := stream.NewProducer(nil, stream.Config{}); err == nil {
 		t.Error("NewProducer(nil): got nil error")
+	}
+}
+
+// TestDefaultRetryBackoff: with every default but the metrics set (min-idle 60 s,
+// retry-backoff 1 s, max-retry 3), a failing handler is delivered again about 1 s and then
+// 2 s after its failures, and dead-lettered after the third delivery, not minutes later.
+func TestDefaultRetryBackoff(t *testing.T) {
+	client := redistest.Client(t)
+	cfg := stream.Config{Metrics: fastConfig().Metrics}
+	topic := newTopic(t)
+	var mu sync.Mutex
+	var at []time.Time
+	c := newConsumer(t, client, cfg)
+	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g",
+		Handle: func(ctx context.Context, m *stream.Message[order]) error {
+			mu.Lock()
+			at = append(at, time.Now())
+			mu.Unlock()
+			return errors.New("fail")
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	startConsumer(t, c)
+	send(t, newProducer(t, client, cfg), topic, order{1, "x"})
+	deliveries := func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]time.Time(nil), at...)
+	}
+	eventually(t, 10*time.Second, "three deliveries", func() bool { return len(deliveries()) == 3 })
+	eventually(t, 5*time.Second, "the dead letter", func() bool { return xlen(t, client, streamwire.DeadLetterStreamName(topic)) == 1 })
+	got := deliveries()
+	for i, want := range []time.Duration{time.Second, 2 * time.Second} {
+		// The wait is the backoff, plus up to one scan wake-up and the handling itself.
+		if gap := got[i+1].Sub(got[i]); gap < want || gap > want+time.Second {
+			t.Errorf("wait before delivery %d = %v, want %v (+ at most 1 s)", i+2, gap, want)
+		}
 	}
 }

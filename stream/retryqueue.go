@@ -2,13 +2,14 @@ package stream
 
 import (
 	"container/heap"
+	"sync"
 	"time"
 )
 
 // retryQueue holds a handler's own failed entries until their backoff ends: a map by id and
 // a min-heap by due time with lazy deletion, so that finding the due entries costs
 // O(log n) however many entries wait (a downstream outage can park every message here).
-// It is guarded by handlerRT.mu.
+// retrySet guards it.
 type retryQueue struct {
 	byID map[string]retryEntry
 	h    retryHeap
@@ -93,4 +94,72 @@ func (q *retryQueue) popDue(now time.Time, limit int) []string {
 		out = append(out, it.id)
 	}
 	return out
+}
+
+// retrySet is a handler's retry queue, safe for concurrent use. The retrier owns it: it
+// takes the due entries and postpones them; the dispatcher consults it and records and
+// settles entries as they leave and come back into its hands, under its own lock, which it
+// takes first.
+type retrySet struct {
+	mu sync.Mutex
+	q  retryQueue
+}
+
+func newRetrySet() *retrySet { return &retrySet{q: newRetryQueue()} }
+
+// set schedules (or reschedules) id at e.at.
+func (s *retrySet) set(id string, e retryEntry) {
+	s.mu.Lock()
+	s.q.set(id, e)
+	s.mu.Unlock()
+}
+
+// has reports whether id waits for its retry (or is being redelivered).
+func (s *retrySet) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.q.get(id)
+	return ok
+}
+
+func (s *retrySet) remove(id string) {
+	s.mu.Lock()
+	s.q.remove(id)
+	s.mu.Unlock()
+}
+
+func (s *retrySet) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.q.len()
+}
+
+// next returns when the earliest retry is due.
+func (s *retrySet) next() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.q.next()
+}
+
+// takeDue takes up to limit entries due by now (popDue), with the backoff drawn at each
+// one's failure.
+func (s *retrySet) takeDue(now time.Time, limit int) ([]string, []time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.q.popDue(now, limit)
+	backoffs := make([]time.Duration, len(ids))
+	for i, id := range ids {
+		r, _ := s.q.get(id)
+		backoffs[i] = r.backoff
+	}
+	return ids, backoffs
+}
+
+// postpone reschedules the known ids at at.
+func (s *retrySet) postpone(ids []string, at time.Time) {
+	s.mu.Lock()
+	for _, id := range ids {
+		s.q.postpone(id, at)
+	}
+	s.mu.Unlock()
 }

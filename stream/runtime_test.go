@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/internal/redistest"
 	"github.com/redstream-go/redstream/stream"
 )
@@ -91,8 +92,8 @@ func TestRegisterAndUnregisterAtRuntime(t *testing.T) {
 	if got := calls.Load(); got != before {
 		t.Fatalf("%d Handle calls after Unregister returned, want 0", got-before)
 	}
-	if err := c.Unregister(context.Background(), topic, "g"); !errors.Is(err, stream.ErrNotRegistered) {
-		t.Fatalf("second Unregister = %v, want ErrNotRegistered", err)
+	if err := c.Unregister(context.Background(), topic, "g"); !errors.Is(err, redstream.ErrNotFound) {
+		t.Fatalf("second Unregister = %v, want redstream.ErrNotFound", err)
 	}
 
 	if err := stream.Register(c, h); err != nil {
@@ -148,7 +149,7 @@ func TestUnregisterTimeout(t *testing.T) {
 	if n := pending(t, client, topic, "g"); n != 1 {
 		t.Fatalf("pending = %d, want 1", n)
 	}
-	if !c.IsRunning() {
+	if !c.Stats().Running {
 		t.Fatal("consumer stopped with its last handler")
 	}
 }

@@ -71,11 +71,16 @@ var (
 	delayCancelScript = rueidis.NewLuaScript(delayCancelLua)
 )
 
-// Script of Handler.DeleteOnAck.
+// Scripts of fenced deliveries (ack.go, fence.go): the batched acknowledgement (with
+// Handler.DeleteOnAck) and the claims that hand entries out with their delivery count.
 var (
-	//go:embed scripts/ack_delete.lua
-	ackDeleteLua    string
-	ackDeleteScript = rueidis.NewLuaScript(ackDeleteLua)
+	//go:embed scripts/ack.lua
+	ackLua string
+	//go:embed scripts/claim.lua
+	claimLua string
+
+	ackScript   = rueidis.NewLuaScript(ackLua)
+	claimScript = rueidis.NewLuaScript(claimLua)
 )
 
 // Scripts of partition ownership (owner.go).

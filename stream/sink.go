@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
 // Record is one value for an idempotent sink: Value is written only if IdempotencyKey was not
@@ -19,8 +20,8 @@ type Record struct {
 	Value          string
 }
 
-// DefaultSinkTTL is how long an idempotent sink remembers a key when its TTL is zero.
-const DefaultSinkTTL = 24 * time.Hour
+// defaultSinkTTL is how long an idempotent sink remembers a key when its TTL is zero.
+const defaultSinkTTL = 24 * time.Hour
 
 // ListSink appends records to a Redis list, each at most once per idempotency key: turning
 // at-least-once delivery into exactly-once output, as long as a redelivery comes within the
@@ -35,7 +36,7 @@ type ListSink struct {
 var _ redstream.Sink[Record] = (*ListSink)(nil)
 
 // NewListSink returns a sink appending to list, remembering idempotency keys for ttl (0
-// means DefaultSinkTTL; at least 1 ms). The idempotency key k is stored at "{list}:idem:k"
+// means 24 hours; at least 1 ms). The idempotency key k is stored at "{list}:idem:k"
 // (or "list:idem:k" when list has a hash tag). A bad list name or negative ttl is an error.
 func NewListSink(client rueidis.Client, list string, ttl time.Duration) (*ListSink, error) {
 	if client == nil {
@@ -48,7 +49,7 @@ func NewListSink(client rueidis.Client, list string, ttl time.Duration) (*ListSi
 		return nil, errInvalid("sink TTL %v: want >= 0", ttl)
 	}
 	if ttl == 0 {
-		ttl = DefaultSinkTTL
+		ttl = defaultSinkTTL
 	}
 	return &ListSink{client: client, list: list, ttl: strconv.FormatInt(max(ttl.Milliseconds(), 1), 10)}, nil
 }
@@ -61,7 +62,7 @@ func (s *ListSink) Invoke(ctx context.Context, r Record) error {
 
 // Write appends r.Value unless r.IdempotencyKey was written before (within the TTL), and
 // reports whether it was appended. An empty idempotency key is an error. A ctx without
-// deadline gets one of DefaultCallTimeout.
+// deadline gets one of 10 s.
 func (s *ListSink) Write(ctx context.Context, r Record) (bool, error) {
 	w, err := s.write(ctx, []Record{r})
 	if err != nil {
@@ -71,9 +72,9 @@ func (s *ListSink) Write(ctx context.Context, r Record) (bool, error) {
 }
 
 // write runs sink_write.lua for rs and returns, per record, whether it was appended.
-// A ctx without deadline gets one of DefaultCallTimeout.
+// A ctx without deadline gets one of 10 s.
 func (s *ListSink) write(ctx context.Context, rs []Record) ([]bool, error) {
-	ctx, cancel := withDefaultDeadline(ctx, DefaultCallTimeout)
+	ctx, cancel := withDefaultDeadline(ctx, defaultCallTimeout)
 	defer cancel()
 	keys := make([]string, 0, len(rs)+1)
 	args := make([]string, 0, len(rs)+1)
@@ -83,7 +84,7 @@ func (s *ListSink) write(ctx context.Context, rs []Record) ([]bool, error) {
 		if r.IdempotencyKey == "" {
 			return nil, fmt.Errorf("stream: sink %q: %w", s.list, redstream.ErrEmptyKey)
 		}
-		keys = append(keys, idemKey(s.list, r.IdempotencyKey))
+		keys = append(keys, streamwire.IdemKey(s.list, r.IdempotencyKey))
 		args = append(args, r.Value)
 	}
 	res, err := sinkWriteScript.Exec(ctx, s.client, keys, args).ToArray()
@@ -134,8 +135,8 @@ func (s *CheckpointedListSink) Invoke(_ context.Context, r Record) error {
 	return nil
 }
 
-// Buffered returns the number of records waiting for Checkpoint.
-func (s *CheckpointedListSink) Buffered() int {
+// buffered returns the number of records waiting for Checkpoint.
+func (s *CheckpointedListSink) buffered() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.buf)
@@ -144,7 +145,7 @@ func (s *CheckpointedListSink) Buffered() int {
 // Checkpoint writes every buffered record in one atomic script and empties the buffer; it
 // returns how many records were appended (the rest were duplicates). On error the buffer is
 // kept, so the next Checkpoint tries again (the script being atomic, nothing was written).
-// A ctx without deadline gets one of DefaultCallTimeout.
+// A ctx without deadline gets one of 10 s.
 func (s *CheckpointedListSink) Checkpoint(ctx context.Context) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -110,8 +110,8 @@ func TestCheckpointedListSink(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, _ := client.Do(ctx, client.B().Llen().Key(list).Build()).AsInt64(); n != 0 || s.Buffered() != 3 {
-		t.Fatalf("before checkpoint: LLEN %d, buffered %d; want 0, 3", n, s.Buffered())
+	if n, _ := client.Do(ctx, client.B().Llen().Key(list).Build()).AsInt64(); n != 0 || stream.Buffered(s) != 3 {
+		t.Fatalf("before checkpoint: LLEN %d, buffered %d; want 0, 3", n, stream.Buffered(s))
 	}
 	if n, err := s.Checkpoint(ctx); err != nil || n != 2 {
 		t.Fatalf("Checkpoint = %d, %v; want 2", n, err)
@@ -124,8 +124,8 @@ func TestCheckpointedListSink(t *testing.T) {
 		t.Fatalf("second Checkpoint = %d, %v; want 1", n, err)
 	}
 	_ = s.Invoke(ctx, stream.Record{IdempotencyKey: "d", Value: "d"})
-	if n := s.Discard(); n != 1 || s.Buffered() != 0 {
-		t.Errorf("Discard = %d, buffered %d", n, s.Buffered())
+	if n := s.Discard(); n != 1 || stream.Buffered(s) != 0 {
+		t.Errorf("Discard = %d, buffered %d", n, stream.Buffered(s))
 	}
 	if n, err := s.Checkpoint(ctx); err != nil || n != 0 {
 		t.Errorf("empty Checkpoint = %d, %v", n, err)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -70,10 +71,10 @@ func (t *Trimmer) Trim(ctx context.Context, topic string) (int64, error) {
 
 // trimStream trims one stream of topic (partition part, -1 for an unpartitioned topic).
 func (t *Trimmer) trimStream(ctx context.Context, topic string, part int, stream string) (int64, error) {
-	t.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricTrimAttempts, topicLabels(topic, part)...)).Inc()
+	t.cfg.Metrics.GetOrCreateCounter(metrics.Name(metricTrimAttempts, topicLabels(topic, part)...)).Inc()
 	n, err := t.trim(ctx, stream)
 	if n > 0 {
-		t.cfg.Metrics.GetOrCreateCounter(metrics.Name(MetricTrimDeleted, topicLabels(topic, part)...)).Add(int(n))
+		t.cfg.Metrics.GetOrCreateCounter(metrics.Name(metricTrimDeleted, topicLabels(topic, part)...)).Add(int(n))
 	}
 	return n, err
 }
@@ -168,4 +169,44 @@ func (t *Trimmer) ageID(ctx context.Context) (string, error) {
 // so a server that gains ACKED later, such as a newer Valkey, uses it).
 func (t *Trimmer) hasAcked(context.Context) bool {
 	return t.acked.Load() != 2
+}
+
+func (c *Consumer) trimLoop() {
+	defer c.wg.Done()
+	tick := time.NewTicker(c.cfg.Trim.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.runCtx.Done():
+			return
+		case <-tick.C:
+		}
+		type target struct {
+			topic string
+			part  int
+		}
+		streams := map[string]target{}
+		c.mu.Lock()
+		for _, h := range c.handlers {
+			if !h.deadLetters { // dead-letter streams have their own bounds
+				streams[h.stream] = target{h.topic, h.partition}
+			}
+		}
+		c.mu.Unlock()
+		for stream, t := range streams {
+			ctx, cancel := context.WithTimeout(c.runCtx, trimTimeout)
+			_, err := c.trimmer.trimStream(ctx, t.topic, t.part, stream)
+			cancel()
+			if c.runCtx.Err() != nil {
+				return
+			}
+			if err != nil {
+				c.cfg.Metrics.GetOrCreateCounter(backgroundErrorName(t.topic, t.part, "", "trim")).Inc()
+				c.trimState.fail(c.log, "stream: trimming fails", err, "topic", t.topic)
+				c.report(err)
+			} else {
+				c.trimState.ok(c.log, "stream: trimming works again", "topic", t.topic)
+			}
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"os"
 	"reflect"
 	"strings"
@@ -90,24 +91,24 @@ func TestWireVectors(t *testing.T) {
 func TestGzipRoundTrip(t *testing.T) {
 	for _, size := range []int{0, 10, 100_000} {
 		js := []byte(`{"status":"` + strings.Repeat("a", size) + `"}`)
-		enc, body, err := EncodeBody(js, true)
-		if err != nil || enc != EncGzip {
-			t.Fatalf("EncodeBody = %q, %v", enc, err)
+		enc, body, err := streamwire.EncodeBody(js, true)
+		if err != nil || enc != encGzip {
+			t.Fatalf("streamwire.EncodeBody = %q, %v", enc, err)
 		}
 		if size == 100_000 && len(body) > 2000 {
 			t.Errorf("gzip of %d repeated bytes is %d bytes of base64", size, len(body))
 		}
-		got, err := DecodeBody(enc, body)
+		got, err := decodeBody(enc, body)
 		if err != nil || !bytes.Equal(got, js) {
-			t.Fatalf("DecodeBody: %v", err)
+			t.Fatalf("decodeBody: %v", err)
 		}
 	}
-	// A compressed bomb beyond MaxBodyBytes is poison, not an out-of-memory.
+	// A compressed bomb beyond maxBodyBytes is poison, not an out-of-memory.
 	defer func(n int) { maxBodyBytes = n }(maxBodyBytes)
 	maxBodyBytes = 1 << 10
 	big := bytes.Repeat([]byte{' '}, maxBodyBytes+10)
-	_, body, _ := EncodeBody(big, true)
-	if _, err := DecodeBody(EncGzip, body); !errors.Is(err, ErrUndecodable) {
+	_, body, _ := streamwire.EncodeBody(big, true)
+	if _, err := decodeBody(encGzip, body); !errors.Is(err, ErrUndecodable) {
 		t.Errorf("oversized body: %v, want ErrUndecodable", err)
 	}
 }
@@ -191,10 +192,10 @@ func TestKeys(t *testing.T) {
 			t.Errorf("checkName(%q) accepted a name that cannot share a slot", tc.stream)
 			continue
 		}
-		got := DeadLetterStreamName(tc.stream)
+		got := streamwire.DeadLetterStreamName(tc.stream)
 		tag, _ := hashTag(got)
 		if got != tc.dlq || tag != tc.tag {
-			t.Errorf("DeadLetterStreamName(%q) = %q (tag %q), want %q (tag %q)", tc.stream, got, tag, tc.dlq, tc.tag)
+			t.Errorf("streamwire.DeadLetterStreamName(%q) = %q (tag %q), want %q (tag %q)", tc.stream, got, tag, tc.dlq, tc.tag)
 		}
 	}
 }

@@ -30,23 +30,11 @@ func nativeStep(b *testing.B, spec redstream.Spec) func(now int64) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	switch p := lim.(type) {
-	case core.TokenBucket:
-		var tat int64
-		return func(now int64) { tat, _, _ = p.Step(tat, now, 1) }
-	case core.LeakyBucket:
-		var tat int64
-		return func(now int64) { tat, _, _ = p.Step(tat, now, 1) }
-	case core.FixedWindow:
-		var s core.WindowState
-		return func(now int64) { s, _, _ = p.Step(s, now, 1) }
-	case core.SlidingCounter:
-		var s core.WindowState
-		return func(now int64) { s, _, _ = p.Step(s, now, 1) }
-	}
-	p := lim.(core.SlidingLog)
-	var lg core.Log
-	return func(now int64) { _, _ = p.Step(&lg, now, 1) }
+	var (
+		st core.State
+		d  core.Decision
+	)
+	return func(now int64) { _ = lim.StepState(&st, now, 1, &d) }
 }
 
 // BenchmarkDecision compares, per algorithm, one decision on a hot key: core called natively,
@@ -77,31 +65,20 @@ func BenchmarkDecision(b *testing.B) {
 			}
 			defer rt.release(in)
 			var (
-				tat int64
-				ws  core.WindowState
-				lg  core.State
-				d   core.Decision
+				st   core.State
+				d    core.Decision
+				next core.Next
 			)
-			a := l.abi[0]
+			a := &l.abi[0]
 			now := start.UnixMicro()
 			b.ReportAllocs()
 			for b.Loop() {
 				now++
-				var err error
-				switch a.fn {
-				case fnTokenBucket, fnLeakyBucket:
-					tat, err = in.gcraStep(ctx, a.fn, spec.Capacity, spec.Rate, tat, now, 1, &d)
-				case fnFixedWindow:
-					ws, err = in.fixedWindowStep(ctx, a.window, spec.Limit, ws, now, 1, &d)
-				case fnSlidingCounter:
-					ws, err = in.slidingCounterStep(ctx, a.window, spec.Limit, ws, now, 1, &d)
-				default:
-					var dl logDelta
-					dl, err = in.slidingLogStep(ctx, a.window, spec.Limit, lg.Log, now, 1, &d)
-					l.limits[0].CommitState(&lg, core.Next{dl.Pruned, dl.Appended, dl.At})
-				}
-				if err != nil {
+				if err := in.limitStep(ctx, a, &st, now, 1, &d, &next); err != nil {
 					b.Fatal(err)
+				}
+				if d.Allowed {
+					l.limits[0].CommitState(&st, next)
 				}
 			}
 		})
@@ -112,7 +89,7 @@ func BenchmarkDecision(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					now = now.Add(time.Microsecond)
-					if _, err := l.AllowAt(ctx, "hot", now); err != nil {
+					if _, err := l.AllowN(ctx, "hot", now, 1); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -164,7 +141,7 @@ func BenchmarkDecisionParallel(b *testing.B) {
 				l := benchLimiter(b, engine, spec, rt)
 				if many {
 					for _, k := range keys {
-						if _, err := l.AllowAt(ctx, k, start); err != nil {
+						if _, err := l.AllowN(ctx, k, start, 1); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -181,7 +158,7 @@ func BenchmarkDecisionParallel(b *testing.B) {
 							key = keys[i%nkeys]
 						}
 						i++
-						if _, err := l.AllowAt(ctx, key, start); err != nil {
+						if _, err := l.AllowN(ctx, key, start, 1); err != nil {
 							b.Error(err)
 							return
 						}
@@ -227,7 +204,7 @@ func BenchmarkEngines(b *testing.B) {
 				return func(n int) {
 					for range n {
 						now = now.Add(time.Microsecond)
-						if _, err := l.AllowAt(ctx, "hot", now); err != nil {
+						if _, err := l.AllowN(ctx, "hot", now, 1); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -46,6 +46,13 @@ func TestDeduplicatorConformance(t *testing.T) {
 }
 
 // TestMultiLimiterConformance runs proptest's all-or-nothing multi-limit suite (1000 cases).
+func TestReserverConformance(t *testing.T) {
+	rt := conformanceRuntime(t)
+	proptest.TestReserver(t, func(specs []redstream.Spec) (redstream.Limiter, error) {
+		return wasmcore.NewMultiLimiter(specs, wasmcore.Options{Runtime: rt})
+	}, proptest.Options{Checks: 1000})
+}
+
 func TestMultiLimiterConformance(t *testing.T) {
 	rt := conformanceRuntime(t)
 	proptest.TestMultiLimiter(t, func(specs []redstream.Spec) (redstream.Limiter, error) {

@@ -12,9 +12,9 @@ import (
 	"github.com/redstream-go/redstream/internal/engine"
 )
 
-// MaxBloomBits is the largest Bloom filter (all shards together) a Deduplicator holds in
+// maxBloomBits is the largest Bloom filter (all shards together) a Deduplicator holds in
 // host memory: 2^34 bits, 2 GiB.
-const MaxBloomBits = 1 << 34
+const maxBloomBits = 1 << 34
 
 // Deduplicator is a deduplicator for any [redstream.DedupStrategy]:
 //
@@ -64,7 +64,7 @@ var (
 
 // NewDeduplicator returns a deduplicator for spec (zero fields take the defaults of
 // redstream.DedupSpec). It returns an error wrapping redstream.ErrInvalidConfig when spec or
-// opts is invalid or a Bloom filter would exceed MaxBloomBits. The Bloom filter's sizing is
+// opts is invalid or a Bloom filter would exceed 2^34 bits. The Bloom filter's sizing is
 // computed by the module's redstream_bloom_params step.
 func NewDeduplicator(spec redstream.DedupSpec, opts Options) (*Deduplicator, error) {
 	if err := spec.Validate(); err != nil {
@@ -90,8 +90,8 @@ func NewDeduplicator(spec redstream.DedupSpec, opts Options) (*Deduplicator, err
 		if err != nil {
 			return nil, err
 		}
-		if b.ShardBits*uint64(b.Shards) > MaxBloomBits {
-			return nil, fmt.Errorf("wasmcore: %w: a Bloom filter of %d bits exceeds %d", errInvalidConfig, b.ShardBits*uint64(b.Shards), uint64(MaxBloomBits))
+		if b.ShardBits*uint64(b.Shards) > maxBloomBits {
+			return nil, fmt.Errorf("wasmcore: %w: a Bloom filter of %d bits exceeds %d", errInvalidConfig, b.ShardBits*uint64(b.Shards), uint64(maxBloomBits))
 		}
 		d.bloom = b
 		d.blocks = make([]bloomBlock, b.Shards)
@@ -104,17 +104,16 @@ func NewDeduplicator(spec redstream.DedupSpec, opts Options) (*Deduplicator, err
 // Strategy returns the deduplicator's strategy.
 func (d *Deduplicator) Strategy() redstream.DedupStrategy { return d.strategy }
 
-// Bloom returns the Bloom filter's parameters (the zero value for other strategies).
-func (d *Deduplicator) Bloom() core.Bloom { return d.bloom }
-
 // IsDuplicate is shorthand for IsDuplicateAt(ctx, element, time.Time{}).
 func (d *Deduplicator) IsDuplicate(ctx context.Context, element string) (bool, error) {
 	return d.IsDuplicateAt(ctx, element, time.Time{})
 }
 
-// MarkSeen is shorthand for MarkSeenAt(ctx, element, time.Time{}).
+// MarkSeen records element as seen at Options.Clock: CheckAndMarkAt(ctx, element,
+// time.Time{}) without its answer.
 func (d *Deduplicator) MarkSeen(ctx context.Context, element string) error {
-	return d.MarkSeenAt(ctx, element, time.Time{})
+	_, err := d.op(ctx, element, time.Time{}, true, false)
+	return err
 }
 
 // CheckAndMark is shorthand for CheckAndMarkAt(ctx, element, time.Time{}).
@@ -128,12 +127,6 @@ func (d *Deduplicator) CheckAndMark(ctx context.Context, element string) (bool, 
 // redstream.ErrInvalidTime for a time outside [Unix epoch, core.MaxTime].
 func (d *Deduplicator) IsDuplicateAt(ctx context.Context, element string, now time.Time) (bool, error) {
 	return d.op(ctx, element, now, false, true)
-}
-
-// MarkSeenAt records element as seen at now (see IsDuplicateAt).
-func (d *Deduplicator) MarkSeenAt(ctx context.Context, element string, now time.Time) error {
-	_, err := d.op(ctx, element, now, true, false)
-	return err
 }
 
 // CheckAndMarkAt atomically reports whether element is a duplicate at now and records it

@@ -25,16 +25,12 @@ func native(name string, a []uint64, buf []byte) (wasmabi.Status, wasmabi.Result
 	f := func(k int) float64 { return math.Float64frombits(a[k]) }
 	var s wasmabi.Status
 	switch name {
-	case wasmabi.ExportTokenBucketStep:
-		s = wasmabi.TokenBucketStep(&r, nil, f(0), f(1), i(2), i(3), i(4))
-	case wasmabi.ExportLeakyBucketStep:
-		s = wasmabi.LeakyBucketStep(&r, nil, f(0), f(1), i(2), i(3), i(4))
-	case wasmabi.ExportFixedWindowStep:
-		s = wasmabi.FixedWindowStep(&r, i(0), i(1), i(2), i(3), i(4), i(5))
-	case wasmabi.ExportSlidingCounterStep:
-		s = wasmabi.SlidingCounterStep(&r, i(0), i(1), i(2), i(3), i(4), i(5), i(6))
-	case wasmabi.ExportSlidingLogStep:
-		s = wasmabi.SlidingLogStep(&r, &lg, buf, i(0), i(1), i32(2), i(3), i(4))
+	case wasmabi.ExportLimitParams:
+		s = wasmabi.LimitParams(&r, nil, i32(0), f(1), f(2), i(3), i(4))
+	case wasmabi.ExportLimitStep:
+		s = wasmabi.LimitStep(&r, nil, &lg, buf, i32(0), f(1), f(2), i(3), i(4), i(5), i(6), i(7), i32(8), i(9), i(10))
+	case wasmabi.ExportLimitIdle:
+		s = wasmabi.LimitIdle(&r, nil, &lg, buf, i32(0), f(1), f(2), i(3), i(4), i(5), i(6), i(7), i32(8), i(9))
 	case wasmabi.ExportWindowDedupCheck:
 		s = wasmabi.WindowDedupCheck(&r, i(0), i(1), i(2), i32(3), i(4))
 	case wasmabi.ExportWindowDedupExpired:
@@ -51,6 +47,10 @@ func native(name string, a []uint64, buf []byte) (wasmabi.Status, wasmabi.Result
 		s = wasmabi.BackoffBase(&r, i(0), i(1), f(2), i(3))
 	case wasmabi.ExportBackoffDelay:
 		s = wasmabi.BackoffDelay(&r, i(0), i(1), f(2), i32(3), i(4), i(5), i(6))
+	case wasmabi.ExportLimitCharge:
+		s = wasmabi.LimitCharge(&r, nil, i32(0), f(1), f(2), i(3), i(4), i(5), i(6), i32(7), i(8), i(9), i(10), i(11), i(12))
+	case wasmabi.ExportLimitSettle:
+		s = wasmabi.LimitSettle(&r, nil, &lg, buf, i32(0), f(1), f(2), i(3), i(4), i(5), i(6), i(7), i32(8), i(9), i(10), i(11), i(12))
 	default:
 		panic("unknown export " + name)
 	}
@@ -60,6 +60,14 @@ func native(name string, a []uint64, buf []byte) (wasmabi.Status, wasmabi.Result
 // drawArg draws an argument of type t: usually a plausible value, sometimes an edge or an
 // arbitrary bit pattern, so that bad input is exercised as often as good.
 func drawArg(t *rapid.T, typ wasmabi.ValType, name string) uint64 {
+	switch name {
+	case "alg": // an index of core.Algorithms(), sometimes one past either end
+		return api.EncodeI32(int32(rapid.IntRange(-1, len(core.Algorithms())).Draw(t, name)))
+	case "s0", "s1", "s2": // state words: often unused (0)
+		if rapid.Bool().Draw(t, name+".zero") {
+			return 0
+		}
+	}
 	switch typ {
 	case wasmabi.F64:
 		switch rapid.IntRange(0, 9).Draw(t, name+".kind") {
@@ -129,6 +137,9 @@ func TestExportsMatchNative(t *testing.T) {
 					if e.Name == wasmabi.ExportBloomPositions {
 						size = max(size, 8*int(min(max(api.DecodeI32(args[0]), 0), wasmabi.MaxBloomK)))
 					}
+					if e.Name == wasmabi.ExportLimitSettle && rapid.IntRange(0, 10).Draw(rt, "roomy") > 0 {
+						size = max(size, 8*64) // room for the new log of a small limit
+					}
 					if err := in.ensure(ctx, size); err != nil {
 						rt.Fatal(err)
 					}
@@ -192,7 +203,30 @@ func fmtArgs(e wasmabi.Export, args []uint64) string {
 // a valid sorted log for the sliding log (sometimes corrupted), element bytes otherwise.
 func drawInput(t *rapid.T, name string, args []uint64) []byte {
 	switch name {
-	case wasmabi.ExportSlidingLogStep:
+	case wasmabi.ExportLimitSettle:
+		if rapid.Bool().Draw(t, "valid") {
+			// A valid limit, a new key and a charge, so that settlements succeed often.
+			alg := rapid.IntRange(0, len(core.Algorithms())-1).Draw(t, "valid.alg")
+			now := int64(1767225600000000) + rapid.Int64Range(0, core.Second).Draw(t, "valid.now")
+			args[0], args[1], args[2] = api.EncodeI32(int32(alg)), math.Float64bits(10), math.Float64bits(5)
+			args[3], args[4] = uint64(core.Second), 10
+			args[5], args[6], args[7], args[8] = 0, 0, 0, 0
+			args[9], args[10] = uint64(now-rapid.Int64Range(0, core.Second).Draw(t, "valid.age")), uint64(rapid.Int64Range(1, 10).Draw(t, "valid.charged"))
+			args[11], args[12] = uint64(now), uint64(rapid.Int64Range(0, 12).Draw(t, "valid.actual"))
+			return nil
+		}
+		fallthrough
+	case wasmabi.ExportLimitStep, wasmabi.ExportLimitIdle:
+		if name == wasmabi.ExportLimitStep && rapid.IntRange(0, 3).Draw(t, "validstep") == 0 {
+			// A valid limit and a new key, so that steps succeed in every run.
+			alg := rapid.IntRange(0, len(core.Algorithms())-1).Draw(t, "validstep.alg")
+			args[0], args[1], args[2] = api.EncodeI32(int32(alg)), math.Float64bits(10), math.Float64bits(5)
+			args[3], args[4] = uint64(core.Second), 10
+			args[5], args[6], args[7], args[8] = 0, 0, 0, 0
+			args[9] = uint64(int64(1767225600000000) + rapid.Int64Range(0, core.Second).Draw(t, "validstep.now"))
+			args[10] = uint64(rapid.Int64Range(1, 10).Draw(t, "validstep.n"))
+			return nil
+		}
 		n := rapid.IntRange(0, 30).Draw(t, "loglen")
 		ts := int64(1767225600000000) + rapid.Int64Range(-10*core.Second, 10*core.Second).Draw(t, "logstart")
 		b := make([]byte, 8*n)
@@ -204,7 +238,7 @@ func drawInput(t *rapid.T, name string, args []uint64) []byte {
 			binary.LittleEndian.PutUint64(b[8*i:], uint64(ts))
 		}
 		if rapid.IntRange(0, 10).Draw(t, "keeplen") > 0 {
-			args[2] = api.EncodeI32(int32(n))
+			args[8] = api.EncodeI32(int32(n))
 		}
 		return b
 	case wasmabi.ExportBloomPositions, wasmabi.ExportMurmur3:

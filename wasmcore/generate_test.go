@@ -14,9 +14,9 @@ import (
 // TestModuleMatchesInfo checks the embedded module against the digest recorded with it.
 func TestModuleMatchesInfo(t *testing.T) {
 	sum := sha256.Sum256(module)
-	if got := hex.EncodeToString(sum[:]); got != ModuleSHA256 || len(module) != ModuleSize {
+	if got := hex.EncodeToString(sum[:]); got != ModuleSHA256 || len(module) != moduleSize {
 		t.Fatalf("core.wasm has digest %s and %d bytes; module_gen.go records %s and %d: run cd wasmcore && go generate ./...",
-			got, len(module), ModuleSHA256, ModuleSize)
+			got, len(module), ModuleSHA256, moduleSize)
 	}
 	if got := Module(); !bytes.Equal(got, module) || &got[0] == &module[0] {
 		t.Fatal("Module() must return a copy of the embedded module")

@@ -2,10 +2,8 @@ module github.com/redstream-go/redstream/wasmcore
 
 go 1.25.0
 
-replace github.com/redstream-go/redstream => ../
-
 require (
-	github.com/redstream-go/redstream v0.0.0-00010101000000-000000000000
+	github.com/redstream-go/redstream v0.1.0
 	github.com/tetratelabs/wazero v1.12.0
 	go.uber.org/goleak v1.3.0
 	pgregory.net/rapid v1.3.0

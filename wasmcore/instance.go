@@ -18,11 +18,7 @@ type fn int
 
 const (
 	fnBuffer fn = iota
-	fnTokenBucket
-	fnLeakyBucket
-	fnFixedWindow
-	fnSlidingCounter
-	fnSlidingLog
+	fnLimitStep
 	fnWindowDedupCheck
 	fnWindowDedupExpired
 	fnBloomParams
@@ -31,16 +27,14 @@ const (
 	fnMurmur3
 	fnBackoffBase
 	fnBackoffDelay
+	fnLimitCharge
+	fnLimitSettle
 	numFns
 )
 
 var fnNames = [numFns]string{
 	fnBuffer:             wasmabi.ExportBuffer,
-	fnTokenBucket:        wasmabi.ExportTokenBucketStep,
-	fnLeakyBucket:        wasmabi.ExportLeakyBucketStep,
-	fnFixedWindow:        wasmabi.ExportFixedWindowStep,
-	fnSlidingCounter:     wasmabi.ExportSlidingCounterStep,
-	fnSlidingLog:         wasmabi.ExportSlidingLogStep,
+	fnLimitStep:          wasmabi.ExportLimitStep,
 	fnWindowDedupCheck:   wasmabi.ExportWindowDedupCheck,
 	fnWindowDedupExpired: wasmabi.ExportWindowDedupExpired,
 	fnBloomParams:        wasmabi.ExportBloomParams,
@@ -49,6 +43,8 @@ var fnNames = [numFns]string{
 	fnMurmur3:            wasmabi.ExportMurmur3,
 	fnBackoffBase:        wasmabi.ExportBackoffBase,
 	fnBackoffDelay:       wasmabi.ExportBackoffDelay,
+	fnLimitCharge:        wasmabi.ExportLimitCharge,
+	fnLimitSettle:        wasmabi.ExportLimitSettle,
 }
 
 // instance is one instantiated module. It is not safe for concurrent use: the pool hands
@@ -60,7 +56,7 @@ type instance struct {
 	results uint32 // address of the results area
 	buf     uint32 // address of the scratch buffer
 	bufLen  uint32 // bytes of the scratch buffer known to be available
-	stack   [8]uint64
+	stack   [13]uint64
 	// broken is set when a call trapped or the instance misbehaved; release then closes
 	// the instance instead of returning it to the pool.
 	broken bool
@@ -197,94 +193,121 @@ func statusErr(s wasmabi.Status, f fn) error {
 	return fmt.Errorf("wasmcore: %s: status %d (%s)", fnNames[f], s, wasmabi.StatusName(s))
 }
 
-// gcraStep calls the token or leaky bucket step.
-func (in *instance) gcraStep(ctx context.Context, f fn, capacity, rate float64, tat, now, n int64, d *core.Decision) (int64, error) {
-	st := &in.stack
-	st[0], st[1], st[2], st[3], st[4] = f64(capacity), f64(rate), uint64(tat), uint64(now), uint64(n)
-	s, err := in.call(ctx, f)
-	if err != nil {
-		return tat, err
-	}
-	if s != wasmabi.StatusOK {
-		return tat, statusErr(s, f)
-	}
-	b := in.slots()
-	readDecision(b, d)
-	return slot(b, wasmabi.SlotState0), nil
-}
-
-// fixedWindowStep calls redstream_fixed_window_step.
-func (in *instance) fixedWindowStep(ctx context.Context, window, limit int64, ws core.WindowState, now, n int64, d *core.Decision) (core.WindowState, error) {
-	st := &in.stack
-	st[0], st[1], st[2], st[3], st[4], st[5] = uint64(window), uint64(limit), uint64(ws.Start), uint64(ws.Count), uint64(now), uint64(n)
-	s, err := in.call(ctx, fnFixedWindow)
-	if err != nil {
-		return ws, err
-	}
-	if s != wasmabi.StatusOK {
-		return ws, statusErr(s, fnFixedWindow)
-	}
-	b := in.slots()
-	readDecision(b, d)
-	return core.WindowState{Start: slot(b, wasmabi.SlotState0), Count: slot(b, wasmabi.SlotState1)}, nil
-}
-
-// slidingCounterStep calls redstream_sliding_counter_step.
-func (in *instance) slidingCounterStep(ctx context.Context, window, limit int64, ws core.WindowState, now, n int64, d *core.Decision) (core.WindowState, error) {
-	st := &in.stack
-	st[0], st[1], st[2], st[3], st[4], st[5], st[6] = uint64(window), uint64(limit), uint64(ws.Start), uint64(ws.Count), uint64(ws.Prev), uint64(now), uint64(n)
-	s, err := in.call(ctx, fnSlidingCounter)
-	if err != nil {
-		return ws, err
-	}
-	if s != wasmabi.StatusOK {
-		return ws, statusErr(s, fnSlidingCounter)
-	}
-	b := in.slots()
-	readDecision(b, d)
-	return core.WindowState{Start: slot(b, wasmabi.SlotState0), Count: slot(b, wasmabi.SlotState1), Prev: slot(b, wasmabi.SlotState2)}, nil
-}
-
-// logDelta is how a sliding log step changes the log: drop the oldest Pruned entries, then
-// append Appended entries at At.
-type logDelta struct{ Pruned, Appended, At int64 }
-
-// slidingLogStep calls redstream_sliding_log_step with the entries of log (nil for an empty
-// log), oldest first.
-func (in *instance) slidingLogStep(ctx context.Context, window, limit int64, log *core.Log, now, n int64, dec *core.Decision) (logDelta, error) {
+// limitStep calls redstream_limit_step for limit l on the key's state s (its words, or
+// its log copied into the scratch buffer, oldest first), writing the decision into *d and
+// what CommitState must store into *next.
+func (in *instance) limitStep(ctx context.Context, l *abiLimit, s *core.State, now, n int64, d *core.Decision, next *core.Next) error {
 	entries := 0
-	if log != nil {
-		entries = log.Len()
+	if s.Log != nil {
+		entries = s.Log.Len()
 	}
 	if entries > wasmabi.MaxLog {
-		return logDelta{}, fmt.Errorf("wasmcore: a log of %d entries exceeds %d", entries, wasmabi.MaxLog)
-	}
-	if err := in.ensure(ctx, 8*entries); err != nil {
-		return logDelta{}, err
+		return fmt.Errorf("wasmcore: a log of %d entries exceeds %d", entries, wasmabi.MaxLog)
 	}
 	if entries > 0 {
+		if err := in.ensure(ctx, 8*entries); err != nil {
+			return err
+		}
 		b := in.bytes(8 * entries)
 		for i := range entries {
-			binary.LittleEndian.PutUint64(b[8*i:], uint64(log.At(i)))
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(s.Log.At(i)))
 		}
 	}
 	st := &in.stack
-	st[0], st[1], st[2], st[3], st[4] = uint64(window), uint64(limit), i32(int32(entries)), uint64(now), uint64(n)
-	s, err := in.call(ctx, fnSlidingLog)
+	st[0], st[1], st[2], st[3], st[4] = i32(l.alg), f64(l.p.Capacity), f64(l.p.Rate), uint64(l.p.Window), uint64(l.p.Limit)
+	st[5], st[6], st[7], st[8], st[9], st[10] = uint64(s.Words[0]), uint64(s.Words[1]), uint64(s.Words[2]), i32(int32(entries)), uint64(now), uint64(n)
+	status, err := in.call(ctx, fnLimitStep)
 	if err != nil {
-		return logDelta{}, err
+		return err
 	}
-	if s != wasmabi.StatusOK {
-		return logDelta{}, statusErr(s, fnSlidingLog)
+	if status != wasmabi.StatusOK {
+		return statusErr(status, fnLimitStep)
 	}
 	b := in.slots()
-	d := logDelta{slot(b, wasmabi.SlotState0), slot(b, wasmabi.SlotState1), slot(b, wasmabi.SlotState2)}
-	if d.Pruned < 0 || d.Pruned > int64(entries) || d.Appended < 0 || d.Appended > limit {
+	*next = core.Next{slot(b, wasmabi.SlotState0), slot(b, wasmabi.SlotState1), slot(b, wasmabi.SlotState2)}
+	if l.log && slot(b, wasmabi.SlotAllowed) != 0 && (next[0] < 0 || next[0] > int64(entries) || next[1] < 0 || next[1] > l.max) {
 		in.broken = true
-		return logDelta{}, fmt.Errorf("%w: %s returned an impossible delta %+v", ErrTrapped, fnNames[fnSlidingLog], d)
+		return fmt.Errorf("%w: %s returned an impossible log change %v", ErrTrapped, fnNames[fnLimitStep], *next)
 	}
-	readDecision(b, dec)
-	return d, nil
+	readDecision(b, d)
+	return nil
+}
+
+// limitCharge calls redstream_limit_charge: the charge of the admitted decision d of a
+// request of cost n at now (core.Limit.ChargeOf).
+func (in *instance) limitCharge(ctx context.Context, l *abiLimit, now, n int64, d *core.Decision) (core.Charge, error) {
+	var allowed int32
+	if d.Allowed {
+		allowed = 1
+	}
+	st := &in.stack
+	st[0], st[1], st[2], st[3], st[4] = i32(l.alg), f64(l.p.Capacity), f64(l.p.Rate), uint64(l.p.Window), uint64(l.p.Limit)
+	st[5], st[6], st[7], st[8], st[9] = uint64(now), uint64(n), i32(allowed), uint64(d.Limit), uint64(d.Remaining)
+	st[10], st[11], st[12] = uint64(d.RetryAfter), uint64(d.ResetAfter), uint64(d.Delay)
+	status, err := in.call(ctx, fnLimitCharge)
+	if err != nil {
+		return core.Charge{}, err
+	}
+	if status != wasmabi.StatusOK {
+		return core.Charge{}, statusErr(status, fnLimitCharge)
+	}
+	b := in.slots()
+	return core.Charge{At: slot(b, 0), N: slot(b, 1)}, nil
+}
+
+// limitSettle calls redstream_limit_settle on the key's state s and stores the result in
+// it (core.Limit.SettleState).
+func (in *instance) limitSettle(ctx context.Context, l *abiLimit, s *core.State, c core.Charge, now, actual int64) error {
+	entries := 0
+	if s.Log != nil {
+		entries = s.Log.Len()
+	}
+	if l.log {
+		room := max(int64(entries), l.max)
+		if room > wasmabi.MaxLog {
+			return fmt.Errorf("wasmcore: a log of %d entries exceeds %d", room, wasmabi.MaxLog)
+		}
+		if err := in.ensure(ctx, int(8*room)); err != nil {
+			return err
+		}
+		b := in.bytes(8 * entries)
+		for i := range entries {
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(s.Log.At(i)))
+		}
+	}
+	st := &in.stack
+	st[0], st[1], st[2], st[3], st[4] = i32(l.alg), f64(l.p.Capacity), f64(l.p.Rate), uint64(l.p.Window), uint64(l.p.Limit)
+	st[5], st[6], st[7], st[8] = uint64(s.Words[0]), uint64(s.Words[1]), uint64(s.Words[2]), i32(int32(entries))
+	st[9], st[10], st[11], st[12] = uint64(c.At), uint64(c.N), uint64(now), uint64(actual)
+	status, err := in.call(ctx, fnLimitSettle)
+	if err != nil {
+		return err
+	}
+	if status != wasmabi.StatusOK {
+		return statusErr(status, fnLimitSettle)
+	}
+	b := in.slots()
+	if !l.log {
+		s.Words = [3]int64{slot(b, wasmabi.SlotSettle), slot(b, wasmabi.SlotSettle+1), slot(b, wasmabi.SlotSettle+2)}
+		return nil
+	}
+	n := slot(b, wasmabi.SlotLogLen)
+	if n < 0 || n > l.max {
+		in.broken = true
+		return fmt.Errorf("%w: %s returned a log of %d entries", ErrTrapped, fnNames[fnLimitSettle], n)
+	}
+	out := in.bytes(int(8 * n))
+	if s.Log == nil {
+		s.Log = new(core.Log)
+	}
+	s.Log.Reset()
+	for i := range int(n) {
+		if !s.Log.Append(int64(binary.LittleEndian.Uint64(out[8*i:]))) {
+			in.broken = true
+			return fmt.Errorf("%w: %s returned an unordered log", ErrTrapped, fnNames[fnLimitSettle])
+		}
+	}
+	return nil
 }
 
 // windowDedupCheck calls redstream_window_dedup_check and returns whether the element is a

@@ -39,21 +39,31 @@ type Limiter struct {
 
 var _ redstream.Limiter = (*Limiter)(nil)
 
-// abiLimit is how one limit is called through the ABI: its step export and arguments.
+// abiLimit is how one limit is called through the ABI's generic step export
+// (redstream_limit_step): its algorithm's index in the module's registry and its
+// parameters.
 type abiLimit struct {
-	fn             fn
-	capacity, rate float64 // buckets
-	window, limit  int64   // windows
+	alg int32
+	p   core.Params
+	log bool  // the algorithm's state is a log
+	max int64 // the limit's Max
 }
 
-// exports maps an algorithm to its step export.
-var exports = map[string]fn{
-	"token-bucket":    fnTokenBucket,
-	"leaky-bucket":    fnLeakyBucket,
-	"fixed":           fnFixedWindow,
-	"sliding-counter": fnSlidingCounter,
-	"sliding":         fnSlidingLog,
+// algorithmIndex returns the alg argument of the limit exports for the algorithm named
+// name: its index in core.Algorithms(), the registry the module was built from (the module
+// and this package are built from one core, checked by ModuleSHA256). An algorithm the
+// registry lacks is an error wrapping redstream.ErrInvalidConfig.
+func algorithmIndex(algs []core.Algorithm, name string) (int32, error) {
+	for i, a := range algs {
+		if a.Name == name {
+			return int32(i), nil
+		}
+	}
+	return -1, fmt.Errorf("wasmcore: %w: the module has no algorithm %q", errInvalidConfig, name)
 }
+
+// moduleAlgorithms is the registry of the embedded module, the table algorithmIndex reads.
+var moduleAlgorithms = core.Algorithms()
 
 // NewLimiter returns a limiter for spec that decides in the module. It returns an error
 // wrapping redstream.ErrInvalidConfig when spec or opts is invalid, and the error of
@@ -73,12 +83,16 @@ func NewMultiLimiter(specs []redstream.Spec, opts Options) (*Limiter, error) {
 	}
 	l := &Limiter{limits: ls}
 	for i, lim := range ls {
-		f, ok := exports[lim.Name()]
-		if !ok {
-			return nil, fmt.Errorf("wasmcore: %w: no step export for %q", errInvalidConfig, lim.Name())
+		alg, err := algorithmIndex(moduleAlgorithms, lim.Name())
+		if err != nil {
+			return nil, err
 		}
-		l.abi = append(l.abi, abiLimit{fn: f, capacity: specs[i].Capacity, rate: specs[i].Rate,
-			window: specs[i].Window.Microseconds(), limit: specs[i].Limit})
+		a := moduleAlgorithms[alg]
+		p := core.Params{Capacity: specs[i].Capacity, Rate: specs[i].Rate}
+		if a.Shape == core.Window {
+			p = core.Params{Window: specs[i].Window.Microseconds(), Limit: specs[i].Limit}
+		}
+		l.abi = append(l.abi, abiLimit{alg: alg, p: p, log: a.Words == 0, max: lim.Max()})
 	}
 	r, err := opts.resolve()
 	if err != nil {
@@ -93,20 +107,6 @@ func (l *Limiter) Limits() []core.Limit { return append([]core.Limit(nil), l.lim
 
 // TrackedKeys returns the number of keys whose state the limiter currently holds.
 func (l *Limiter) TrackedKeys() int { return l.k.TrackedKeys() }
-
-// Allow is shorthand for AllowN(ctx, key, time.Time{}, 1): cost 1 at the limiter's clock.
-func (l *Limiter) Allow(ctx context.Context, key string) (redstream.Decision, error) {
-	var d redstream.Decision
-	err := l.allow(ctx, &d, key, time.Time{}, 1)
-	return d, err
-}
-
-// AllowAt is shorthand for AllowN(ctx, key, now, 1).
-func (l *Limiter) AllowAt(ctx context.Context, key string, now time.Time) (redstream.Decision, error) {
-	var d redstream.Decision
-	err := l.allow(ctx, &d, key, now, 1)
-	return d, err
-}
 
 // AllowN decides a request of cost n for key at now (the zero time means Options.Clock).
 // It returns redstream.ErrEmptyKey for an empty key, redstream.ErrInvalidCost for n <= 0,
@@ -154,28 +154,17 @@ type stepper struct {
 	limits []abiLimit
 }
 
-// Check calls limit i's step export on s.
-func (st *stepper) Check(i int, s *core.State, now, n int64, d *core.Decision, next *core.Next) error {
-	l, in := &st.limits[i], st.in
-	switch l.fn {
-	case fnTokenBucket, fnLeakyBucket:
-		tat, err := in.gcraStep(st.ctx, l.fn, l.capacity, l.rate, s.Words[0], now, n, d)
-		*next = core.Next{tat}
-		return err
-	case fnFixedWindow:
-		w, err := in.fixedWindowStep(st.ctx, l.window, l.limit, windowOf(s), now, n, d)
-		*next = core.Next{w.Start, w.Count, w.Prev}
-		return err
-	case fnSlidingCounter:
-		w, err := in.slidingCounterStep(st.ctx, l.window, l.limit, windowOf(s), now, n, d)
-		*next = core.Next{w.Start, w.Count, w.Prev}
-		return err
-	}
-	dl, err := in.slidingLogStep(st.ctx, l.window, l.limit, s.Log, now, n, d)
-	*next = core.Next{dl.Pruned, dl.Appended, dl.At}
-	return err
+// Check calls the generic step export for limit i on s.
+// Charge is the charge of limit i's admitted decision, computed in the instance.
+func (st *stepper) Charge(i int, now, n int64, d *core.Decision) (core.Charge, error) {
+	return st.in.limitCharge(st.ctx, &st.limits[i], now, n, d)
 }
 
-func windowOf(s *core.State) core.WindowState {
-	return core.WindowState{Start: s.Words[0], Count: s.Words[1], Prev: s.Words[2]}
+// Settle settles limit i of a key in state s in the instance.
+func (st *stepper) Settle(i int, s *core.State, c core.Charge, now, actual int64) error {
+	return st.in.limitSettle(st.ctx, &st.limits[i], s, c, now, actual)
+}
+
+func (st *stepper) Check(i int, s *core.State, now, n int64, d *core.Decision, next *core.Next) error {
+	return st.in.limitStep(st.ctx, &st.limits[i], s, now, n, d, next)
 }

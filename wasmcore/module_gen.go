@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "c268b49b4948cf26ac0346e5cf26a7b4533f072c9b70c851adfb4e0c37d5e911"
-	// ModuleSize is the size of core.wasm in bytes.
-	ModuleSize = 2673339
+	ModuleSHA256 = "7076c25930a9e77b50b708ae5ad2171a72feeacbb264a503d6137c603e626a25"
+	// moduleSize is the size of core.wasm in bytes (len(Module())).
+	moduleSize = 2763688
 )

@@ -12,8 +12,6 @@ const (
 	DefaultShards = engine.DefaultShards
 	// DefaultSweepThreshold is the number of keys a shard may hold before its first sweep.
 	DefaultSweepThreshold = engine.DefaultSweepThreshold
-	// MaxShards is the largest accepted Options.Shards.
-	MaxShards = engine.MaxShards
 )
 
 // Options configures an engine. The zero value means the defaults.
@@ -25,7 +23,7 @@ type Options struct {
 	// returns must lie in [Unix epoch, core.MaxTime].
 	Clock func() time.Time
 	// Shards is the number of independently locked parts of the engine's host-side state
-	// (per-key states, per-element last-seen times), a power of two in [1, MaxShards].
+	// (per-key states, per-element last-seen times), a power of two in [1, 65536].
 	// Default DefaultShards.
 	Shards int
 	// SweepThreshold is the number of keys a shard may hold before it is first swept for

@@ -62,16 +62,16 @@ func TestBrokenInstanceIsReplaced(t *testing.T) {
 	}{
 		{"closed module", func(in *instance) { in.mod.Close(context.Background()) }},
 		{"trap", func(in *instance) {
-			in.fns[fnTokenBucket] = faultyFn{Function: in.fns[fnTokenBucket], err: errors.New("wasm error: unreachable")}
+			in.fns[fnLimitStep] = faultyFn{Function: in.fns[fnLimitStep], err: errors.New("wasm error: unreachable")}
 		}},
 		{"internal status", func(in *instance) {
-			in.fns[fnTokenBucket] = faultyFn{Function: in.fns[fnTokenBucket], status: uint64(wasmabi.StatusInternal)}
+			in.fns[fnLimitStep] = faultyFn{Function: in.fns[fnLimitStep], status: uint64(wasmabi.StatusInternal)}
 		}},
 		{"undefined status", func(in *instance) {
-			in.fns[fnTokenBucket] = faultyFn{Function: in.fns[fnTokenBucket], status: 42}
+			in.fns[fnLimitStep] = faultyFn{Function: in.fns[fnLimitStep], status: 42}
 		}},
 		{"negative status", func(in *instance) {
-			in.fns[fnTokenBucket] = faultyFn{Function: in.fns[fnTokenBucket], status: api.EncodeI32(-3)}
+			in.fns[fnLimitStep] = faultyFn{Function: in.fns[fnLimitStep], status: api.EncodeI32(-3)}
 		}},
 	}
 	rt := newTestRuntime(t, 1)
@@ -82,12 +82,12 @@ func TestBrokenInstanceIsReplaced(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d, err := l.AllowAt(ctx, "k", t0); err != nil || !d.Allowed || d.Remaining != 1 {
+			if d, err := l.AllowN(ctx, "k", t0, 1); err != nil || !d.Allowed || d.Remaining != 1 {
 				t.Fatalf("first decision = %+v, %v", d, err)
 			}
 			before := rt.Replaced()
 			sabotage(t, rt, tt.damage)
-			d, err := l.AllowAt(ctx, "k", t0)
+			d, err := l.AllowN(ctx, "k", t0, 1)
 			if !errors.Is(err, ErrTrapped) || d.Allowed {
 				t.Fatalf("decision on a broken instance = %+v, %v; want a denial wrapping ErrTrapped", d, err)
 			}
@@ -95,7 +95,7 @@ func TestBrokenInstanceIsReplaced(t *testing.T) {
 				t.Fatalf("%d instances replaced, want 1", got)
 			}
 			// The fresh instance decides, and the failed call left the key's state alone.
-			if d, err := l.AllowAt(ctx, "k", t0); err != nil || !d.Allowed || d.Remaining != 0 {
+			if d, err := l.AllowN(ctx, "k", t0, 1); err != nil || !d.Allowed || d.Remaining != 0 {
 				t.Fatalf("decision after replacement = %+v, %v; want allowed with 0 remaining", d, err)
 			}
 			if got := rt.Replaced() - before; got != 1 {
@@ -136,8 +136,13 @@ func TestBadInputKeepsInstance(t *testing.T) {
 			if !errors.Is(err, tt.want) || d != (redstream.Decision{}) {
 				t.Fatalf("AllowN = %+v, %v; want a zero Decision and %v", d, err, tt.want)
 			}
-			if !redstream.IsBadInput(err) && !errors.Is(err, redstream.ErrEmptyKey) {
-				t.Fatalf("IsBadInput(%v) = false", err)
+			// Bad input is never subject to a failure policy: fail-open returns it too.
+			open, perr := redstream.WithFailurePolicy(l, redstream.FailOpen, nil)
+			if perr != nil {
+				t.Fatal(perr)
+			}
+			if _, err := open.AllowN(ctx, tt.key, tt.at, tt.n); !errors.Is(err, tt.want) {
+				t.Fatalf("fail-open AllowN = %v, want %v (bad input, not a backend failure)", err, tt.want)
 			}
 		})
 	}
@@ -154,7 +159,7 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"instances negative", func() error { _, err := NewRuntime(context.Background(), Config{Instances: -1}); return err }},
 		{"instances too many", func() error {
-			_, err := NewRuntime(context.Background(), Config{Instances: MaxInstances + 1})
+			_, err := NewRuntime(context.Background(), Config{Instances: maxInstances + 1})
 			return err
 		}},
 		{"shards not a power of two", func() error {
@@ -205,12 +210,12 @@ func TestWaitForInstanceHonorsContext(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	d, err := l.AllowAt(ctx, "k", t0)
+	d, err := l.AllowN(ctx, "k", t0, 1)
 	if !errors.Is(err, context.DeadlineExceeded) || d.Allowed {
 		t.Fatalf("AllowAt with every instance busy = %+v, %v; want DeadlineExceeded", d, err)
 	}
 	rt.release(in)
-	if _, err := l.AllowAt(context.Background(), "k", t0); err != nil {
+	if _, err := l.AllowN(context.Background(), "k", t0, 1); err != nil {
 		t.Fatalf("AllowAt after release: %v", err)
 	}
 }
@@ -231,7 +236,7 @@ func TestClosedRuntime(t *testing.T) {
 	if err := rt.Close(context.Background()); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := l.AllowAt(context.Background(), "k", t0); !errors.Is(err, ErrClosed) {
+	if _, err := l.AllowN(context.Background(), "k", t0, 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("AllowAt after Close: %v, want ErrClosed", err)
 	}
 	if _, err := d.CheckAndMarkAt(context.Background(), "e", t0); !errors.Is(err, ErrClosed) {
@@ -261,7 +266,7 @@ func TestConcurrentDecisions(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < perG; i++ {
-				dec, err := l.AllowAt(ctx, "hot", t0)
+				dec, err := l.AllowN(ctx, "hot", t0, 1)
 				if err != nil {
 					errs <- err
 					return
@@ -269,7 +274,7 @@ func TestConcurrentDecisions(t *testing.T) {
 				if dec.Allowed {
 					allowed.Add(1)
 				}
-				if _, err := l.AllowAt(ctx, fmt.Sprintf("k%d-%d", g, i), t0); err != nil {
+				if _, err := l.AllowN(ctx, fmt.Sprintf("k%d-%d", g, i), t0, 1); err != nil {
 					errs <- err
 					return
 				}
@@ -315,7 +320,7 @@ func TestIdleKeysAreSwept(t *testing.T) {
 			}
 			now := t0
 			for i := 0; i < 1000; i++ {
-				if _, err := l.AllowAt(ctx, fmt.Sprintf("k%d", i), now); err != nil {
+				if _, err := l.AllowN(ctx, fmt.Sprintf("k%d", i), now, 1); err != nil {
 					t.Fatal(err)
 				}
 				now = now.Add(time.Second) // every earlier key is idle by the next call
@@ -374,7 +379,7 @@ func TestDeduplicatorStrategies(t *testing.T) {
 		if _, err := d.CheckAndMarkAt(ctx, "e", time.UnixMicro(-1)); !errors.Is(err, redstream.ErrInvalidTime) {
 			t.Fatalf("CheckAndMarkAt before the epoch: %v, want ErrInvalidTime", err)
 		}
-		if err := d.MarkSeenAt(ctx, "e", t0); err != nil {
+		if _, err := d.CheckAndMarkAt(ctx, "e", t0); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []struct {
@@ -399,11 +404,11 @@ func TestHotPathAllocations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := l.AllowAt(ctx, "k", t0); err != nil {
+			if _, err := l.AllowN(ctx, "k", t0, 1); err != nil {
 				t.Fatal(err)
 			}
 			allocs := testing.AllocsPerRun(200, func() {
-				if _, err := l.AllowAt(ctx, "k", t0); err != nil {
+				if _, err := l.AllowN(ctx, "k", t0, 1); err != nil {
 					t.Fatal(err)
 				}
 			})
@@ -432,7 +437,7 @@ func TestCloseWakesWaiters(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	go func() {
-		_, err := l.AllowAt(context.Background(), "k", t0)
+		_, err := l.AllowN(context.Background(), "k", t0, 1)
 		errc <- err
 	}()
 	for rt.waiters.Load() == 0 {

@@ -16,8 +16,8 @@ import (
 	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi"
 )
 
-// MaxInstances is the largest accepted Config.Instances.
-const MaxInstances = 1024
+// maxInstances is the largest accepted Config.Instances.
+const maxInstances = 1024
 
 // ErrClosed is returned by calls on a closed Runtime (and by the engines using it).
 var ErrClosed = errors.New("wasmcore: runtime closed")
@@ -32,7 +32,7 @@ type Config struct {
 	// Instances is the size of the pool of module instances: the most calls into the module
 	// that run at once. A wasm instance is not safe for concurrent use, so each call takes
 	// one instance from the pool and gives it back; callers beyond Instances wait. Instances
-	// are created on first use. At most MaxInstances. Default runtime.GOMAXPROCS(0).
+	// are created on first use. At most 1024. Default runtime.GOMAXPROCS(0).
 	Instances int
 	// CacheDir, when set, is a directory where the compiled module is kept between
 	// processes (wazero's file compilation cache), so that later processes skip
@@ -103,8 +103,8 @@ func newRuntime(ctx context.Context, cfg Config, wasm []byte) (*Runtime, error) 
 	if n == 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	if n < 1 || n > MaxInstances {
-		return nil, fmt.Errorf("wasmcore: %w: Instances = %d, want in [1, %d]", errInvalidConfig, cfg.Instances, MaxInstances)
+	if n < 1 || n > maxInstances {
+		return nil, fmt.Errorf("wasmcore: %w: Instances = %d, want in [1, %d]", errInvalidConfig, cfg.Instances, maxInstances)
 	}
 	cache, err := cacheFor(cfg.CacheDir)
 	if err != nil {

@@ -11,7 +11,7 @@ import { instantiate, loadCore } from '../../js/dist/index.js';
 const core = process.argv[2] ? await instantiate(process.argv[2]) : await loadCore();
 const vectorsPath = process.argv[3] ?? new URL('./vectors.json', import.meta.url);
 const file = JSON.parse(await readFile(vectorsPath, 'utf8'));
-if (file.abi_version !== 1) {
+if (file.abi_version !== 2) {
   throw new Error(`vectors are for ABI version ${file.abi_version}`);
 }
 const exportsByName = new Map(file.exports.map((e) => [e.name, e]));

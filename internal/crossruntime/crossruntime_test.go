@@ -74,6 +74,8 @@ type task struct {
 	Bloom    map[string]any `json:"bloom,omitempty"`
 	Elements []string       `json:"elements,omitempty"`
 	Seed     int            `json:"seed,omitempty"`
+	// Reserve makes each attempt a reservation of 3 settled at attempt%4 (0 cancels).
+	Reserve bool `json:"reserve,omitempty"`
 
 	spec  redstream.Spec
 	multi []redstream.Spec
@@ -85,6 +87,7 @@ type result struct {
 	Admitted int      `json:"admitted"`
 	Denied   int      `json:"denied"`
 	First    []string `json:"first"`
+	Used     int      `json:"used"` // the units the settled reservations kept
 }
 
 // tasks returns one task per algorithm and per deduplicator, under prefix. The buckets and
@@ -122,6 +125,17 @@ func tasks(prefix string) []task {
 			map[string]any{"algorithm": redstream.AlgorithmTokenBucket, "capacity": limit, "rate": 0.001},
 			map[string]any{"algorithm": redstream.AlgorithmFixedWindow, "windowMs": time.Hour.Milliseconds(), "limit": 100},
 		}})
+	// Reservations: every algorithm and the multi-limit again, each attempt reserving 3 and
+	// settling 0 to 3, so that refunds, cancels and exact settlements interleave across the
+	// runtimes on one key.
+	for _, base := range slices.Clone(ts) {
+		if base.ID == string(redstream.AlgorithmConcurrency) {
+			continue // a concurrency limit releases leases, it does not settle (core.Limit.Settles)
+		}
+		r := base
+		r.ID, r.Prefix, r.Reserve = "reserve-"+base.ID, base.Prefix+":rsv", true
+		ts = append(ts, r)
+	}
 	elements := make([]string, 300)
 	for i := range elements {
 		elements[i] = "order-" + strconv.Itoa(i)
@@ -147,8 +161,12 @@ func tasks(prefix string) []task {
 	return ts
 }
 
+// callTimeout bounds each Go call as the worker's timeoutMs bounds each Node.js call: on a
+// loaded machine the default 100 ms would drop calls and the totals with them.
+const callTimeout = 10 * time.Second
+
 // runGo decides every task with redisbackend, 8 goroutines per task.
-func runGo(ctx context.Context, t *testing.T, c rueidis.Client, ts []task) map[string]*result {
+func runGo(ctx context.Context, t *testing.T, c rueidis.Client, ts []task, limiters map[string]*redisbackend.Limiter) map[string]*result {
 	out := map[string]*result{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -159,26 +177,52 @@ func runGo(ctx context.Context, t *testing.T, c rueidis.Client, ts []task) map[s
 		if tk.Strategy == "" {
 			var l *redisbackend.Limiter
 			var err error
+			// The Node.js side's timeout: the totals are exact only with calls that answer,
+			// and a settlement that times out is closed, not retried (it may have run).
+			o := redisbackend.Options{KeyPrefix: tk.Prefix, Timeout: callTimeout}
 			if tk.multi != nil {
-				l, err = redisbackend.NewMultiLimiter(c, tk.multi, redisbackend.Options{KeyPrefix: tk.Prefix})
+				l, err = redisbackend.NewMultiLimiter(c, tk.multi, o)
 			} else {
-				l, err = redisbackend.NewLimiter(c, tk.spec, redisbackend.Options{KeyPrefix: tk.Prefix})
+				l, err = redisbackend.NewLimiter(c, tk.spec, o)
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			var next, admitted, denied atomic.Int64
-			totals = append(totals, func() { r.Admitted, r.Denied = int(admitted.Load()), int(denied.Load()) })
+			var next, admitted, denied, used atomic.Int64
+			totals = append(totals, func() { r.Admitted, r.Denied, r.Used = int(admitted.Load()), int(denied.Load()), int(used.Load()) })
+			limiters[tk.ID] = l
 			for range 8 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for next.Add(1) <= int64(tk.Attempts) {
+					for {
+						i := next.Add(1)
+						if i > int64(tk.Attempts) {
+							return
+						}
 						at := time.Time{}
 						if tk.Now != 0 {
 							at = time.UnixMicro(tk.Now)
 						}
-						d, err := l.AllowAt(ctx, tk.Key, at)
+						if tk.Reserve {
+							res, err := l.ReserveN(ctx, tk.Key, at, 3)
+							if err != nil {
+								t.Errorf("%s: %v", tk.ID, err)
+								return
+							}
+							if !res.Allowed {
+								denied.Add(1)
+								continue
+							}
+							if err := res.Settle(ctx, i%4); err != nil {
+								t.Errorf("%s: Settle: %v", tk.ID, err)
+								return
+							}
+							admitted.Add(1)
+							used.Add(i % 4)
+							continue
+						}
+						d, err := l.AllowN(ctx, tk.Key, at, 1)
 						if err != nil {
 							t.Errorf("%s: %v", tk.ID, err)
 							return
@@ -193,7 +237,7 @@ func runGo(ctx context.Context, t *testing.T, c rueidis.Client, ts []task) map[s
 			}
 			continue
 		}
-		d, err := redisbackend.NewDeduplicator(c, tk.Name, tk.dedup, redisbackend.DedupOptions{KeyPrefix: tk.Prefix})
+		d, err := redisbackend.NewDeduplicator(c, tk.Name, tk.dedup, redisbackend.DedupOptions{KeyPrefix: tk.Prefix, Timeout: callTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +311,8 @@ func crossRuntime(t *testing.T, c rueidis.Client, addrs []string, cluster bool) 
 	if _, err := stdin.Write([]byte("go\n")); err != nil {
 		t.Fatal(err)
 	}
-	goRes := runGo(ctx, t, c, ts)
+	limiters := map[string]*redisbackend.Limiter{}
+	goRes := runGo(ctx, t, c, ts, limiters)
 	var nodeRes map[string]*result
 	if !lines.Scan() {
 		_ = cmd.Wait()
@@ -288,6 +333,32 @@ func crossRuntime(t *testing.T, c rueidis.Client, addrs []string, cluster bool) 
 		g, n := goRes[tk.ID], nodeRes[tk.ID]
 		if n == nil {
 			t.Fatalf("%s: no Node.js result", tk.ID)
+		}
+		if tk.Reserve {
+			// What the settled reservations kept plus what is still free is the limit,
+			// exactly: draining the key counts the free units.
+			free := 0
+			at := time.Time{}
+			if tk.Now != 0 {
+				at = time.UnixMicro(tk.Now)
+			}
+			for ; free <= int(tk.limit); free++ {
+				d, err := limiters[tk.ID].AllowN(ctx, tk.Key, at, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !d.Allowed {
+					break
+				}
+			}
+			t.Logf("%-16s kept %3d (Go %3d + Node.js %3d) + free %3d, limit %d; reservations admitted Go %d, Node.js %d", tk.ID, g.Used+n.Used, g.Used, n.Used, free, tk.limit, g.Admitted, n.Admitted)
+			if g.Used+n.Used+free != int(tk.limit) || g.Admitted+g.Denied != tk.Attempts || n.Admitted+n.Denied != tk.Attempts || g.Denied+n.Denied == 0 {
+				t.Errorf("%s: kept %d + free %d, want the limit %d exactly (Go %d/%d admitted, Node.js %d/%d)", tk.ID, g.Used+n.Used, free, tk.limit,
+					g.Admitted, g.Admitted+g.Denied, n.Admitted, n.Admitted+n.Denied)
+			}
+			goShare += g.Admitted
+			nodeShare += n.Admitted
+			continue
 		}
 		if tk.Strategy == "" {
 			total := g.Admitted + n.Admitted

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/corekit"
 )
 
 // bucketTable maps keys to the TAT of a token or leaky bucket, the one int64 of GCRA state.
@@ -178,7 +179,7 @@ func find[K bucketKey](slots []bucketEntry[K], key K, home, tag uint64) (int, bo
 	}
 }
 
-// get returns the TAT of the key stored as k, for tests.
+// get returns the TAT of the key stored as k.
 func (t *bucketTable[K]) get(k K) (int64, bool) {
 	s, home, tag := t.locate(t.hash(k))
 	s.mu.Lock()
@@ -275,24 +276,54 @@ func (t *bucketTable[K]) len() int {
 // Buckets is the lock-free state of a single token or leaky bucket limit: the TAT of every
 // key in a bucketTable, keys of up to maxShortKey bytes inline.
 type Buckets struct {
-	g       core.GCRA
-	shaping bool
-	short   bucketTable[shortKey]
-	long    bucketTable[string]
+	g     gcra
+	short bucketTable[shortKey]
+	long  bucketTable[string]
 }
 
-// NewBuckets returns the bucket table of lim and true when lim is a token or leaky bucket,
-// else nil and false.
+// gcraShaping is the table of the algorithms decided by the lock-free bucket path: the
+// GCRA algorithms of core's registry, with whether their decisions carry the leaky bucket's
+// shaping delay. It is optional: an algorithm it lacks takes the general path (Limiter).
+var gcraShaping = map[string]bool{"token-bucket": false, "leaky-bucket": true}
+
+// gcra is a GCRA limit's Ints, decided with corekit.GCRA, the arithmetic core's buckets
+// use, and the limit itself for the errors.
+type gcra struct {
+	interval, tolerance, burst int64
+	shaping                    bool
+	lim                        core.Limit
+}
+
+// decideInto is core's step for a key whose TAT is tat, written into *d.
+func (g *gcra) decideInto(d *core.Decision, tat, now, n int64) (int64, error) {
+	next, ok := corekit.GCRA((*corekit.Decision)(d), g.interval, g.tolerance, g.burst, tat, now, n, g.shaping)
+	if ok {
+		return next, nil
+	}
+	return tat, g.badRequest(now, n)
+}
+
+// badRequest returns core's error for a time or cost that corekit.GCRA refused. It is apart
+// so that only this path allocates what the call through core.Limit needs.
+//
+//go:noinline
+func (g *gcra) badRequest(now, n int64) error {
+	var (
+		d    core.Decision
+		next core.Next
+	)
+	return g.lim.CheckState(&core.State{}, now, n, &d, &next)
+}
+
+// NewBuckets returns the bucket table of lim and true when lim's algorithm is in
+// gcraShaping, else nil and false.
 func NewBuckets(lim core.Limit, c Config) (*Buckets, bool) {
-	b := &Buckets{}
-	switch v := lim.(type) {
-	case core.TokenBucket:
-		b.g = v.GCRA
-	case core.LeakyBucket:
-		b.g, b.shaping = v.GCRA, true
-	default:
+	shaping, ok := gcraShaping[lim.Name()]
+	if !ok {
 		return nil, false
 	}
+	ints := lim.Ints()
+	b := &Buckets{g: gcra{interval: ints[0], tolerance: ints[1], burst: ints[2], shaping: shaping, lim: lim}}
 	b.short, b.long = newBucketTable[shortKey](c), newBucketTable[string](c)
 	return b, true
 }
@@ -316,7 +347,7 @@ func (b *Buckets) DecideInto(out *redstream.Decision, key string, now, n int64) 
 // TrackedKeys returns the number of keys held, as Limiter.TrackedKeys does.
 func (b *Buckets) TrackedKeys() int { return b.short.len() + b.long.len() }
 
-// TAT returns the stored TAT of key, for tests.
+// TAT returns the stored TAT of key (for tests, and a successor's Carrier).
 func (b *Buckets) TAT(key string) (int64, bool) {
 	if len(key) <= maxShortKey {
 		return b.short.get(packShort(key))
@@ -325,7 +356,7 @@ func (b *Buckets) TAT(key string) (int64, bool) {
 }
 
 // stepBucket decides a key already held without a lock: read the TAT, decide with
-// core.GCRA.DecideInto, and compare-and-swap the new TAT in, again if another goroutine
+// corekit.GCRA, and compare-and-swap the new TAT in, again if another goroutine
 // changed it meanwhile; a denial stores nothing. k is the key as the table stores it, h its
 // hash.
 func stepBucket[K bucketKey](out *redstream.Decision, b *Buckets, t *bucketTable[K], k K, h uint64, now, n int64) error {
@@ -340,7 +371,7 @@ func stepBucket[K bucketKey](out *redstream.Decision, b *Buckets, t *bucketTable
 					break // the slots are being rebuilt: wait on the lock
 				}
 				old := int64(w >> tagBits)
-				tat, err := b.g.DecideInto(&d, old, now, n, b.shaping)
+				tat, err := b.g.decideInto(&d, old, now, n)
 				if tat == old || atomic.CompareAndSwapUint64(p, w, uint64(tat)<<tagBits|tag) {
 					convert(out, &d)
 					return err
@@ -367,7 +398,7 @@ func stepBucketLocked[K bucketKey](out *redstream.Decision, b *Buckets, t *bucke
 			for {
 				w := atomic.LoadUint64(p)
 				old := int64(w >> tagBits)
-				tat, err := b.g.DecideInto(&d, old, now, n, b.shaping)
+				tat, err := b.g.decideInto(&d, old, now, n)
 				if tat == old || atomic.CompareAndSwapUint64(p, w, uint64(tat)<<tagBits|tag) {
 					convert(out, &d)
 					return err
@@ -375,14 +406,13 @@ func stepBucketLocked[K bucketKey](out *redstream.Decision, b *Buckets, t *bucke
 			}
 		}
 	}
-	tat, err := b.g.DecideInto(&d, 0, now, n, b.shaping)
+	tat, err := b.g.decideInto(&d, 0, now, n)
 	convert(out, &d)
 	if err != nil {
 		return err
 	}
 	if d.Allowed {
-		g := b.g
-		t.insert(s, i, k, home, tag, tat, func(v int64) bool { return g.Idle(v, now) })
+		t.insert(s, i, k, home, tag, tat, func(v int64) bool { return corekit.GCRAIdle(v, now) })
 	}
 	return nil
 }

@@ -6,9 +6,10 @@
 // An engine is a thin constructor over it: it validates its options into a [Config], builds
 // a [Limiter] from the specs' core limits and decides each request with its own Stepper.
 // The token and leaky bucket of a single-limit native limiter keep their lock-free
-// compare-and-swap path ([Buckets]), the one concrete fast path; a single native window or
-// log is stepped in place through [WordsStepper] or [LogStepper]. Every path writes its
-// decision through a pointer (DecideInto; see convert for why).
+// compare-and-swap path ([Buckets]), the one concrete fast path (its table, gcraShaping,
+// is keyed by algorithm and optional); every other single native limit is stepped in place
+// with core.Limit.StepState. Every path writes its decision through a pointer
+// (DecideInto; see convert for why).
 package engine
 
 import (
@@ -18,6 +19,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/failure"
 )
 
 // Defaults of Options.
@@ -141,8 +143,9 @@ func convert(out *redstream.Decision, d *core.Decision) {
 	out.Delay = time.Duration(d.Delay) * time.Microsecond
 }
 
-// Limits validates specs (at least one) into core limits; pkg prefixes the errors, which
-// name the spec when there are several.
+// Limits validates specs (at least one) into core limits; pkg prefixes the errors that do
+// not carry the root's prefix already (failure.Prefixed), which name the spec when there
+// are several.
 func Limits(pkg string, specs []redstream.Spec) ([]core.Limit, error) {
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("%s: %w: no specs", pkg, redstream.ErrInvalidConfig)
@@ -151,10 +154,10 @@ func Limits(pkg string, specs []redstream.Spec) ([]core.Limit, error) {
 	for i, s := range specs {
 		l, err := s.Core()
 		if err != nil {
-			if len(specs) == 1 {
-				return nil, fmt.Errorf("%s: %w", pkg, err)
+			if len(specs) > 1 {
+				err = fmt.Errorf("%w (specs[%d])", err, i)
 			}
-			return nil, fmt.Errorf("%s: specs[%d]: %w", pkg, i, err)
+			return nil, failure.Prefixed(pkg, err)
 		}
 		ls[i] = l
 	}

@@ -21,9 +21,7 @@ type Native []core.Limit
 
 // Check calls CheckState of limit i.
 func (ls Native) Check(i int, s *core.State, now, n int64, d *core.Decision, next *core.Next) error {
-	var err error
-	*d, *next, err = ls[i].CheckState(s, now, n)
-	return err
+	return ls[i].CheckState(s, now, n, d, next)
 }
 
 // Inline is the number of limits a multi-limit decision handles without allocating.
@@ -47,8 +45,7 @@ type Limiter struct {
 	max    int64
 	one    Table[core.State]   // a single limit
 	multi  Table[[]core.State] // several limits
-	words  *wordsPath          // a single WordsStepper decided natively, on one
-	logs   *logPath            // a single LogStepper decided natively, on one
+	carry  *Carrier            // a successor's previous limiter (carry.go); nil for none
 }
 
 // NewLimiter returns a limiter of limits (at least one) configured by c.
@@ -61,22 +58,6 @@ func NewLimiter(limits []core.Limit, c Config) *Limiter {
 		l.one = NewTable[core.State](c)
 	} else {
 		l.multi = NewTable[[]core.State](c)
-	}
-	return l
-}
-
-// NewNativeLimiter is NewLimiter for a limiter that decides natively (DecideNative): a
-// single limit that is a WordsStepper or a LogStepper is stepped through that method (see
-// native.go) instead of StepState.
-func NewNativeLimiter(limits []core.Limit, c Config) *Limiter {
-	l := NewLimiter(limits, c)
-	if len(limits) == 1 {
-		switch lim := limits[0].(type) {
-		case WordsStepper:
-			l.words = &wordsPath{lim: lim, t: &l.one}
-		case LogStepper:
-			l.logs = &logPath{lim: lim, t: &l.one}
-		}
 	}
 	return l
 }
@@ -121,31 +102,30 @@ func (l *Limiter) DecideInto(out *redstream.Decision, st Stepper, key string, no
 
 // DecideNativeInto is DecideInto(out, nil, key, now, n): core steps, in one call on a key
 // already held.
+//
+// A single limit decides a key already held with one call to core.Limit.StepState, in
+// place on the key's state under the shard lock, writing the decision into the shard's
+// scratch decision (memory the lock owns, so that the pointer passed through the call does
+// not make a stack variable escape), and converts it once into the caller's.
 func (l *Limiter) DecideNativeInto(out *redstream.Decision, key string, now, n int64) error {
-	switch {
-	case l.words != nil:
-		return l.words.decide(out, key, now, n)
-	case l.logs != nil:
-		return l.logs.decide(out, key, now, n)
-	}
-	var (
-		d   core.Decision
-		err error
-	)
 	if len(l.limits) != 1 {
-		d, err = l.decideMulti(l.native, key, now, n)
-	} else {
-		s, tag := l.one.Locate(key)
-		s.Lock()
-		i, ok := s.Find(key, tag)
-		if ok {
-			d, err = l.limits[0].StepState(s.Val(i), now, n)
-		} else {
-			d, err = l.decideOneNew(s, i, key, tag, now, n)
-		}
-		s.Unlock()
+		d, err := l.decideMulti(l.native, key, now, n)
+		convert(out, &d)
+		return err
 	}
-	convert(out, &d)
+	s, tag := l.one.Locate(key)
+	s.Lock()
+	i, ok := s.Find(key, tag)
+	var err error
+	if ok {
+		err = l.limits[0].StepState(s.Val(i), now, n, &s.scratch)
+		convert(out, &s.scratch)
+	} else {
+		var d core.Decision
+		d, err = l.decideOneNew(s, i, key, tag, now, n)
+		convert(out, &d)
+	}
+	s.Unlock()
 	return err
 }
 
@@ -155,6 +135,11 @@ func (l *Limiter) decideOne(out *redstream.Decision, st Stepper, key string, now
 	defer s.Unlock()
 	d, next := &s.scratch, &s.next
 	i, ok := s.Find(key, tag)
+	if !ok && l.carry != nil {
+		if e, seeded := l.seeded(key, now); seeded {
+			i, ok = l.insertOne(s, i, key, tag, e[0], now), true
+		}
+	}
 	if !ok {
 		var v core.State
 		err := st.Check(0, &v, now, n, d, next)
@@ -184,8 +169,19 @@ func (l *Limiter) decideOne(out *redstream.Decision, st Stepper, key string, now
 // returned. It is apart so that only a new key's state is allocated.
 func (l *Limiter) decideOneNew(s *Shard[core.State], i int, key string, tag uint32, now, n int64) (core.Decision, error) {
 	lim := l.limits[0]
-	var v core.State
-	d, next, err := lim.CheckState(&v, now, n)
+	var (
+		v    core.State
+		d    core.Decision
+		next core.Next
+	)
+	if l.carry != nil {
+		if e, seeded := l.seeded(key, now); seeded {
+			j := l.insertOne(s, i, key, tag, e[0], now)
+			err := lim.StepState(s.Val(j), now, n, &d)
+			return d, err
+		}
+	}
+	err := lim.CheckState(&v, now, n, &d, &next)
 	if err == nil && d.Allowed {
 		lim.CommitState(&v, next)
 		l.one.Insert(s, i, key, tag, v, func(v core.State) bool { return lim.IdleState(&v, now) })
@@ -198,6 +194,12 @@ func (l *Limiter) decideMulti(st Stepper, key string, now, n int64) (core.Decisi
 	s.Lock()
 	defer s.Unlock()
 	i, ok := s.Find(key, tag)
+	if !ok && l.carry != nil {
+		if e, seeded := l.seeded(key, now); seeded {
+			l.multi.Insert(s, i, key, tag, e, func(v []core.State) bool { return l.idle(v, now) })
+			return l.decideAll(s, st, e, now, n, nil)
+		}
+	}
 	if !ok {
 		e := make([]core.State, len(l.limits))
 		return l.decideAll(s, st, e, now, n, func() {

@@ -12,16 +12,17 @@ import (
 // never sees a slot being rebuilt.
 func (b *Buckets) Peek(key string, now, n int64) (core.Decision, error) {
 	tat, _ := b.TAT(key)
-	_, d, err := b.g.Decide(tat, now, n, b.shaping)
+	var d core.Decision
+	_, err := b.g.decideInto(&d, tat, now, n)
 	return d, err
 }
 
-// PeekLimits decides a request of cost n for key at now against every limit without
+// PeekEach decides a request of cost n for key at now against every limit without
 // recording it, and returns each limit's own decision (core.Limit.CheckState), in the order
 // of the limits. The key's limits are read under its shard's lock, so the decisions are
 // those of one moment; a key the table does not hold is peeked at from the zero state and
 // not added. An error of limit i of a multi-limit is prefixed "limit i: ", as Decide's.
-func (l *Limiter) PeekLimits(key string, now, n int64) ([]core.Decision, error) {
+func (l *Limiter) PeekEach(key string, now, n int64) ([]core.Decision, error) {
 	ds := make([]core.Decision, len(l.limits))
 	if len(l.limits) == 1 {
 		s, tag := l.one.Locate(key)
@@ -32,9 +33,8 @@ func (l *Limiter) PeekLimits(key string, now, n int64) ([]core.Decision, error) 
 		if i, ok := s.Find(key, tag); ok {
 			p = s.Val(i)
 		}
-		d, _, err := l.limits[0].CheckState(p, now, n)
-		ds[0] = d
-		return ds, err
+		var next core.Next
+		return ds, l.limits[0].CheckState(p, now, n, &ds[0], &next)
 	}
 	s, tag := l.multi.Locate(key)
 	s.Lock()
@@ -46,11 +46,10 @@ func (l *Limiter) PeekLimits(key string, now, n int64) ([]core.Decision, error) 
 		e = make([]core.State, len(l.limits))
 	}
 	for j, lim := range l.limits {
-		d, _, err := lim.CheckState(&e[j], now, n)
-		if err != nil {
+		var next core.Next
+		if err := lim.CheckState(&e[j], now, n, &ds[j], &next); err != nil {
 			return nil, fmt.Errorf("limit %d: %w", j, err)
 		}
-		ds[j] = d
 	}
 	return ds, nil
 }

@@ -35,7 +35,7 @@ type Shard[S any] struct {
 	count int // keys held
 	mark  int // a new key arriving when count >= mark sweeps first
 	// scratch and next receive the decision of a step made under the lock and what it
-	// commits (see native.go and Stepper).
+	// commits (see Limiter.DecideNativeInto and Stepper).
 	scratch core.Decision
 	next    core.Next
 	_       [3*cacheLine - 8 - 24 - 24 - 8 - 8 - 48 - 24]byte

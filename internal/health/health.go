@@ -11,6 +11,19 @@
 // (half-open): a probe that succeeds closes it once Probes probes have succeeded, a probe
 // that fails opens it again for another cool-down.
 //
+// A breaker counts causes, not calls. When a connection drops, every call in flight on it
+// fails at once with the same connection-level error (EOF, a reset or refused connection,
+// rueidis's closed client; see [ConnectionLevel]): such a failure of a call that was
+// admitted before the last counted connection-level failure, and that arrives within
+// Config.Burst of it, belongs to that failure's episode and is not counted again (it is
+// counted in Stats.Collapsed). Calls admitted after a counted failure count anew, so
+// sequential calls to a dead server still open the breaker after Config.Failures calls.
+// Timeouts and error replies are never collapsed: a hung server opens the breaker as fast
+// as before.
+//
+// A [Set] keeps one Breaker per node of a Redis Cluster (the master serving a key's hash
+// slot), so that one failing master fails fast only the keys it serves.
+//
 // Use:
 //
 //	t, err := b.Allow()
@@ -54,33 +67,23 @@ const (
 	// DefaultProbes is the number of concurrent probe calls of a half-open breaker, and
 	// the number of successful probes that close it.
 	DefaultProbes = 1
+	// DefaultBurst is how long after a counted connection-level failure the
+	// connection-level failures of calls already in flight then belong to its episode.
+	DefaultBurst = 50 * time.Millisecond
 )
 
 // windowBuckets is the number of buckets the error-rate window is split into.
 const windowBuckets = 10
 
-// Config configures a Breaker. The zero value is valid: every zero field takes its
-// Default* value.
+// Config configures a Breaker: the options users set (redstream.BreakerOptions, whose
+// zero fields take the Default* values; Disabled is the caller's to honour) and what the
+// component adds. The zero value is valid.
 type Config struct {
-	// Failures is the number of consecutive failures that opens the breaker (default
-	// DefaultFailures); negative disables this rule.
-	Failures int
-	// ErrorRate, in (0, 1], opens the breaker when that fraction of the calls of the last
-	// Window failed, once MinCalls calls were made (default DefaultErrorRate); negative
-	// disables this rule. The rate is measured in Window/10 buckets, with atomic counts
-	// that may lose an increment at a bucket boundary: it is an estimate.
-	ErrorRate float64
-	// MinCalls is the number of calls in the window below which ErrorRate is not judged
-	// (default DefaultMinCalls).
-	MinCalls int
-	// Window is the period ErrorRate is measured over (default DefaultWindow).
-	Window time.Duration
-	// CoolDown is how long an open breaker fails calls before it lets probes through
-	// (default DefaultCoolDown).
-	CoolDown time.Duration
-	// Probes is the number of concurrent probes a half-open breaker lets through, and the
-	// number of successes that close it (default DefaultProbes).
-	Probes int
+	redstream.BreakerOptions
+	// Burst is how long after a counted connection-level failure the connection-level
+	// failures of calls admitted before it are part of the same episode and not counted
+	// (default DefaultBurst); negative counts every failure.
+	Burst time.Duration
 	// Clock returns the current time (default time.Now); tests inject a fake one.
 	Clock func() time.Time
 
@@ -95,22 +98,11 @@ type Config struct {
 	// Logger receives one Warn when the breaker opens from closed and one Info when it
 	// closes again (default slog.Default()).
 	Logger *slog.Logger
-	// OnStateChange, when set, is called after every transition, synchronously on the
-	// goroutine whose call caused it (keep it fast; do not call the Breaker from it).
-	OnStateChange func(Change)
-	// OnFailure, when set, is called with every counted backend failure (not with the
-	// fast failures of an open breaker), synchronously on the caller's goroutine.
-	OnFailure func(error)
 }
 
-// Change is one transition of a Breaker.
-type Change struct {
-	From, To redstream.BreakerState
-	// Err is the failure that opened the breaker (nil when it closes or half-opens).
-	Err error
-	// At is the time of the transition, by Config.Clock.
-	At time.Time
-}
+// Change is one transition of a Breaker (Node names the cluster node, empty for the
+// breaker of a single server or of a Set's keys of unknown node).
+type Change = redstream.BreakerChange
 
 // Stats are a Breaker's counts since it was made. Counts only grow.
 type Stats struct {
@@ -120,6 +112,9 @@ type Stats struct {
 	ConsecutiveFailures int64
 	// Successes and Failures count the calls reported to Done that reached the backend.
 	Successes, Failures uint64
+	// Collapsed counts the Failures that belonged to the episode of a connection-level
+	// failure counted before (see the package documentation): they moved nothing.
+	Collapsed uint64
 	// Rejected counts the calls Allow failed because the breaker was open.
 	Rejected uint64
 	// Opens counts transitions to open (from closed or half-open).
@@ -129,6 +124,7 @@ type Stats struct {
 // Ticket is the permission Allow gives for one call; pass it to Done.
 type Ticket struct {
 	v     uint64 // the state word when Allow ran
+	ep    int64  // the breaker's episode when Allow ran
 	probe bool
 }
 
@@ -146,7 +142,15 @@ type Breaker struct {
 	buckets [windowBuckets]bucket
 	bucket  int64 // ns per bucket
 
-	succ, fail, rejected, opens atomic.Uint64
+	succ, fail, rejected, opens, collapsed atomic.Uint64
+
+	// ep is when (ns) the current episode of connection-level failures began; a ticket
+	// carries the value it had when the call was admitted.
+	ep atomic.Int64
+	// node names the breaker's node in log lines and changes (Set).
+	node string
+	// retired is set once a Set dropped the breaker's node (guarded by mu).
+	retired bool
 
 	mu       sync.Mutex // guards transitions and the fields below
 	openedAt int64      // ns; while open or half-open: when the cool-down began
@@ -160,27 +164,34 @@ type bucket struct {
 	calls, errs atomic.Int64
 }
 
+// Effective returns o with each zero threshold replaced by its default: the breaker New
+// builds from o.
+func Effective(o redstream.BreakerOptions) redstream.BreakerOptions {
+	if o.Failures == 0 {
+		o.Failures = DefaultFailures
+	}
+	if o.ErrorRate == 0 {
+		o.ErrorRate = DefaultErrorRate
+	}
+	if o.MinCalls == 0 {
+		o.MinCalls = DefaultMinCalls
+	}
+	if o.Window == 0 {
+		o.Window = DefaultWindow
+	}
+	if o.CoolDown == 0 {
+		o.CoolDown = DefaultCoolDown
+	}
+	if o.Probes == 0 {
+		o.Probes = DefaultProbes
+	}
+	return o
+}
+
 // New returns a closed Breaker. It returns an error wrapping redstream.ErrInvalidConfig
 // for a negative duration, an ErrorRate above 1 or a negative MinCalls or Probes.
 func New(c Config) (*Breaker, error) {
-	if c.Failures == 0 {
-		c.Failures = DefaultFailures
-	}
-	if c.ErrorRate == 0 {
-		c.ErrorRate = DefaultErrorRate
-	}
-	if c.MinCalls == 0 {
-		c.MinCalls = DefaultMinCalls
-	}
-	if c.Window == 0 {
-		c.Window = DefaultWindow
-	}
-	if c.CoolDown == 0 {
-		c.CoolDown = DefaultCoolDown
-	}
-	if c.Probes == 0 {
-		c.Probes = DefaultProbes
-	}
+	c.BreakerOptions = Effective(c.BreakerOptions)
 	switch {
 	case c.ErrorRate > 1 || c.ErrorRate != c.ErrorRate:
 		return nil, fmt.Errorf("health: %w: ErrorRate = %v, want at most 1 (negative disables it)", redstream.ErrInvalidConfig, c.ErrorRate)
@@ -192,6 +203,9 @@ func New(c Config) (*Breaker, error) {
 		return nil, fmt.Errorf("health: %w: CoolDown = %v, want > 0", redstream.ErrInvalidConfig, c.CoolDown)
 	case c.Probes < 0:
 		return nil, fmt.Errorf("health: %w: Probes = %d, want > 0", redstream.ErrInvalidConfig, c.Probes)
+	}
+	if c.Burst == 0 {
+		c.Burst = DefaultBurst
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now
@@ -207,6 +221,7 @@ func New(c Config) (*Breaker, error) {
 	for i := range b.buckets {
 		b.buckets[i].epoch.Store(-1)
 	}
+	b.ep.Store(-1)
 	return b, nil
 }
 
@@ -225,6 +240,7 @@ func (b *Breaker) Stats() Stats {
 		ConsecutiveFailures: b.consec.Load(),
 		Successes:           b.succ.Load(),
 		Failures:            b.fail.Load(),
+		Collapsed:           b.collapsed.Load(),
 		Rejected:            b.rejected.Load(),
 		Opens:               b.opens.Load(),
 	}
@@ -237,7 +253,7 @@ func (b *Breaker) Stats() Stats {
 func (b *Breaker) Allow() (Ticket, error) {
 	v := b.sv.Load()
 	if stateOf(v) == redstream.BreakerClosed {
-		return Ticket{v: v}, nil
+		return Ticket{v: v, ep: b.ep.Load()}, nil
 	}
 	now := b.now()
 	b.mu.Lock()
@@ -245,7 +261,7 @@ func (b *Breaker) Allow() (Ticket, error) {
 	v = b.sv.Load()
 	switch stateOf(v) {
 	case redstream.BreakerClosed:
-		return Ticket{v: v}, nil
+		return Ticket{v: v, ep: b.ep.Load()}, nil
 	case redstream.BreakerOpen:
 		if now-b.openedAt < int64(b.cfg.CoolDown) {
 			return b.reject(now)
@@ -334,8 +350,12 @@ func (b *Breaker) failure(t Ticket, err error) {
 	if f := b.cfg.OnFailure; f != nil {
 		f(err)
 	}
-	c := b.consec.Add(1)
 	now := b.now()
+	if !t.probe && stateOf(t.v) == redstream.BreakerClosed && b.cfg.Burst > 0 && ConnectionLevel(err) && b.collapse(t, now) {
+		b.collapsed.Add(1)
+		return
+	}
+	c := b.consec.Add(1)
 	if !t.probe {
 		if stateOf(t.v) != redstream.BreakerClosed {
 			return
@@ -354,6 +374,19 @@ func (b *Breaker) failure(t Ticket, err error) {
 	b.openedAt = now
 	b.probing, b.probeOK = 0, 0
 	b.transition(v, redstream.BreakerOpen, err, now)
+}
+
+// collapse reports whether a connection-level failure at now, of the call of ticket t,
+// belongs to the current episode; if not, it begins a new episode (and is counted). A call
+// admitted before the episode began was in flight when its first failure came: the same
+// dropped connection, or the same outage, failed it. Of failures racing to begin an
+// episode, one wins and the others belong to it.
+func (b *Breaker) collapse(t Ticket, now int64) bool {
+	cur := b.ep.Load()
+	if cur >= 0 && t.ep != cur && now-cur <= int64(b.cfg.Burst) {
+		return true
+	}
+	return !b.ep.CompareAndSwap(cur, max(now, cur+1))
 }
 
 // record counts one call in the error-rate window and reports whether the window now
@@ -405,16 +438,36 @@ func (b *Breaker) transition(v uint64, to redstream.BreakerState, err error, now
 		}
 		attrs := append(append([]slog.Attr(nil), b.cfg.Attrs...),
 			slog.Int64("consecutive_failures", b.consec.Load()),
+			slog.Uint64("collapsed_failures", b.collapsed.Load()),
 			slog.Duration("cool_down", b.cfg.CoolDown),
 			slog.Any("error", err))
 		b.log.LogAttrs(ctx, slog.LevelWarn, msg, attrs...)
+	case to == redstream.BreakerClosed && b.retired:
+		b.log.LogAttrs(ctx, slog.LevelInfo, b.cfg.Component+": cluster node serves no slots any more (failed over), its circuit breaker closed", b.cfg.Attrs...)
 	case to == redstream.BreakerClosed:
 		b.log.LogAttrs(ctx, slog.LevelInfo, b.cfg.Component+": backend answers again, circuit breaker closed", b.cfg.Attrs...)
 	}
 	if f := b.cfg.OnStateChange; f != nil {
-		f(Change{From: from, To: to, Err: err, At: b.base.Add(time.Duration(now))})
+		f(Change{Node: b.node, From: from, To: to, Err: err, At: b.base.Add(time.Duration(now))})
 	}
 	return nv
+}
+
+// Forget gives up the call of ticket t without an outcome, as Done does for a caller that
+// gave up: nothing is counted, and a probe's slot is freed.
+func (b *Breaker) Forget(t Ticket) { b.release(t) }
+
+// retire closes a breaker whose node a Set dropped, if it is not closed: its failures are
+// over for the Set's calls, whose keys have another node's breaker now.
+func (b *Breaker) retire() {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.retired = true
+	if v := b.sv.Load(); stateOf(v) != redstream.BreakerClosed {
+		b.consec.Store(0)
+		b.transition(v, redstream.BreakerClosed, nil, now)
+	}
 }
 
 // WithTimeout returns ctx bounded by d (no bound for d <= 0), the deadline of one backend

@@ -79,7 +79,7 @@ func (h *harness) logLines() []string {
 }
 
 func TestConsecutiveFailuresOpenAndRecover(t *testing.T) {
-	h := newHarness(t, Config{Failures: 3, CoolDown: time.Second, Component: "test: limiter", Degraded: "decisions follow the failure policy",
+	h := newHarness(t, Config{BreakerOptions: redstream.BreakerOptions{Failures: 3, CoolDown: time.Second}, Component: "test: limiter", Degraded: "decisions follow the failure policy",
 		Attrs: []slog.Attr{slog.String("prefix", "p")}})
 	for i := 0; i < 2; i++ {
 		if !h.call(t, errDown) {
@@ -152,7 +152,7 @@ func TestConsecutiveFailuresOpenAndRecover(t *testing.T) {
 }
 
 func TestSuccessResetsConsecutive(t *testing.T) {
-	h := newHarness(t, Config{Failures: 3, ErrorRate: -1})
+	h := newHarness(t, Config{BreakerOptions: redstream.BreakerOptions{Failures: 3, ErrorRate: -1}})
 	for i := 0; i < 50; i++ {
 		h.call(t, errDown)
 		h.call(t, errDown)
@@ -167,7 +167,7 @@ func TestSuccessResetsConsecutive(t *testing.T) {
 }
 
 func TestErrorRateOpens(t *testing.T) {
-	h := newHarness(t, Config{Failures: -1, ErrorRate: 0.5, MinCalls: 20, Window: 10 * time.Second})
+	h := newHarness(t, Config{BreakerOptions: redstream.BreakerOptions{Failures: -1, ErrorRate: 0.5, MinCalls: 20, Window: 10 * time.Second}})
 	// 9 calls, 5 failures: too few calls to judge.
 	for i := 0; i < 9; i++ {
 		var err error
@@ -208,7 +208,7 @@ func TestErrorRateOpens(t *testing.T) {
 }
 
 func TestHalfOpenProbeSlots(t *testing.T) {
-	h := newHarness(t, Config{Failures: 1, CoolDown: time.Second, Probes: 2})
+	h := newHarness(t, Config{BreakerOptions: redstream.BreakerOptions{Failures: 1, CoolDown: time.Second, Probes: 2}})
 	h.call(t, errDown)
 	h.clock.Advance(time.Second)
 	t1, err1 := h.b.Allow()
@@ -231,7 +231,7 @@ func TestHalfOpenProbeSlots(t *testing.T) {
 }
 
 func TestCallerCancelIsNotAFailure(t *testing.T) {
-	h := newHarness(t, Config{Failures: 1})
+	h := newHarness(t, Config{BreakerOptions: redstream.BreakerOptions{Failures: 1}})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	for i := 0; i < 10; i++ {
@@ -258,7 +258,7 @@ func TestCallerCancelIsNotAFailure(t *testing.T) {
 }
 
 func TestLostProbeIsGivenUp(t *testing.T) {
-	h := newHarness(t, Config{Failures: 1, CoolDown: time.Second})
+	h := newHarness(t, Config{BreakerOptions: redstream.BreakerOptions{Failures: 1, CoolDown: time.Second}})
 	h.call(t, errDown)
 	h.clock.Advance(time.Second)
 	if _, err := h.b.Allow(); err != nil { // a probe whose outcome is never reported
@@ -274,7 +274,7 @@ func TestLostProbeIsGivenUp(t *testing.T) {
 }
 
 func TestStaleOutcomesIgnored(t *testing.T) {
-	h := newHarness(t, Config{Failures: 2})
+	h := newHarness(t, Config{BreakerOptions: redstream.BreakerOptions{Failures: 2}})
 	slow, err := h.b.Allow() // a call started while closed, answered after the breaker opened
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +304,7 @@ func TestStaleOutcomesIgnored(t *testing.T) {
 func TestConcurrentOutageLogsOnce(t *testing.T) {
 	var logs syncBuffer
 	var changes atomic.Int64
-	b, err := New(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)), OnStateChange: func(Change) { changes.Add(1) }})
+	b, err := New(Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)), BreakerOptions: redstream.BreakerOptions{OnStateChange: func(Change) { changes.Add(1) }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +347,7 @@ func (s *syncBuffer) String() string {
 }
 
 func TestOpenIsFast(t *testing.T) {
-	b, err := New(Config{Failures: 1, CoolDown: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	b, err := New(Config{BreakerOptions: redstream.BreakerOptions{Failures: 1, CoolDown: time.Hour}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,11 +368,11 @@ func TestOpenIsFast(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	for name, c := range map[string]Config{
-		"rate above 1":      {ErrorRate: 1.5},
-		"negative window":   {Window: -time.Second},
-		"negative cooldown": {CoolDown: -1},
-		"negative probes":   {Probes: -1},
-		"negative mincalls": {MinCalls: -1},
+		"rate above 1":      {BreakerOptions: redstream.BreakerOptions{ErrorRate: 1.5}},
+		"negative window":   {BreakerOptions: redstream.BreakerOptions{Window: -time.Second}},
+		"negative cooldown": {BreakerOptions: redstream.BreakerOptions{CoolDown: -1}},
+		"negative probes":   {BreakerOptions: redstream.BreakerOptions{Probes: -1}},
+		"negative mincalls": {BreakerOptions: redstream.BreakerOptions{MinCalls: -1}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := New(c); !errors.Is(err, redstream.ErrInvalidConfig) {

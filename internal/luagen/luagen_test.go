@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/redstream-go/redstream/core"
 )
 
 func TestAssemble(t *testing.T) {
@@ -53,7 +55,7 @@ func TestAssembleErrors(t *testing.T) {
 // TestConstantLines: only the constants the code names, with their values from core.
 func TestConstantLines(t *testing.T) {
 	got := string(ConstantLines("local x = MICROS_PER_SECOND + KEY_TTL_MARGIN"))
-	want := "local MICROS_PER_SECOND = 1000000 -- core.Second\nlocal KEY_TTL_MARGIN = 60000000 -- core.KeyTTLMargin\n"
+	want := "local MICROS_PER_SECOND = 1000000 -- core.Second\nlocal KEY_TTL_MARGIN = 60000000 -- corekit.KeyTTLMargin\n"
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
@@ -77,14 +79,17 @@ func TestGenerate(t *testing.T) {
 	write(filepath.Join(srcDir, "a.lua"), "-- a.lua: a.\n--@include lib/f.lua\n")
 	write(filepath.Join(srcDir, "lib", "f.lua"), "return 1\n")
 	stale, err := Generate(srcDir, outDir, true)
-	if err != nil || strings.Join(stale, " ") != "a.lua" {
-		t.Fatalf("check before generating: %v, %v; want [a.lua]", stale, err)
+	if err != nil || strings.Join(stale, " ") != "a.lua "+goFile {
+		t.Fatalf("check before generating: %v, %v; want [a.lua %s]", stale, err, goFile)
 	}
 	if _, err := os.Stat(filepath.Join(outDir, "a.lua")); err == nil {
 		t.Fatal("check wrote the script")
 	}
-	if stale, err := Generate(srcDir, outDir, false); err != nil || len(stale) != 1 {
+	if stale, err := Generate(srcDir, outDir, false); err != nil || len(stale) != 2 {
 		t.Fatalf("generate: %v, %v", stale, err)
+	}
+	if g, err := os.ReadFile(filepath.Join(outDir, goFile)); err != nil || !strings.Contains(string(g), "//go:embed a.lua\n\ta string") {
+		t.Fatalf("%s: %q, %v", goFile, g, err)
 	}
 	b, err := os.ReadFile(filepath.Join(outDir, "a.lua"))
 	if err != nil || string(b) != Header("src/a.lua")+"\n-- a.lua: a.\n\nreturn 1\n" {
@@ -100,5 +105,28 @@ func TestGenerate(t *testing.T) {
 	write(filepath.Join(outDir, "orphan.lua"), "return 2\n")
 	if _, err := Generate(srcDir, outDir, false); err == nil || !strings.Contains(err.Error(), "orphan.lua") {
 		t.Errorf("a script without a source: err = %v", err)
+	}
+}
+
+// TestAlgorithmsCoverTheRegistry ranges over core's registry: the --@algorithms expansion
+// includes every algorithm's fragment and dispatches its code to its Lua function, and a
+// shape without Lua arguments is an error, not a silent window.
+func TestAlgorithmsCoverTheRegistry(t *testing.T) {
+	src, err := Algorithms(core.Algorithms())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range core.Algorithms() {
+		for _, want := range []string{include + "algo/" + a.Lua + ".lua", "if alg == '" + a.Code + "' then return true,", "if alg == '" + a.Code + "' then return decided(" + a.Lua + ", key,"} {
+			if !strings.Contains(src, want) {
+				t.Errorf("%s: the expansion lacks %q", a.Name, want)
+			}
+		}
+		if _, ok := shapeArgs[a.Shape]; !ok {
+			t.Errorf("%s: shape %d has no Lua arguments", a.Name, a.Shape)
+		}
+	}
+	if _, err := Algorithms([]core.Algorithm{{Name: "odd", Shape: core.Shape(99), Code: "od", Lua: "odd"}}); err == nil {
+		t.Error("an unknown shape was accepted")
 	}
 }

@@ -62,102 +62,132 @@ var (
 
 // Check returns the rules src breaks; name is the file's base name (e.g. "gcra.lua").
 func Check(name string, src []byte, opt Options) []Finding {
-	var out []Finding
-	add := func(line int, rule, text, why string) {
-		out = append(out, Finding{Line: line, Rule: rule, Text: strings.TrimSpace(text), Why: why})
-	}
+	k := &checker{declared: map[string]bool{}, numeric: map[string]bool{}}
 	raw := strings.Split(string(src), "\n")
 	code := strings.Split(Code(string(src)), "\n")
 	if opt.Contract {
-		checkContract(name, string(src), add)
+		checkContract(name, string(src), func(line int, rule, text, why string) { k.add(line, rule, text, why) })
 	}
-	declared := map[string]bool{}
-	numeric := map[string]bool{}
 	for i, line := range code {
-		n := i + 1
-		text := ""
-		if i < len(raw) {
-			text = raw[i]
-		}
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		if reTostring.MatchString(line) {
-			add(n, "tostring", text, "tostring prints large numbers as 1.7e+15; use string.format('%d', x)")
+		k.line, k.text = i+1, ""
+		if i < len(raw) {
+			k.text = raw[i]
 		}
-		if reFloorCeil.MatchString(line) {
-			add(n, "floor-ceil", text, "floor/ceil of a float quotient can be off by one; use math.fmod")
-		}
-		if strings.Contains(line, "%") {
-			add(n, "modulo", text, "'%' is a - floor(a/b)*b in Lua 5.1; use math.fmod, which is exact")
-		}
+		k.lexical(line)
 		// Declarations first, so that "local x = x + 1" and "local function f(a)" count.
-		global := false
-		if m := reFunc.FindAllStringSubmatch(line, -1); m != nil {
-			for _, f := range m {
-				for _, p := range strings.Split(f[2], ",") {
-					declared[strings.TrimSpace(p)] = true
+		global := k.declarations(line)
+		k.assignments(line, global)
+		k.callArguments(line)
+	}
+	return k.out
+}
+
+// checker holds the state of one Check: what the lines so far declared and which names
+// hold numbers, and the findings.
+type checker struct {
+	declared, numeric map[string]bool
+	line              int    // the current line's number
+	text              string // the current line as written
+	out               []Finding
+}
+
+func (k *checker) add(line int, rule, text, why string) {
+	k.out = append(k.out, Finding{Line: line, Rule: rule, Text: strings.TrimSpace(text), Why: why})
+}
+
+// report adds a finding on the current line.
+func (k *checker) report(rule, why string) { k.add(k.line, rule, k.text, why) }
+
+// lexical applies the rules a line breaks by its text alone.
+func (k *checker) lexical(line string) {
+	if reTostring.MatchString(line) {
+		k.report("tostring", "tostring prints large numbers as 1.7e+15; use string.format('%d', x)")
+	}
+	if reFloorCeil.MatchString(line) {
+		k.report("floor-ceil", "floor/ceil of a float quotient can be off by one; use math.fmod")
+	}
+	if strings.Contains(line, "%") {
+		k.report("modulo", "'%' is a - floor(a/b)*b in Lua 5.1; use math.fmod, which is exact")
+	}
+}
+
+// declarations records the names a line declares (function parameters, locals, loop
+// variables) and reports whether it declares a global function.
+func (k *checker) declarations(line string) (global bool) {
+	for _, f := range reFunc.FindAllStringSubmatch(line, -1) {
+		for _, p := range strings.Split(f[2], ",") {
+			k.declared[strings.TrimSpace(p)] = true
+		}
+		if f[1] != "" && !strings.Contains(f[1], ".") && !strings.Contains(f[1], ":") &&
+			!regexp.MustCompile(`\blocal\s+function\s+`+regexp.QuoteMeta(f[1])+`\b`).MatchString(line) && !k.declared[f[1]] {
+			global = true
+			k.report("global", "function "+f[1]+" is a global; declare it local")
+		}
+	}
+	for _, m := range reLocal.FindAllStringSubmatch(line, -1) {
+		for _, v := range strings.Split(m[2], ",") {
+			k.declared[strings.TrimSpace(v)] = true
+		}
+	}
+	for _, m := range reFor.FindAllStringSubmatch(line, -1) {
+		for _, v := range strings.Split(m[1], ",") {
+			k.declared[strings.TrimSpace(v)] = true
+		}
+	}
+	return global
+}
+
+// assignments checks an assignment statement (globals, multiple assignment reading its
+// own targets) and records the names and tables it makes numeric.
+func (k *checker) assignments(line string, global bool) {
+	if m := reStmtStart.FindStringSubmatch(line); m != nil {
+		names := splitTrim(m[2])
+		values := splitTop(m[4])
+		if m[1] == "" {
+			for _, v := range names {
+				if !k.declared[v] && !global {
+					k.report("global", "assigns the global "+v+"; declare it local")
 				}
-				if f[1] != "" && !strings.Contains(f[1], ".") && !strings.Contains(f[1], ":") &&
-					!regexp.MustCompile(`\blocal\s+function\s+`+regexp.QuoteMeta(f[1])+`\b`).MatchString(line) && !declared[f[1]] {
-					global = true
-					add(n, "global", text, "function "+f[1]+" is a global; declare it local")
-				}
 			}
-		}
-		for _, m := range reLocal.FindAllStringSubmatch(line, -1) {
-			for _, v := range strings.Split(m[2], ",") {
-				declared[strings.TrimSpace(v)] = true
-			}
-		}
-		for _, m := range reFor.FindAllStringSubmatch(line, -1) {
-			for _, v := range strings.Split(m[1], ",") {
-				declared[strings.TrimSpace(v)] = true
-			}
-		}
-		if m := reStmtStart.FindStringSubmatch(line); m != nil {
-			names := splitTrim(m[2])
-			values := splitTop(m[4])
-			if m[1] == "" {
+			if len(names) > 1 {
 				for _, v := range names {
-					if !declared[v] && !global {
-						add(n, "global", text, "assigns the global "+v+"; declare it local")
-					}
-				}
-				if len(names) > 1 {
-					for _, v := range names {
-						if regexp.MustCompile(`\b` + v + `\b`).MatchString(m[4]) {
-							add(n, "self-read", text, "reads "+v+", which it also assigns: gopher-lua (miniredis) assigns left to right; use a temporary")
-							break
-						}
+					if regexp.MustCompile(`\b` + v + `\b`).MatchString(m[4]) {
+						k.report("self-read", "reads "+v+", which it also assigns: gopher-lua (miniredis) assigns left to right; use a temporary")
+						break
 					}
 				}
 			}
-			for j, v := range names {
-				if j < len(values) && isNumeric(values[j], numeric) {
-					numeric[v] = true
-				}
-			}
 		}
-		if m := reElemSet.FindStringSubmatch(line); m != nil && isNumeric(m[2], numeric) {
-			numeric[m[1]+"[]"] = true // a table that holds numbers
-		}
-		for _, loc := range reCall.FindAllStringIndex(line, -1) {
-			args, ok := callArgs(line[loc[1]:])
-			if !ok {
-				continue
-			}
-			for _, a := range args {
-				if a == "" || reLiteral.MatchString(a) {
-					continue
-				}
-				if isNumeric(a, numeric) {
-					add(n, "number-arg", text, fmt.Sprintf("%s is a number, which Redis formats itself (possibly as 1e+15); pass string.format('%%d', %s)", a, a))
-				}
+		for j, v := range names {
+			if j < len(values) && isNumeric(values[j], k.numeric) {
+				k.numeric[v] = true
 			}
 		}
 	}
-	return out
+	if m := reElemSet.FindStringSubmatch(line); m != nil && isNumeric(m[2], k.numeric) {
+		k.numeric[m[1]+"[]"] = true // a table that holds numbers
+	}
+}
+
+// callArguments reports numbers passed to redis.call / redis.pcall.
+func (k *checker) callArguments(line string) {
+	for _, loc := range reCall.FindAllStringIndex(line, -1) {
+		args, ok := callArgs(line[loc[1]:])
+		if !ok {
+			continue
+		}
+		for _, a := range args {
+			if a == "" || reLiteral.MatchString(a) {
+				continue
+			}
+			if isNumeric(a, k.numeric) {
+				k.report("number-arg", fmt.Sprintf("%s is a number, which Redis formats itself (possibly as 1e+15); pass string.format('%%d', %s)", a, a))
+			}
+		}
+	}
 }
 
 // isNumeric reports whether the expression e (comments and string contents removed) is

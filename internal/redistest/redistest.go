@@ -109,7 +109,8 @@ func Main(m *testing.M) int {
 	return code
 }
 
-// StopAll stops every server started through this package that is still running.
+// StopAll stops every server started through this package that is still running and
+// deletes their directories.
 func StopAll() {
 	mu.Lock()
 	shared, sharedErr, cluster, clusterE = nil, nil, nil, nil
@@ -119,7 +120,7 @@ func StopAll() {
 	procs = nil
 	procsMu.Unlock()
 	for _, p := range ps {
-		p.Stop()
+		p.remove()
 	}
 }
 
@@ -211,8 +212,15 @@ func NewServer(t testing.TB, extra ...string) *Server {
 	if err != nil {
 		unavailable(t, err)
 	}
-	t.Cleanup(s.Stop)
+	t.Cleanup(s.remove)
 	return s
+}
+
+// remove stops the server and deletes its directory (the end of a test or of the package's
+// tests; Stop alone keeps the directory, so that Restart finds its persisted data).
+func (s *Server) remove() {
+	s.Stop()
+	_ = os.RemoveAll(s.dir)
 }
 
 var announce sync.Once
@@ -255,6 +263,7 @@ func start(clusterMode bool, extra ...string) (*Server, error) {
 			break // a bad directive or a crash: another port will not help
 		}
 	}
+	_ = os.RemoveAll(dir)
 	return nil, fmt.Errorf("redistest: cannot start %s: %w", strings.Join(append([]string{bin}, extra...), " "), lastErr)
 }
 

@@ -27,6 +27,11 @@ type BindOptions struct {
 	Getenv func(name string) (string, bool)
 	// FromEnv, if set, is called for every value taken from the environment.
 	FromEnv func(path, name string)
+	// Parse, if set, reads the fields of the types it has a function for (enumerations
+	// written as words): the function gets the scalar as written and returns the value
+	// (of that type), nil to keep the field's value (a blank word), or an error, reported
+	// at the key.
+	Parse map[reflect.Type]func(s string) (any, error)
 }
 
 var (
@@ -39,7 +44,8 @@ var (
 //
 //   - `yaml:"key-name"` names a field's key, bound relaxed (key-name, keyName, key_name;
 //     nested or dotted); `yaml:"-"` skips the field; an untagged exported field is bound
-//     under its Go name (ReadCount as read-count); an embedded struct's fields are inline;
+//     under its Go name (ReadCount as read-count); an embedded struct's fields are inline,
+//     and so are those of a struct field tagged `yaml:",inline"`;
 //   - `default:"..."` sets a zero field before binding, parsed as a value of the file;
 //   - `unit:"ms"` (or ns, us, s, m, h, d) on a time.Duration reads a bare integer in that
 //     unit (default ms, as Spring); a duration string ("500ms", "2s", "1h30m", "3d" or
@@ -64,10 +70,33 @@ func Bind(n Node, dst any, o BindOptions) error {
 	if b.o.Warn == nil {
 		b.o.Warn = func(Node, string) {}
 	}
-	return b.structure(n, v.Elem())
+	if err := b.structure(n, v.Elem()); err != nil {
+		return err
+	}
+	return Join(b.errs)
 }
 
-type binder struct{ o BindOptions }
+// binder binds one value. The errors of single settings (an unknown key, a key set twice,
+// a bad value) are collected in errs and binding goes on, so that a file with several
+// mistakes reports all of them; other errors stop it.
+type binder struct {
+	o    BindOptions
+	errs []error
+}
+
+// setting records err if it is the error of one setting (an *Error) and reports whether
+// binding may go on; any other error is returned.
+func (b *binder) setting(err error) error {
+	var e *Error
+	if err == nil {
+		return nil
+	}
+	if errors.As(err, &e) {
+		b.errs = append(b.errs, err)
+		return nil
+	}
+	return err
+}
 
 // field is one bindable field of a struct.
 type field struct {
@@ -81,11 +110,11 @@ func fields(t reflect.Type) ([]field, error) {
 	var out []field
 	for i := 0; i < t.NumField(); i++ {
 		sf := t.Field(i)
-		name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		name, opts, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
 		if name == "-" {
 			continue
 		}
-		if sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct {
+		if (sf.Anonymous || opts == "inline") && name == "" && sf.Type.Kind() == reflect.Struct {
 			inner, err := fields(sf.Type)
 			if err != nil {
 				return nil, err
@@ -202,25 +231,27 @@ func (b *binder) structure(n Node, v reflect.Value) error {
 			e := Node{Path: join(n.Path, k.Value), Key: k, Value: val}
 			msg := "unknown key" + suggest(k.Value, fs)
 			if !b.o.Lenient {
-				return e.Errorf("%s", msg)
+				b.errs = append(b.errs, e.Errorf("%s", msg))
+				continue
 			}
 			b.o.Warn(e, msg+"; ignored")
 			continue
 		}
 		f := fs[fi]
 		if prev, dup := seen[fi]; dup {
-			return &Error{Path: join(n.Path, f.key), Line: k.Line, Msg: fmt.Sprintf("is set twice (%q here and %q at line %d)", k.Value, prev.Value, prev.Line)}
+			b.errs = append(b.errs, &Error{Path: join(n.Path, f.key), Line: k.Line, Msg: fmt.Sprintf("is set twice (%q here and %q at line %d)", k.Value, prev.Value, prev.Line)})
+			continue
 		}
 		seen[fi] = k
 		child := Node{Path: join(n.Path, f.key), Key: k, Value: val}
 		if child.IsNull() {
 			continue
 		}
-		if err := b.value(child, v.FieldByIndex(f.index), f.tag); err != nil {
+		if err := b.setting(b.value(child, v.FieldByIndex(f.index), f.tag)); err != nil {
 			return err
 		}
 	}
-	return b.environment(n.Path, v, fs, seen)
+	return b.setting(b.environment(n.Path, v, fs, seen))
 }
 
 // environment applies the environment variables of the fields of struct v (at path),
@@ -342,6 +373,9 @@ func distance(a, b string, limit int) int {
 
 func (b *binder) value(n Node, v reflect.Value, tag reflect.StructTag) error {
 	t := v.Type()
+	if parse, ok := b.o.Parse[t]; ok {
+		return parsed(n, v, parse)
+	}
 	switch {
 	case t == nodeType:
 		v.Set(reflect.ValueOf(n))
@@ -369,40 +403,9 @@ func (b *binder) value(n Node, v reflect.Value, tag reflect.StructTag) error {
 	case reflect.Struct:
 		return b.structure(n, v)
 	case reflect.Map:
-		es, err := n.Entries()
-		if err != nil {
-			return err
-		}
-		m := reflect.MakeMapWithSize(t, len(es))
-		for _, e := range es {
-			if e.Name() == "" {
-				return e.Errorf("must have a non-empty key")
-			}
-			ev := reflect.New(t.Elem()).Elem()
-			if err := b.value(e, ev, tag); err != nil {
-				return err
-			}
-			m.SetMapIndex(reflect.ValueOf(e.Name()).Convert(t.Key()), ev)
-		}
-		v.Set(m)
-		return nil
+		return b.mapping(n, v, tag)
 	case reflect.Slice:
-		var l []string
-		var err error
-		if n.Value.Kind == yaml.MappingNode {
-			l, err = indexedList(n)
-		} else {
-			l, err = stringList(n)
-		}
-		if err != nil {
-			return err
-		}
-		s := reflect.MakeSlice(t, len(l), len(l))
-		for i, e := range l {
-			s.Index(i).SetString(e)
-		}
-		v.Set(s)
-		return nil
+		return list(n, v)
 	case reflect.Bool:
 		x, err := n.Bool()
 		if err != nil {
@@ -416,6 +419,60 @@ func (b *binder) value(n Node, v reflect.Value, tag reflect.StructTag) error {
 		}
 		v.SetString(n.Value.Value) // as written: blanks may matter (key prefixes)
 		return nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return number(n, v)
+	}
+	return n.Errorf("yamlx: unsupported field type %s", t)
+}
+
+// mapping binds the mapping n onto the map v, each value with tag.
+func (b *binder) mapping(n Node, v reflect.Value, tag reflect.StructTag) error {
+	t := v.Type()
+	es, err := n.Entries()
+	if err != nil {
+		return err
+	}
+	m := reflect.MakeMapWithSize(t, len(es))
+	for _, e := range es {
+		if e.Name() == "" {
+			return e.Errorf("must have a non-empty key")
+		}
+		ev := reflect.New(t.Elem()).Elem()
+		if err := b.value(e, ev, tag); err != nil {
+			return err
+		}
+		m.SetMapIndex(reflect.ValueOf(e.Name()).Convert(t.Key()), ev)
+	}
+	v.Set(m)
+	return nil
+}
+
+// list binds a list of strings (a sequence, a comma-separated scalar, or Spring's indexed
+// mapping) onto the slice v.
+func list(n Node, v reflect.Value) error {
+	var l []string
+	var err error
+	if n.Value.Kind == yaml.MappingNode {
+		l, err = indexedList(n)
+	} else {
+		l, err = stringList(n)
+	}
+	if err != nil {
+		return err
+	}
+	s := reflect.MakeSlice(v.Type(), len(l), len(l))
+	for i, e := range l {
+		s.Index(i).SetString(e)
+	}
+	v.Set(s)
+	return nil
+}
+
+// number binds the scalar n onto the integer, unsigned or float v, checking its range.
+func number(n Node, v reflect.Value) error {
+	switch t := v.Type(); t.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		x, err := n.Int64()
 		if err != nil {
@@ -447,7 +504,23 @@ func (b *binder) value(n Node, v reflect.Value, tag reflect.StructTag) error {
 		v.SetFloat(x)
 		return nil
 	}
-	return n.Errorf("yamlx: unsupported field type %s", t)
+	return n.Errorf("yamlx: unsupported field type %s", v.Type())
+}
+
+// parsed sets v to what parse reads from the scalar n (BindOptions.Parse).
+func parsed(n Node, v reflect.Value, parse func(string) (any, error)) error {
+	s, err := n.scalar("a string")
+	if err != nil {
+		return err
+	}
+	x, err := parse(s)
+	if err != nil {
+		return n.Errorf("%v", err)
+	}
+	if x != nil {
+		v.Set(reflect.ValueOf(x))
+	}
+	return nil
 }
 
 // indexedList reads a mapping of indices (a[0], a[1] in properties) as a list.
@@ -476,6 +549,16 @@ func indexedList(n Node) ([]string, error) {
 var units = map[string]time.Duration{
 	"": time.Millisecond, "ns": time.Nanosecond, "us": time.Microsecond, "µs": time.Microsecond,
 	"ms": time.Millisecond, "s": time.Second, "m": time.Minute, "h": time.Hour, "d": 24 * time.Hour,
+}
+
+// FormatDuration writes d as a setting of unit is written in a file: a whole number of unit
+// when d is one (2000 for 2 s in ms), else a duration string ("1.5ms" in ms).
+func FormatDuration(d time.Duration, unit string) string {
+	u, ok := units[unit]
+	if !ok || d%u != 0 {
+		return d.String()
+	}
+	return strconv.FormatInt(int64(d/u), 10)
 }
 
 // ParseDuration reads a duration as Spring Boot does: a bare integer counts unit ("ms" when
@@ -596,7 +679,8 @@ func parseISO(s string) (time.Duration, error) {
 type Setting struct {
 	// Key is the canonical dotted key below the struct, e.g. "autoclaim.min-idle-ms".
 	Key string
-	// Value is the value as it would be written in the file (durations as Go durations).
+	// Value is the value as it would be written in the file (durations in the unit of their
+	// key: FormatDuration).
 	Value string
 }
 
@@ -638,7 +722,7 @@ func settings(v reflect.Value, prefix string, out *[]Setting) {
 		}
 		switch {
 		case fv.Type() == durationType:
-			*out = append(*out, Setting{Key: key, Value: time.Duration(fv.Int()).String()})
+			*out = append(*out, Setting{Key: key, Value: FormatDuration(time.Duration(fv.Int()), f.tag.Get("unit"))})
 		case fv.Kind() == reflect.Struct:
 			settings(fv, key, out)
 		case fv.Kind() == reflect.Map:

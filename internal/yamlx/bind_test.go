@@ -149,7 +149,7 @@ func TestSettings(t *testing.T) {
 	for _, s := range got {
 		lines = append(lines, s.Key+"="+s.Value)
 	}
-	want := `shared=""|name="n"|level=""|count=0|big=0|on=true|ttl-seconds=1m0s|plain=0s|nodes=[a, b]|inner.ratio=0|inner.wait-ms=1s|untagged=0`
+	want := `shared=""|name="n"|level=""|count=0|big=0|on=true|ttl-seconds=60|plain=0|nodes=[a, b]|inner.ratio=0|inner.wait-ms=1000|untagged=0`
 	if strings.Join(lines, "|") != want {
 		t.Errorf("Settings =\n%s\nwant\n%s", strings.Join(lines, "|"), want)
 	}
@@ -189,6 +189,29 @@ func TestBindMap(t *testing.T) {
 		err := yamlx.Bind(sec, &v, yamlx.BindOptions{})
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: err = %v, want it to contain %q", doc, err, want)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		unit string
+		want string
+	}{
+		{2 * time.Second, "ms", "2000"},
+		{2 * time.Second, "", "2000"},
+		{time.Hour, "s", "3600"},
+		{0, "ms", "0"},
+		{1500 * time.Microsecond, "ms", "1.5ms"},
+		{90 * time.Second, "m", "1m30s"},
+		{time.Second, "furlongs", "1s"},
+	} {
+		if got := yamlx.FormatDuration(tc.d, tc.unit); got != tc.want {
+			t.Errorf("FormatDuration(%v, %q) = %q, want %q", tc.d, tc.unit, got, tc.want)
+		}
+		if d, err := yamlx.ParseDuration(yamlx.FormatDuration(tc.d, tc.unit), tc.unit); tc.unit != "furlongs" && (err != nil || d != tc.d) {
+			t.Errorf("ParseDuration(FormatDuration(%v, %q)) = %v, %v", tc.d, tc.unit, d, err)
 		}
 	}
 }

@@ -47,95 +47,20 @@ type Loaded struct {
 // SPRING_DATA_REDIS_HOST for spring.data.redis.host), then from the key NAME of the merged
 // file; an unresolvable placeholder without a default is an error, as in Spring.
 func Load(docs []Node, o LoadOptions) (Loaded, error) {
-	getenv := o.Getenv
-	if getenv == nil {
-		getenv = func(string) (string, bool) { return "", false }
+	if o.Getenv == nil {
+		o.Getenv = func(string) (string, bool) { return "", false }
 	}
-	warn := o.Warn
-	if warn == nil {
-		warn = func(Node, string) {}
+	if o.Warn == nil {
+		o.Warn = func(Node, string) {}
 	}
-	conds := make([]Node, len(docs))
-	var defined []string
-	for i, d := range docs {
-		c, ok, err := d.Lookup("spring.config.activate.on-profile")
-		if err != nil {
-			return Loaded{}, err
-		}
-		if legacy, lok, err := d.Lookup("spring.profiles"); err != nil {
-			return Loaded{}, err
-		} else if lok && legacy.Value.Kind != yaml.MappingNode {
-			if !o.Lenient {
-				return Loaded{}, legacy.Errorf("is not read since Spring Boot 2.4; write spring.config.activate.on-profile")
-			}
-			warn(legacy, "spring.profiles is not read since Spring Boot 2.4; read as spring.config.activate.on-profile")
-			if !ok {
-				c, ok = legacy, true
-			}
-		}
-		if !ok {
-			continue
-		}
-		names, err := profileNames(c)
-		if err != nil {
-			return Loaded{}, err
-		}
-		defined = append(defined, names...)
-		conds[i] = c
+	conds, defined, err := conditions(docs, o)
+	if err != nil {
+		return Loaded{}, err
 	}
-	slices.Sort(defined)
-	defined = slices.Compact(defined)
-
-	active := o.Profiles
-	if active == nil {
-		if env, ok := getenv("SPRING_PROFILES_ACTIVE"); ok && strings.TrimSpace(env) != "" {
-			active = splitList(env)
-		}
+	active, err := activeProfiles(docs, conds, o)
+	if err != nil {
+		return Loaded{}, err
 	}
-	var include []string
-	for i, d := range docs {
-		if conds[i].Exists() {
-			continue
-		}
-		if active == nil || o.Profiles == nil {
-			if a, ok, err := d.Lookup("spring.profiles.active"); err != nil {
-				return Loaded{}, err
-			} else if ok && active == nil {
-				if active, err = stringList(a); err != nil {
-					return Loaded{}, err
-				}
-				// Spring resolves placeholders here too: spring.profiles.active: ${APP_ENV:dev}.
-				r := &resolver{root: d, getenv: getenv, budget: 1<<20 + 64*o.InputSize, state: map[*yaml.Node]int{}}
-				var resolved []string
-				for _, p := range active {
-					v, err := r.expand(p, a.Path, a.Line(), 0)
-					if err != nil {
-						return Loaded{}, err
-					}
-					resolved = append(resolved, splitList(v)...)
-				}
-				active = resolved
-			}
-		}
-		if in, ok, err := d.Lookup("spring.profiles.include"); err != nil {
-			return Loaded{}, err
-		} else if ok {
-			l, err := stringList(in)
-			if err != nil {
-				return Loaded{}, err
-			}
-			include = append(include, l...)
-		}
-	}
-	for _, p := range include {
-		if !slices.Contains(active, p) {
-			active = append(active, p)
-		}
-	}
-	if len(active) == 0 {
-		active = []string{"default"}
-	}
-
 	root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: 1}
 	for i, d := range docs {
 		if conds[i].Exists() {
@@ -150,11 +75,111 @@ func Load(docs []Node, o LoadOptions) (Loaded, error) {
 		override(root, d.Value)
 	}
 	out := Node{Value: root}
-	r := &resolver{root: out, getenv: getenv, budget: 1<<20 + 64*o.InputSize, state: map[*yaml.Node]int{}}
+	r := &resolver{root: out, getenv: o.Getenv, budget: 1<<20 + 64*o.InputSize, state: map[*yaml.Node]int{}}
 	if err := r.walk(root, ""); err != nil {
 		return Loaded{}, err
 	}
 	return Loaded{Root: out, Profiles: active, Defined: defined}, nil
+}
+
+// conditions returns each document's profile condition (spring.config.activate.on-profile,
+// or the legacy spring.profiles in lenient mode; a Node that does not exist for none) and
+// the profiles the conditions name, sorted.
+func conditions(docs []Node, o LoadOptions) ([]Node, []string, error) {
+	conds := make([]Node, len(docs))
+	var defined []string
+	for i, d := range docs {
+		c, ok, err := d.Lookup("spring.config.activate.on-profile")
+		if err != nil {
+			return nil, nil, err
+		}
+		if legacy, lok, err := d.Lookup("spring.profiles"); err != nil {
+			return nil, nil, err
+		} else if lok && legacy.Value.Kind != yaml.MappingNode {
+			if !o.Lenient {
+				return nil, nil, legacy.Errorf("is not read since Spring Boot 2.4; write spring.config.activate.on-profile")
+			}
+			o.Warn(legacy, "spring.profiles is not read since Spring Boot 2.4; read as spring.config.activate.on-profile")
+			if !ok {
+				c, ok = legacy, true
+			}
+		}
+		if !ok {
+			continue
+		}
+		names, err := profileNames(c)
+		if err != nil {
+			return nil, nil, err
+		}
+		defined = append(defined, names...)
+		conds[i] = c
+	}
+	slices.Sort(defined)
+	return conds, slices.Compact(defined), nil
+}
+
+// activeProfiles returns the active profiles: LoadOptions.Profiles, else
+// SPRING_PROFILES_ACTIVE, else spring.profiles.active of the unconditional documents (its
+// placeholders resolved), then spring.profiles.include; "default" when none.
+func activeProfiles(docs []Node, conds []Node, o LoadOptions) ([]string, error) {
+	active := o.Profiles
+	if active == nil {
+		if env, ok := o.Getenv("SPRING_PROFILES_ACTIVE"); ok && strings.TrimSpace(env) != "" {
+			active = splitList(env)
+		}
+	}
+	var include []string
+	for i, d := range docs {
+		if conds[i].Exists() {
+			continue
+		}
+		if active == nil || o.Profiles == nil {
+			if a, ok, err := d.Lookup("spring.profiles.active"); err != nil {
+				return nil, err
+			} else if ok && active == nil {
+				if active, err = resolvedList(d, a, o); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if in, ok, err := d.Lookup("spring.profiles.include"); err != nil {
+			return nil, err
+		} else if ok {
+			l, err := stringList(in)
+			if err != nil {
+				return nil, err
+			}
+			include = append(include, l...)
+		}
+	}
+	for _, p := range include {
+		if !slices.Contains(active, p) {
+			active = append(active, p)
+		}
+	}
+	if len(active) == 0 {
+		active = []string{"default"}
+	}
+	return active, nil
+}
+
+// resolvedList reads the list a of document d with its placeholders resolved, as Spring
+// does for spring.profiles.active: ${APP_ENV:dev}.
+func resolvedList(d, a Node, o LoadOptions) ([]string, error) {
+	list, err := stringList(a)
+	if err != nil {
+		return nil, err
+	}
+	r := &resolver{root: d, getenv: o.Getenv, budget: 1<<20 + 64*o.InputSize, state: map[*yaml.Node]int{}}
+	var resolved []string
+	for _, p := range list {
+		v, err := r.expand(p, a.Path, a.Line(), 0)
+		if err != nil {
+			return nil, err
+		}
+		resolved = append(resolved, splitList(v)...)
+	}
+	return resolved, nil
 }
 
 // override applies the entries of src over dst: mappings merge, anything else replaces.

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -37,6 +38,55 @@ type Error struct {
 	Line int
 	// Msg says what is wrong.
 	Msg string
+}
+
+// Errors are several errors of one file, in file order (by line); Error gives one per line.
+// errors.As finds each one, errors.Is matches what any of them matches.
+type Errors []error
+
+// Error returns the errors' texts, one per line.
+func (es Errors) Error() string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.Error()
+	}
+	return strings.Join(s, "\n")
+}
+
+// Unwrap returns the errors.
+func (es Errors) Unwrap() []error { return es }
+
+// Join returns nil for no errors, the error itself for one, and the Errors sorted by
+// line (stably; an error without a line keeps its place after those before it) for more.
+// Errors among errs are flattened.
+func Join(errs []error) error {
+	var flat []error
+	for _, e := range errs {
+		if es, ok := e.(Errors); ok {
+			flat = append(flat, es...)
+			continue
+		}
+		if e != nil {
+			flat = append(flat, e)
+		}
+	}
+	switch len(flat) {
+	case 0:
+		return nil
+	case 1:
+		return flat[0]
+	}
+	sort.SliceStable(flat, func(i, j int) bool { return lineOf(flat[i]) < lineOf(flat[j]) })
+	return Errors(flat)
+}
+
+// lineOf is the line of err's *Error, or a line after every other (0 counts as unknown).
+func lineOf(err error) int {
+	var e *Error
+	if errors.As(err, &e) && e.Line > 0 {
+		return e.Line
+	}
+	return int(^uint(0) >> 1)
 }
 
 // Error returns "config: <path> (line <n>): <msg>". A path longer than 160 bytes is

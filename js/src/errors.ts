@@ -14,6 +14,8 @@
  * - `TIMEOUT`: Redis did not answer within the call's deadline.
  * - `REDIS`: Redis answered with an error or the connection failed.
  * - `INTERNAL`: the core module failed (a bug); the module instance is replaced.
+ * - `RESERVATION_DONE`: a reservation was denied, is settled already, or is past its
+ *   deadline (`ErrReservationDone`).
  */
 export type ErrorCode =
   | 'INVALID_CONFIG'
@@ -26,7 +28,8 @@ export type ErrorCode =
   | 'TOO_LARGE'
   | 'TIMEOUT'
   | 'REDIS'
-  | 'INTERNAL';
+  | 'INTERNAL'
+  | 'RESERVATION_DONE';
 
 /** The error every function of the package throws (or rejects with). */
 export class RedstreamError extends Error {

@@ -73,6 +73,7 @@ export {
   type RedisLimiterOptions,
 } from './redis.js';
 export { fingerprint, redisKey } from './keys.js';
+export { MemoryReservation, RedisReservation } from './reserve.js';
 export { ABI_VERSION, Core, Status, instantiate, loadCore, type BloomParams, type RawDecision } from './wasm.js';
 export { scripts, type ScriptSource } from './generated/scripts.js';
 export { schema } from './generated/schema.js';

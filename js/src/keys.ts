@@ -61,7 +61,7 @@ export function prefixOr(p: string | undefined, def: string): string {
 }
 
 /**
- * The canonical form of a limit's parameters (Go's redisbackend.Fingerprint): the algorithm's
+ * The canonical form of a limit's parameters (the fingerprint of Go's redisbackend): the algorithm's
  * name and its core integers joined by '.', e.g. "token-bucket.200000.2000000.10". Every
  * limiter key carries it as its role, so limiters of different specs never share state.
  */

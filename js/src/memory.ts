@@ -2,7 +2,9 @@
 // counterparts of Go's package memory.
 
 import { RedstreamError } from './errors.js';
-import { combine, decision, idle, resolve, step, type Decision, type KeyState, type Limit, type Spec } from './spec.js';
+import { allowKeys, bloomKeys, checkOptions, memoryKeys } from './options.js';
+import { MIN_DEADLINE_US, MemoryReservation } from './reserve.js';
+import { chargeOf, checkSettles, combine, decision, idle, resolve, settleState, step, type Decision, type KeyState, type Limit, type Spec } from './spec.js';
 import { checkCost, elementBytes, keyBytes, systemClock, tableKey, toMicros, type Bytes, type Clock, type Time } from './time.js';
 import { loadCore, type BloomParams, type Core } from './wasm.js';
 
@@ -33,6 +35,7 @@ export interface AllowOptions {
 }
 
 function threshold(o: MemoryOptions): number {
+  checkOptions('memory options', o, memoryKeys);
   const t = o.sweepThreshold ?? DEFAULT_SWEEP_THRESHOLD;
   if (!Number.isSafeInteger(t) || t < 1) {
     throw new RedstreamError('INVALID_CONFIG', `sweepThreshold = ${t}, want an integer of at least 1`);
@@ -122,6 +125,7 @@ export class MemoryLimiter {
    * COST_TOO_LARGE (n above the limit), INVALID_TIME.
    */
   allow(key: Bytes, options: AllowOptions = {}): Decision {
+    checkOptions('allow', options, allowKeys);
     const k = tableKey(key, keyBytes(key));
     const n = options.n ?? 1;
     checkCost(n, this.max);
@@ -133,10 +137,54 @@ export class MemoryLimiter {
       if (s) {
         this.table.map.set(k, next);
       } else {
-        this.table.insert(k, next, (v) => v.every((st, i) => idle(this.limits[i]!, st, now)));
+        this.table.insert(k, next, (v) => v.every((st, i) => idle(this.core, this.limits[i]!, st, now)));
       }
     }
     return decision(steps.length === 1 ? steps[0]!.d : combine(steps.map((x) => x.d)));
+  }
+
+  /**
+   * Reserves a request of cost options.n (the estimate) at options.now, admitted or denied
+   * exactly as {@link allow} would (Go's memory.Limiter.ReserveN): its settle later applies
+   * the actual cost, at the same explicit time or, without one, at the limiter's clock then.
+   * The deadline is the clock now plus the longest period of the limits, and at least a minute.
+   */
+  reserve(key: Bytes, options: AllowOptions = {}): MemoryReservation {
+    checkOptions('reserve', options, allowKeys);
+    checkSettles(this.limits);
+    const k = tableKey(key, keyBytes(key));
+    const n = options.n ?? 1;
+    checkCost(n, this.max);
+    const now = toMicros(options.now ?? this.clock());
+    const s = this.table.map.get(k);
+    const steps = this.limits.map((l, i) => step(this.core, l, s?.[i], now, n));
+    const d = decision(steps.length === 1 ? steps[0]!.d : combine(steps.map((x) => x.d)));
+    if (!steps.every((x) => x.next)) {
+      return new MemoryReservation(d, 0);
+    }
+    const next = steps.map((x) => x.next!);
+    if (s) {
+      this.table.map.set(k, next);
+    } else {
+      this.table.insert(k, next, (v) => v.every((st, i) => idle(this.core, this.limits[i]!, st, now)));
+    }
+    const charges = steps.map((x, i) => chargeOf(this.core, this.limits[i]!, now, n, x.d));
+    const longest = Math.max(...this.limits.map((l) => this.core.limitParams(l.alg, l.params, l.ints.length).period));
+    const deadline = toMicros(this.clock()) + Math.max(longest, MIN_DEADLINE_US);
+    return new MemoryReservation(d, deadline, (actual) => {
+      const clock = toMicros(this.clock());
+      if (clock > deadline) {
+        throw new RedstreamError('RESERVATION_DONE', 'reservation past its deadline');
+      }
+      const at = options.now === undefined ? clock : now;
+      const cur = this.table.map.get(k);
+      const after = this.limits.map((l, i) => settleState(this.core, l, cur?.[i], charges[i]!, at, actual).next);
+      if (cur) {
+        this.table.map.set(k, after);
+      } else if (!after.every((st, i) => idle(this.core, this.limits[i]!, st, at))) {
+        this.table.insert(k, after, (v) => v.every((st, i) => idle(this.core, this.limits[i]!, st, at)));
+      }
+    });
   }
 
   /** Forgets key's state, so its next request sees a new key. */
@@ -405,6 +453,7 @@ export const DEFAULT_DEDUP_WINDOW_MS = 3_600_000;
 
 /** Validates Bloom options with the core and returns the sizing. */
 export function bloomParams(core: Core, o: BloomOptions = {}): BloomParams {
+  checkOptions('Bloom options', o, bloomKeys);
   const fp = o.fpRate ?? DEFAULT_BLOOM_FP_RATE;
   if (Number.isNaN(fp)) {
     throw new RedstreamError('INVALID_CONFIG', 'fpRate is NaN');

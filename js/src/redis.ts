@@ -3,11 +3,13 @@
 // deduplicator here shares its state with a Go one of the same spec, prefix and key.
 
 import { RedstreamError } from './errors.js';
+import { allowKeys, checkOptions, redisDedupKeys, redisLimiterKeys } from './options.js';
 import { schema } from './generated/schema.js';
 import { scripts, type ScriptSource } from './generated/scripts.js';
 import { bloomRole, bloomShardKey, fingerprint, prefixOr, redisKey } from './keys.js';
 import { bloomParams, windowMicros, type AllowOptions, type BloomOptions, type MemoryLimiter } from './memory.js';
-import { combine, resolve, type Algorithm, type Decision, type Limit, type Spec } from './spec.js';
+import { MIN_DEADLINE_US, RedisReservation } from './reserve.js';
+import { chargeOf, checkSettles, combine, resolve, type Algorithm, type Decision, type Limit, type Spec } from './spec.js';
 import { checkCost, elementBytes, keyBytes, toMicros, wire, type Bytes, type Time } from './time.js';
 import { loadCore, type BloomParams, type Core } from './wasm.js';
 
@@ -27,6 +29,11 @@ export interface RedisClient {
 
 /** The default deadline of every call that reaches Redis, in milliseconds. */
 export const DEFAULT_TIMEOUT_MS = 1000;
+
+/** The generated tables keyed by algorithm, as lookups that may miss (checked where read). */
+const singles: Readonly<Record<string, { prefix: string; script: string; ints: number; extra: readonly string[]; viaMulti: boolean } | undefined>> =
+  schema.algorithms;
+const multiCodes: Readonly<Record<string, string | undefined>> = schema.multi.codes;
 
 /** Go's Default*Prefix of each algorithm (redisbackend), from the generated schema. */
 export const defaultPrefixes: Readonly<Record<Algorithm, string>> = Object.fromEntries(
@@ -187,6 +194,9 @@ export class RedisLimiter {
   /** The largest admissible cost: the smallest limit's. */
   readonly max: number;
   private readonly log: Logger | null;
+  /** ARGV of reserve.lua after now and n: the margin, then each limit's code and parameters. */
+  private readonly reserveParams: string[];
+  private readonly longestUs: number;
   private failing = false;
   private failureCount = 0;
 
@@ -200,10 +210,18 @@ export class RedisLimiter {
     /** The limiter is a multi-limit one (even of one limit): Go's NewMultiLimiter keys and script. */
     readonly multi = false,
   ) {
+    checkOptions('Redis limiter options', options, redisLimiterKeys);
     if (limits.length === 0 || (!multi && limits.length !== 1)) {
       throw new RedstreamError('INVALID_CONFIG', multi ? 'no limits' : 'one limit, or a multi-limit limiter');
     }
-    const single = schema.algorithms[limits[0]!.algorithm];
+    for (const l of limits) {
+      // The generated tables are checked where they are read: an algorithm of the registry
+      // they lack (a stale generation) is refused here, never an undefined row later.
+      if (singles[l.algorithm] === undefined || multiCodes[l.algorithm] === undefined) {
+        throw new RedstreamError('INVALID_CONFIG', `${l.algorithm}: no Redis layout for this algorithm (regenerate js/src/generated)`);
+      }
+    }
+    const single = singles[limits[0]!.algorithm]!;
     this.keyPrefix = prefixOr(options.keyPrefix, multi ? schema.multi.prefix : single.prefix);
     this.max = Math.min(...limits.map((l) => l.max));
     const margin = options.expiryMarginMs ?? schema.defaultMarginUs / 1000;
@@ -212,8 +230,8 @@ export class RedisLimiter {
     }
     const ms = margin === 0 ? schema.defaultMarginUs / 1000 : Math.ceil(margin);
     for (const l of limits) {
-      if (l.ints.length !== schema.algorithms[l.algorithm].ints || l.ints.length > schema.multi.params) {
-        throw new RedstreamError('INTERNAL', `${l.algorithm}: ${l.ints.length} parameters, the schema has ${schema.algorithms[l.algorithm].ints}`);
+      if (l.ints.length !== singles[l.algorithm]!.ints || l.ints.length > schema.multi.params) {
+        throw new RedstreamError('INTERNAL', `${l.algorithm}: ${l.ints.length} parameters, the schema has ${singles[l.algorithm]!.ints}`);
       }
     }
     if (multi) {
@@ -221,16 +239,30 @@ export class RedisLimiter {
       for (const l of limits) {
         const ps = l.ints.map(String);
         while (ps.length < schema.multi.params) ps.push('0');
-        this.params.push(schema.multi.codes[l.algorithm], ...ps);
+        this.params.push(multiCodes[l.algorithm]!, ...ps);
       }
       this.roles = limits.map((l, i) => `m${i}.${fingerprint(l)}`);
       this.script = schema.multi.script;
+    } else if (single.viaMulti) {
+      // An algorithm without a single-limit script of its own: multi.lua with one limit.
+      const ps = limits[0]!.ints.map(String);
+      while (ps.length < schema.multi.params) ps.push('0');
+      this.params = [String(ms), multiCodes[limits[0]!.algorithm]!, ...ps];
+      this.roles = [fingerprint(limits[0]!)];
+      this.script = single.script;
     } else {
       this.params = [...limits[0]!.ints.map(String), String(ms), ...single.extra];
       this.roles = [fingerprint(limits[0]!)];
       this.script = single.script;
     }
     this.run = script(client, this.script);
+    this.reserveParams = [String(ms)];
+    for (const l of limits) {
+      const ps = l.ints.map(String);
+      while (ps.length < schema.multi.params) ps.push('0');
+      this.reserveParams.push(multiCodes[l.algorithm]!, ...ps);
+    }
+    this.longestUs = Math.max(...limits.map((l) => core.limitParams(l.alg, l.params, l.ints.length).period));
     this.timeout = timeoutOf(options.timeoutMs);
     this.policy = options.failurePolicy ?? 'fail-closed';
     this.log = options.logger === undefined ? console : options.logger;
@@ -260,6 +292,7 @@ export class RedisLimiter {
 
   /** The script, keys and ARGV of one decision (what {@link allow} sends). */
   command(key: Bytes, options: AllowOptions = {}): ScriptCall {
+    checkOptions('allow', options, allowKeys);
     const kb = keyBytes(key);
     const n = options.n ?? 1;
     checkCost(n, this.max);
@@ -299,6 +332,49 @@ export class RedisLimiter {
       delay: r[6 * i + 5]!,
     }));
     return ds.length === 1 ? ds[0]! : combine(ds);
+  }
+
+  /**
+   * Reserves a request of cost options.n (the estimate) for key at options.now (default: the
+   * server's TIME), admitted or denied exactly as {@link allow} would, in one round trip
+   * (reserve.lua; Go's redisbackend.Limiter.ReserveN, on the same keys): its settle later
+   * applies the actual cost in one more (settle.lua), at the same explicit time or at the
+   * server's TIME then. The deadline is this process's clock now plus the longest period of
+   * the limits, and at least a minute. No failure policy applies: a Redis failure rejects.
+   */
+  async reserve(key: Bytes, options: AllowOptions = {}): Promise<RedisReservation> {
+    checkOptions('reserve', options, allowKeys);
+    checkSettles(this.limits);
+    const kb = keyBytes(key);
+    const n = options.n ?? 1;
+    checkCost(n, this.max);
+    checkSize('key', kb.length + this.keyPrefix.length);
+    const now = options.now === undefined ? '' : String(toMicros(options.now));
+    const keys = this.keys(key);
+    const k = this.limits.length;
+    const start = Date.now();
+    const r = ints('reserve', await deadline('reserve', this.timeout, script(this.client, 'reserve')(keys, [now, String(n), ...this.reserveParams])), 6 * k + 1);
+    const at = r[6 * k]!;
+    const ds = this.limits.map((_, i) => ({
+      allowed: r[6 * i] === 1,
+      limit: r[6 * i + 1]!,
+      remaining: Math.max(r[6 * i + 2]!, 0),
+      retryAfter: r[6 * i + 3]!,
+      resetAfter: r[6 * i + 4]!,
+      delay: r[6 * i + 5]!,
+    }));
+    const d = ds.length === 1 ? ds[0]! : combine(ds);
+    if (!d.allowed) {
+      return new RedisReservation(d, 0);
+    }
+    const charges = this.limits.map((l, i) => chargeOf(this.core, l, at, n, ds[i]!));
+    return new RedisReservation(d, start + Math.max(this.longestUs, MIN_DEADLINE_US) / 1000, async (actual) => {
+      const args = [now, String(actual), this.reserveParams[0]!];
+      for (let i = 0; i < k; i++) {
+        args.push(...this.reserveParams.slice(1 + 4 * i, 5 + 4 * i), String(charges[i]!.at), String(charges[i]!.n));
+      }
+      ints('settle', await deadline('settle', this.timeout, script(this.client, 'settle')(keys, args)), k);
+    });
   }
 
   /** Redis failures of decisions so far, and whether the last decision that reached Redis failed. */
@@ -372,6 +448,7 @@ abstract class RedisDedupBase {
     readonly name: string,
     options: RedisDedupOptions,
   ) {
+    checkOptions('Redis deduplicator options', options, extraDedupKeys(new.target));
     if (typeof name !== 'string' || name === '') {
       throw new RedstreamError('INVALID_CONFIG', 'empty deduplicator name');
     }
@@ -389,6 +466,11 @@ abstract class RedisDedupBase {
     checkSize('element', b.length);
     return b.length > 0;
   }
+}
+
+// extraDedupKeys returns the option names a deduplicator class takes.
+function extraDedupKeys(cls: unknown): readonly string[] {
+  return cls === RedisSetDeduplicator ? [...redisDedupKeys, 'setTtlMs'] : redisDedupKeys;
 }
 
 /** The exact deduplicator on a Redis set (Go's redisbackend.SetDeduplicator). */

@@ -1,11 +1,18 @@
 import { RedstreamError } from './errors.js';
-import type { Core, RawDecision } from './wasm.js';
+import { registry } from './generated/algorithms.js';
+import type { Core, LimitParams, RawDecision } from './wasm.js';
 
 /** A rate-limiting algorithm, named as in redstream's configuration files and Go's redstream.Algorithm. */
-export type Algorithm = 'token-bucket' | 'leaky-bucket' | 'sliding' | 'sliding-counter' | 'fixed';
+export type Algorithm = (typeof registry)[number]['name'];
 
-/** Every algorithm, in Go's order (redstream.Algorithms). */
-export const algorithms: readonly Algorithm[] = ['token-bucket', 'leaky-bucket', 'sliding', 'sliding-counter', 'fixed'];
+/** Every algorithm, in Go's order (redstream.Algorithms, the rows of core's registry). */
+export const algorithms: readonly Algorithm[] = registry.map((r) => r.name);
+
+/** The registry row of algorithm a and its index (the alg argument of the core module's limit exports), or undefined. */
+function rowOf(a: unknown): { alg: number; shape: 'bucket' | 'window'; words: number } | undefined {
+  const alg = registry.findIndex((r) => r.name === a);
+  return alg < 0 ? undefined : { alg, shape: registry[alg]!.shape, words: registry[alg]!.words };
+}
 
 /**
  * A limiter in user-facing units, as Go's redstream.Spec. The buckets use `capacity` and
@@ -72,6 +79,12 @@ export interface Decision {
 export interface Limit {
   readonly spec: Spec;
   readonly algorithm: Algorithm;
+  /** The algorithm's index in Go's core.Algorithms (src/generated/algorithms.ts). */
+  readonly alg: number;
+  /** The state words the algorithm uses (Go's core.Algorithm.Words); 0: its state is a log. */
+  readonly words: number;
+  /** The parameters the core module's limit exports take. */
+  readonly params: LimitParams;
   /** Go's core.Limit.Ints(): interval, tolerance and burst (µs, µs, count) for the buckets; window (µs) and limit for the windows. */
   readonly ints: readonly number[];
   /** The largest admissible cost. */
@@ -99,124 +112,116 @@ function configError(spec: Spec, e: unknown): never {
 
 /** describe returns the spec as Go's Spec.String does, e.g. "token-bucket(capacity=10, rate=5/s)". */
 export function describe(spec: Spec): string {
-  if (spec.algorithm === 'token-bucket' || spec.algorithm === 'leaky-bucket') {
-    return `${spec.algorithm}(capacity=${spec.capacity}, rate=${spec.rate}/s)`;
+  switch (rowOf(spec.algorithm)?.shape) {
+    case 'bucket':
+      return `${spec.algorithm}(capacity=${spec.capacity}, rate=${spec.rate}/s)`;
+    case 'window':
+      return `${spec.algorithm}(window=${spec.windowMs}ms, limit=${spec.limit})`;
   }
-  return `${spec.algorithm}(window=${spec.windowMs}ms, limit=${spec.limit})`;
+  return `${JSON.stringify(spec.algorithm)}(capacity=${spec.capacity}, rate=${spec.rate}/s, window=${spec.windowMs}ms, limit=${spec.limit})`;
 }
 
 /**
- * Validates spec with the core module and returns it in core units (Go's Spec.Core). The
- * bucket integers are read off the module's own conversion, so they are Go's bit for bit.
+ * Validates spec with the core module and returns it in core units (Go's Spec.Core): the
+ * fields of the algorithm's shape, converted by the module itself, so they are Go's bit for
+ * bit. An algorithm of no row of the registry is INVALID_CONFIG.
  */
 export function resolve(core: Core, spec: Spec): Limit {
   if (spec === null || typeof spec !== 'object') {
     throw new RedstreamError('INVALID_CONFIG', `spec is ${spec === null ? 'null' : typeof spec}, want an object`);
   }
   const a = spec.algorithm;
+  const row = rowOf(a);
+  if (row === undefined) {
+    throw new RedstreamError('INVALID_CONFIG', `unknown algorithm ${JSON.stringify(a)}`);
+  }
   try {
-    switch (a) {
-      case 'token-bucket':
-      case 'leaky-bucket': {
-        const capacity = need(spec, 'capacity');
-        const rate = need(spec, 'rate');
-        // A new key at time 0 admits one token and stores TAT = interval; a key whose TAT is
-        // 2^52 is denied at time 0 with retry-after 2^52 + interval - tolerance.
-        const first = core.tokenBucketStep(capacity, rate, 0, 0, 1);
-        const interval = first.tat;
-        const denied = core.tokenBucketStep(capacity, rate, P52, 0, 1);
-        const tolerance = P52 + interval - denied.retryAfter;
-        const burst = first.limit;
-        return { spec, algorithm: a, ints: [interval, tolerance, burst], max: burst, windowUs: interval };
+    let params: LimitParams;
+    if (row.shape === 'bucket') {
+      params = { capacity: need(spec, 'capacity'), rate: need(spec, 'rate'), windowUs: 0, limit: 0 };
+    } else {
+      const ms = need(spec, 'windowMs');
+      const limit = need(spec, 'limit');
+      const w = Math.round(ms * 1000);
+      if (!Number.isFinite(ms) || !Number.isSafeInteger(w) || w < 1) {
+        throw new RedstreamError('INVALID_CONFIG', `windowMs = ${ms}, want at least 0.001 (1 µs)`);
       }
-      case 'sliding':
-      case 'sliding-counter':
-      case 'fixed': {
-        const ms = need(spec, 'windowMs');
-        const limit = need(spec, 'limit');
-        const w = Math.round(ms * 1000);
-        if (!Number.isFinite(ms) || !Number.isSafeInteger(w) || w < 1) {
-          throw new RedstreamError('INVALID_CONFIG', `windowMs = ${ms}, want at least 0.001 (1 µs)`);
-        }
-        if (!Number.isSafeInteger(limit)) {
-          throw new RedstreamError('INVALID_CONFIG', `limit = ${limit}, want an integer`);
-        }
-        if (a === 'sliding') {
-          core.slidingLogStep(w, limit, new BigInt64Array(0), 0, 1);
-        } else if (a === 'sliding-counter') {
-          core.slidingCounterStep(w, limit, 0, 0, 0, 0, 1);
-        } else {
-          core.fixedWindowStep(w, limit, 0, 0, 0, 1);
-        }
-        return { spec, algorithm: a, ints: [w, limit], max: limit, windowUs: w };
+      if (!Number.isSafeInteger(limit)) {
+        throw new RedstreamError('INVALID_CONFIG', `limit = ${limit}, want an integer`);
       }
+      params = { capacity: 0, rate: 0, windowUs: w, limit };
     }
+    const { ints, max } = core.limitParams(row.alg, params, row.shape === 'bucket' ? 3 : 2);
+    return { spec, algorithm: a, alg: row.alg, words: row.words, params, ints, max, windowUs: ints[0]! };
   } catch (e) {
     configError(spec, e);
   }
-  throw new RedstreamError('INVALID_CONFIG', `unknown algorithm ${JSON.stringify(a)}`);
 }
 
-/** The state of one key of an in-process limiter. */
-export type KeyState = { tat: number } | { start: number; count: number; prev: number } | { log: BigInt64Array };
+/** The state of one key of an in-process limiter: the state words, or a log (timestamps, oldest first). */
+export type KeyState = { words: readonly [number, number, number] } | { log: BigInt64Array };
+
+const noWords = [0, 0, 0] as const;
+const noLog = new BigInt64Array(0);
+
+function wordsOf(s: KeyState | undefined): readonly number[] {
+  return s !== undefined && 'words' in s ? s.words : noWords;
+}
+
+function logOf(s: KeyState | undefined): BigInt64Array {
+  return s !== undefined && 'log' in s ? s.log : noLog;
+}
 
 /** Decides a request for a key in state s (undefined for a new key); returns the decision and, when admitted, the new state. */
 export function step(core: Core, l: Limit, s: KeyState | undefined, now: number, n: number): { d: RawDecision; next?: KeyState } {
-  const [a, b] = l.ints as [number, number];
-  switch (l.algorithm) {
-    case 'token-bucket':
-    case 'leaky-bucket': {
-      const tat = s ? (s as { tat: number }).tat : 0;
-      const { capacity, rate } = l.spec as { capacity: number; rate: number };
-      const r = l.algorithm === 'token-bucket' ? core.tokenBucketStep(capacity, rate, tat, now, n) : core.leakyBucketStep(capacity, rate, tat, now, n);
-      return { d: r, next: r.allowed ? { tat: r.tat } : undefined };
-    }
-    case 'fixed':
-    case 'sliding-counter': {
-      const w = (s as { start: number; count: number; prev: number } | undefined) ?? { start: 0, count: 0, prev: 0 };
-      if (l.algorithm === 'fixed') {
-        const r = core.fixedWindowStep(a, b, w.start, w.count, now, n);
-        return { d: r, next: r.allowed ? { start: r.start, count: r.count, prev: 0 } : undefined };
-      }
-      const r = core.slidingCounterStep(a, b, w.start, w.count, w.prev, now, n);
-      return { d: r, next: r.allowed ? { start: r.start, count: r.count, prev: r.prev } : undefined };
-    }
-    case 'sliding': {
-      const log = s ? (s as { log: BigInt64Array }).log : new BigInt64Array(0);
-      const r = core.slidingLogStep(a, b, log, now, n);
-      if (!r.allowed) {
-        return { d: r };
-      }
-      const kept = log.length - r.pruned;
-      const next = new BigInt64Array(kept + r.appended);
-      next.set(log.subarray(r.pruned));
-      next.fill(BigInt(r.at), kept);
-      return { d: r, next: { log: next } };
+  const log = logOf(s);
+  const r = core.limitStep(l.alg, l.params, wordsOf(s), log, now, n);
+  if (!r.allowed) {
+    return { d: r };
+  }
+  if (l.words > 0) {
+    return { d: r, next: { words: r.next } };
+  }
+  const [pruned, appended, at] = r.next;
+  const kept = log.length - pruned;
+  const next = new BigInt64Array(kept + appended);
+  next.set(log.subarray(pruned));
+  next.fill(BigInt(at), kept);
+  return { d: r, next: { log: next } };
+}
+
+/** What a reservation took from one limit (Go's core.Charge): n units at the charge point at. */
+export interface Charge {
+  readonly at: number;
+  readonly n: number;
+}
+
+/** Go's core.Limit.ChargeOf: the charge of a request of cost n admitted at now with the decision d. */
+/**
+ * Throws INVALID_CONFIG when a limit's algorithm does not settle reservations (Go's
+ * core.Algorithm.Settles): a concurrency limit gives its units back by releasing a lease.
+ */
+export function checkSettles(limits: readonly Limit[]): void {
+  for (const l of limits) {
+    if (!registry[l.alg]!.settles) {
+      throw new RedstreamError('INVALID_CONFIG', `algorithm ${JSON.stringify(l.algorithm)} does not settle reservations (a concurrency limit releases leases instead)`);
     }
   }
 }
 
+export function chargeOf(core: Core, l: Limit, now: number, n: number, d: RawDecision): Charge {
+  return core.limitCharge(l.alg, l.params, now, n, d);
+}
+
+/** Go's core.Limit.SettleState: the state after settling charge c at now with the actual cost, and the change applied. */
+export function settleState(core: Core, l: Limit, s: KeyState | undefined, c: Charge, now: number, actual: number): { change: number; next: KeyState } {
+  const r = core.limitSettle(l.alg, l.params, l.max, l.words === 0, wordsOf(s), logOf(s), c.at, c.n, now, actual);
+  return { change: r.change, next: l.words > 0 ? { words: r.words } : { log: r.log } };
+}
+
 /** Go's core IdleState: whether a key in state s is back to its initial state at now, so the table may forget it. */
-export function idle(l: Limit, s: KeyState, now: number): boolean {
-  const w = l.ints[0]!;
-  switch (l.algorithm) {
-    case 'token-bucket':
-    case 'leaky-bucket':
-      return (s as { tat: number }).tat <= now;
-    case 'fixed': {
-      const x = s as { start: number; count: number };
-      return x.count === 0 || x.start + w <= now;
-    }
-    case 'sliding-counter': {
-      const x = s as { start: number; count: number; prev: number };
-      const resetAt = x.count > 0 ? x.start + 2 * w : x.prev > 0 ? x.start + w : x.start;
-      return resetAt <= now;
-    }
-    case 'sliding': {
-      const log = (s as { log: BigInt64Array }).log;
-      return log.length === 0 || Number(log[log.length - 1]) <= now - w;
-    }
-  }
+export function idle(core: Core, l: Limit, s: KeyState, now: number): boolean {
+  return core.limitIdle(l.alg, l.params, wordsOf(s), logOf(s), now);
 }
 
 /** Returns the public decision of a raw one. */

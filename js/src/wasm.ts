@@ -25,8 +25,16 @@ declare const WebAssembly: {
   Instance: new (m: CoreModule, imports: object) => { exports: Record<string, unknown> };
 };
 
+/** The parameters of a limit as the limit exports take them (Go's core.Params): those of the other shape are 0. */
+export interface LimitParams {
+  readonly capacity: number;
+  readonly rate: number;
+  readonly windowUs: number;
+  readonly limit: number;
+}
+
 /** The ABI version this package speaks. */
-export const ABI_VERSION = 1;
+export const ABI_VERSION = 2;
 
 /** The core module's status codes (wasmcore/ABI.md). */
 export const Status = Object.freeze({
@@ -257,44 +265,73 @@ export class Core {
     };
   }
 
-  /** Token bucket step: the decision and the TAT to store. */
-  tokenBucketStep(capacity: number, rate: number, tat: number, now: number, n: number): RawDecision & { tat: number } {
-    this.run('redstream_token_bucket_step', capacity, rate, i64(tat), i64(now), i64(n));
-    return { ...this.decision(), tat: this.num(6) };
+  /**
+   * redstream_limit_params: the limit of algorithm alg (its index in Go's core.Algorithms,
+   * src/generated/algorithms.ts) with parameters p, validated by the module as Go's
+   * core.Algorithm.New does: its Ints (as many as its shape has), Max and Period.
+   */
+  limitParams(alg: number, p: LimitParams, nInts: number): { ints: number[]; max: number; period: number } {
+    this.run('redstream_limit_params', alg, p.capacity, p.rate, i64(p.windowUs), i64(p.limit));
+    const ints = [this.num(0), this.num(1), this.num(2)].slice(0, nInts);
+    return { ints, max: this.num(3), period: this.num(4) };
   }
 
-  /** Leaky bucket step: the decision (with delay) and the TAT to store. */
-  leakyBucketStep(capacity: number, rate: number, tat: number, now: number, n: number): RawDecision & { tat: number } {
-    this.run('redstream_leaky_bucket_step', capacity, rate, i64(tat), i64(now), i64(n));
-    return { ...this.decision(), tat: this.num(6) };
+  /**
+   * redstream_limit_step: Go's core.Limit.CheckState for a key whose state is words (or, for
+   * a log algorithm, log: timestamps, oldest first): the decision and the three words of
+   * what to store when admitted (a log algorithm's: entries to drop, to append, and at).
+   */
+  limitStep(alg: number, p: LimitParams, words: readonly number[], log: BigInt64Array, now: number, n: number): RawDecision & { next: [number, number, number] } {
+    this.putLog(log);
+    this.run('redstream_limit_step', alg, p.capacity, p.rate, i64(p.windowUs), i64(p.limit), i64(words[0]!), i64(words[1]!), i64(words[2]!), log.length, i64(now), i64(n));
+    return { ...this.decision(), next: [this.num(6), this.num(7), this.num(8)] };
   }
 
-  /** Fixed window step. */
-  fixedWindowStep(window: number, limit: number, start: number, count: number, now: number, n: number): RawDecision & { start: number; count: number } {
-    this.run('redstream_fixed_window_step', i64(window), i64(limit), i64(start), i64(count), i64(now), i64(n));
-    return { ...this.decision(), start: this.num(6), count: this.num(7) };
+  /** redstream_limit_idle: Go's core.Limit.IdleState, whether the key's state is back to its initial one at now. */
+  limitIdle(alg: number, p: LimitParams, words: readonly number[], log: BigInt64Array, now: number): boolean {
+    this.putLog(log);
+    this.run('redstream_limit_idle', alg, p.capacity, p.rate, i64(p.windowUs), i64(p.limit), i64(words[0]!), i64(words[1]!), i64(words[2]!), log.length, i64(now));
+    return this.slot(0) === 1n;
   }
 
-  /** Sliding window counter step. */
-  slidingCounterStep(
-    window: number,
-    limit: number,
-    start: number,
-    count: number,
-    prev: number,
-    now: number,
-    n: number,
-  ): RawDecision & { start: number; count: number; prev: number } {
-    this.run('redstream_sliding_counter_step', i64(window), i64(limit), i64(start), i64(count), i64(prev), i64(now), i64(n));
-    return { ...this.decision(), start: this.num(6), count: this.num(7), prev: this.num(8) };
+  /**
+   * redstream_limit_charge: Go's core.Limit.ChargeOf, what a request of cost n admitted at
+   * now with the decision d took from the limit: the charge point at and n (0, 0 when denied).
+   */
+  limitCharge(alg: number, p: LimitParams, now: number, n: number, d: RawDecision): { at: number; n: number } {
+    this.run('redstream_limit_charge', alg, p.capacity, p.rate, i64(p.windowUs), i64(p.limit), i64(now), i64(n), d.allowed ? 1 : 0,
+      i64(d.limit), i64(d.remaining), i64(d.retryAfter), i64(d.resetAfter), i64(d.delay));
+    return { at: this.num(0), n: this.num(1) };
   }
 
-  /** Sliding window log step on log (timestamps, oldest first); returns the change to apply. */
-  slidingLogStep(window: number, limit: number, log: BigInt64Array, now: number, n: number): RawDecision & { pruned: number; appended: number; at: number } {
-    const buf = this.buffer(8 * log.length);
-    buf.set(new Uint8Array(log.buffer, log.byteOffset, 8 * log.length));
-    this.run('redstream_sliding_log_step', i64(window), i64(limit), log.length, i64(now), i64(n));
-    return { ...this.decision(), pruned: this.num(6), appended: this.num(7), at: this.num(8) };
+  /**
+   * redstream_limit_settle: Go's core.Limit.SettleState of the charge (at, charged) at now
+   * with the actual cost, on a key whose state is words (or log, for a log algorithm, whose
+   * limit admits max): the change applied (units; negative a refund) and the state to store.
+   */
+  limitSettle(alg: number, p: LimitParams, max: number, isLog: boolean, words: readonly number[], log: BigInt64Array,
+    at: number, charged: number, now: number, actual: number): { change: number; words: [number, number, number]; log: BigInt64Array } {
+    const room = isLog ? Math.max(log.length, max) : log.length;
+    if (room > 0) {
+      const b = this.buffer(8 * room);
+      b.fill(0);
+      b.set(new Uint8Array(log.buffer, log.byteOffset, 8 * log.length));
+    }
+    this.run('redstream_limit_settle', alg, p.capacity, p.rate, i64(p.windowUs), i64(p.limit), i64(words[0]!), i64(words[1]!), i64(words[2]!),
+      log.length, i64(at), i64(charged), i64(now), i64(actual));
+    const n = this.num(4);
+    const out = new BigInt64Array(n);
+    if (isLog && n > 0) {
+      const b = this.buffer(8 * room);
+      out.set(new BigInt64Array(b.slice(0, 8 * n).buffer));
+    }
+    return { change: this.num(0), words: [this.num(1), this.num(2), this.num(3)], log: out };
+  }
+
+  private putLog(log: BigInt64Array): void {
+    if (log.length > 0) {
+      this.buffer(8 * log.length).set(new Uint8Array(log.buffer, log.byteOffset, 8 * log.length));
+    }
   }
 
   /** Windowed dedup check at max(high, now): whether a duplicate, and the effective time. */

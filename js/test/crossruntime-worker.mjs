@@ -72,11 +72,26 @@ await Promise.all(prepared.map(async ({ task, l, d }) => {
   if (l) {
     let admitted = 0;
     let denied = 0;
-    await pool(Array.from({ length: task.attempts }, () => async () => {
-      const dec = await l.allow(task.keyHex ? Buffer.from(task.keyHex, 'hex') : task.key, task.now ? { now: task.now } : {});
+    let used = 0;
+    const key = task.keyHex ? Buffer.from(task.keyHex, 'hex') : task.key;
+    const at = task.now ? { now: task.now } : {};
+    await pool(Array.from({ length: task.attempts }, (_, i) => async () => {
+      if (task.reserve) {
+        // A reservation of 3 settled at (i+1) % 4, as the Go side settles its attempts.
+        const res = await l.reserve(key, { ...at, n: 3 });
+        if (!res.decision.allowed) {
+          denied++;
+          return;
+        }
+        await res.settle((i + 1) % 4);
+        admitted++;
+        used += (i + 1) % 4;
+        return;
+      }
+      const dec = await l.allow(key, at);
       if (dec.allowed) admitted++; else denied++;
     }), 8);
-    results[task.id] = { admitted, denied };
+    results[task.id] = { admitted, denied, used };
   } else {
     const first = [];
     await pool(shuffle(task.elements, task.seed).map((e) => async () => {

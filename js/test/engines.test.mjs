@@ -23,15 +23,16 @@ import {
   RedstreamError,
   tokenBucket,
 } from '../dist/index.js';
+import { registry } from '../dist/generated/algorithms.js';
 import { rng, startRedis } from './helpers.mjs';
 
-const specsOf = {
-  'token-bucket': [{ algorithm: 'token-bucket', capacity: 5, rate: 2 }, { algorithm: 'token-bucket', capacity: 2.5, rate: 0.7 }],
-  'leaky-bucket': [{ algorithm: 'leaky-bucket', capacity: 4, rate: 3 }],
-  sliding: [{ algorithm: 'sliding', windowMs: 1000, limit: 5 }, { algorithm: 'sliding', windowMs: 333.333, limit: 3 }],
-  'sliding-counter': [{ algorithm: 'sliding-counter', windowMs: 1000, limit: 6 }],
-  fixed: [{ algorithm: 'fixed', windowMs: 500, limit: 4 }],
+// Two specs per algorithm, by its parameter shape (the registry's, src/generated/algorithms.ts),
+// so that every algorithm of Go's registry is checked with no table of its own here.
+const specsByShape = {
+  bucket: [{ capacity: 5, rate: 2 }, { capacity: 2.5, rate: 0.7 }],
+  window: [{ windowMs: 1000, limit: 5 }, { windowMs: 333.333, limit: 3 }],
 };
+const specsOf = Object.fromEntries(registry.map((r) => [r.name, specsByShape[r.shape].map((p) => ({ algorithm: r.name, ...p }))]));
 
 const t0 = 1767225600000000;
 
@@ -66,7 +67,7 @@ test('Redis multi-limit limiter decides as the in-process one', async (t) => {
   const r = await startRedis(t);
   if (!r) return;
   const client = r.client();
-  const specs = [specsOf['token-bucket'][0], specsOf.sliding[0], specsOf.fixed[0], specsOf['leaky-bucket'][0]];
+  const specs = registry.map((r) => specsOf[r.name][0]); // one limit of every algorithm
   const mem = await createMultiLimiter(specs);
   const red = await createRedisMultiLimiter(client, specs, { keyPrefix: 'conf:multi' });
   const rand = rng(99);
@@ -77,7 +78,7 @@ test('Redis multi-limit limiter decides as the in-process one', async (t) => {
     const n = 1 + rand(2);
     assert.deepEqual(await red.allow(key, { n, now }), mem.allow(key, { n, now }), `step ${i}`);
   }
-  await assert.rejects(red.allow('k', { n: 5 }), (e) => e.code === 'COST_TOO_LARGE');
+  await assert.rejects(red.allow('k', { n: 6 }), (e) => e.code === 'COST_TOO_LARGE');
 });
 
 test('Redis deduplicators decide as the in-process ones', async (t) => {
@@ -279,4 +280,24 @@ test('loading the module prints no warning (no experimental feature)', () => {
   });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stderr, '', 'stderr must be empty');
+});
+
+test('an algorithm of the registry that a generated table lacks is refused at construction', async () => {
+  const { schema } = await import('../dist/generated/schema.js');
+  const fake = { defineCommand(name) { this[name] = async () => [1, 1, 0, 0, 0, 0]; } };
+  const spec = { algorithm: 'fixed', windowMs: 1000, limit: 3 };
+  for (const a of algorithms) {
+    assert.ok(schema.algorithms[a] && schema.multi.codes[a], `the generated schema has ${a}`);
+  }
+  for (const table of [schema.algorithms, schema.multi.codes]) {
+    const row = table.fixed;
+    delete table.fixed;
+    try {
+      await assert.rejects(createRedisLimiter(fake, spec), (e) => e instanceof RedstreamError && e.code === 'INVALID_CONFIG' && /no Redis layout/.test(e.message));
+      await assert.rejects(createRedisMultiLimiter(fake, [spec, tokenBucket(3, 1)]), (e) => e instanceof RedstreamError && e.code === 'INVALID_CONFIG');
+    } finally {
+      table.fixed = row;
+    }
+  }
+  await createRedisLimiter(fake, spec);
 });

@@ -26,4 +26,11 @@ console.log([0, 0, 0].map(() => l.allow('k', { now: 1767225600000000 }).allowed)
   const r = spawnSync(process.execPath, ['main.mjs'], { cwd: join(dir, 'app'), encoding: 'utf8' });
   assert.equal(r.stderr, '');
   assert.equal(r.stdout, 'true true false\n');
+  // CommonJS: require of the ES module (Node.js 20.19+), with nothing on stderr.
+  writeFileSync(join(dir, 'app', 'main.cjs'), `const { createLimiter, tokenBucket } = require('@redstream-go/redstream');
+createLimiter(tokenBucket(2, 1)).then((l) => console.log([0, 0, 0].map(() => l.allow('k', { now: 1767225600000000 }).allowed).join(' ')));
+`);
+  const c = spawnSync(process.execPath, ['main.cjs'], { cwd: join(dir, 'app'), encoding: 'utf8' });
+  assert.equal(c.stderr, '');
+  assert.equal(c.stdout, 'true true false\n');
 });

@@ -13,7 +13,7 @@ const toHex = (u8) => Array.from(u8, (b) => b.toString(16).padStart(2, '0')).joi
 const convert = (type, s) => (type === 'i64' ? BigInt(s) : type === 'i32' ? Number(s) | 0 : Number(s));
 
 test('shared core vectors', async () => {
-  assert.equal(file.abi_version, 1);
+  assert.equal(file.abi_version, 2);
   const core = await loadCore();
   const exportsByName = new Map(file.exports.map((e) => [e.name, e]));
   let passed = 0;

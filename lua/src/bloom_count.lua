@@ -8,6 +8,7 @@
 -- Reply: {X, bytes}: X the number of set bits (BITCOUNT), bytes the string's length (STRLEN)
 -- Errors: 'ERR bloom_count: foreign state: key ...' for a key that is not a string.
 
+--@readonly
 --@include lib/math.lua
 --@include lib/guard.lua
 local function count(key) return {redis.call('BITCOUNT', key), redis.call('STRLEN', key)} end

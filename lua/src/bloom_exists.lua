@@ -10,6 +10,7 @@
 -- Errors: 'ERR bloom_exists: ...' for malformed arguments; 'ERR bloom_exists: foreign state:
 --         key ...' for a key that is not a string (lib/guard.lua).
 
+--@readonly
 --@include lib/bloom_args.lua
 --@include lib/math.lua
 --@include lib/guard.lua

@@ -13,6 +13,7 @@
 -- Errors: 'ERR dedup_window_check: ...' for malformed arguments; 'ERR dedup_window_check:
 --         foreign state: key ...' for a key of another type or a mark that is not a time.
 
+--@readonly
 --@include lib/prelude.lua
 --@include lib/math.lua
 --@include lib/guard.lua

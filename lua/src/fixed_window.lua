@@ -26,5 +26,5 @@
 --@include algo/fixed_window.lua
 
 -- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
-local decide, a1, a2, a3, a4 = fixedwindow, window, limit, nil, nil
+local decide, a1, a2, a3, a4 = fixed_window, window, limit, nil, nil
 --@include lib/single.lua

@@ -9,10 +9,11 @@
 -- ARGV[1]  now: µs since the Unix epoch in [0, MAX_TIME], or '' to read the server's TIME
 -- ARGV[2]  cost n, in [1, min of the limits]
 -- ARGV[3]  expiry margin (ms), as in the single scripts
--- ARGV[4*i .. 4*i+3]  limit i: an algorithm code and three parameters
---          'tb' T tau burst    token bucket       'lb' T tau burst   leaky bucket
---          'sl' W L 0          sliding log        'sc' W L 0         sliding counter
---          'fw' W L 0          fixed window
+-- ARGV[4*i .. 4*i+3]  limit i: an algorithm's code (core.Algorithm.Code) and three
+--          parameters, its Ints padded with '0': 'tb' T tau burst (token bucket), 'lb' T tau
+--          burst (leaky bucket), 'sl' W L 0 (sliding log), 'sc' W L 0 (sliding counter),
+--          'fw' W L 0 (fixed window); the dispatch over every algorithm of core's registry
+--          is generated (--@algorithms)
 --
 -- Reply: 6 integers per limit, in KEYS order:
 --        allowed (1|0), limit, remaining, retry_after (µs), reset_after (µs), delay (µs)
@@ -28,21 +29,15 @@ end
 --@include lib/quo.lua
 --@include lib/ceildiv.lua
 --@include lib/expire.lua
---@include algo/gcra.lua
---@include algo/sliding_log.lua
---@include algo/fixed_window.lua
---@include algo/sliding_counter.lua
 --@include lib/decided.lua
+--@algorithms
 
 -- Every limit is checked before any is decided: a malformed limit fails the call whole.
--- (Comparisons rather than a table of the codes: a table constructor allocates on every
--- call of the script.)
 for i = 1, #KEYS do
   local a = 4 * i
-  local alg, limit = ARGV[a], tonumber(ARGV[a + 2])
-  local bucket = alg == 'tb' or alg == 'lb'
-  if bucket then limit = tonumber(ARGV[a + 3]) end
-  if not bucket and alg ~= 'sl' and alg ~= 'sc' and alg ~= 'fw' then return redis.error_reply('ERR multi: unknown algorithm') end
+  local alg = ARGV[a]
+  local known, limit = algorithm_limit(alg, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
+  if not known then return redis.error_reply('ERR multi: unknown algorithm') end
   if not limit or n > limit then return redis.error_reply('ERR multi: cost out of range') end
 end
 
@@ -51,16 +46,7 @@ local out, commits, all = {}, {}, true
 for i = 1, #KEYS do
   local a = 4 * i
   local alg, p1, p2, p3 = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  local ok, d, commit
-  if alg == 'tb' or alg == 'lb' then
-    ok, d, commit = decided(gcra, KEYS[i], p1, p2, p3, alg == 'lb')
-  elseif alg == 'sl' then
-    ok, d, commit = decided(slidinglog, KEYS[i], p1, p2)
-  elseif alg == 'sc' then
-    ok, d, commit = decided(slidingcounter, KEYS[i], p1, p2)
-  else
-    ok, d, commit = decided(fixedwindow, KEYS[i], p1, p2)
-  end
+  local ok, d, commit = algorithm_decide(alg, KEYS[i], p1, p2, p3)
   if not ok then return d end
   for j = 1, 6 do out[#out + 1] = d[j] end
   commits[i] = commit

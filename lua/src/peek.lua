@@ -9,10 +9,8 @@
 --          counter: sliding_counter.lua; fixed window: fixed_window.lua
 -- ARGV[1]  now: µs since the Unix epoch in [0, MAX_TIME], or '' to read the server's TIME
 -- ARGV[2]  cost n of the request peeked at, in [1, min of the limits]
--- ARGV[4*i-1 .. 4*i+2]  limit i: an algorithm code and three parameters, as in multi.lua
---          'tb' T tau burst    token bucket       'lb' T tau burst   leaky bucket
---          'sl' W L 0          sliding log        'sc' W L 0         sliding counter
---          'fw' W L 0          fixed window
+-- ARGV[4*i-1 .. 4*i+2]  limit i: an algorithm's code and three parameters, as in
+--          multi.lua (the dispatch over core's registry is generated: --@algorithms)
 --
 -- Reply: 6 integers per limit, in KEYS order, what that limit's script would reply for the
 --        request: allowed (1|0), limit, remaining, retry_after (µs), reset_after (µs),
@@ -20,6 +18,7 @@
 -- Errors: 'ERR peek: ...' for malformed arguments; a foreign-state error naming the key for a
 --         key holding state this script cannot read (lib/decided.lua).
 
+--@readonly
 --@include lib/prelude.lua
 local n = tonumber(ARGV[2])
 if not n or n < 1 or #KEYS < 1 or #ARGV ~= 2 + 4 * #KEYS then
@@ -31,31 +30,17 @@ local margin = 0
 --@include lib/quo.lua
 --@include lib/ceildiv.lua
 --@include lib/expire.lua
---@include algo/gcra.lua
---@include algo/sliding_log.lua
---@include algo/fixed_window.lua
---@include algo/sliding_counter.lua
 --@include lib/decided.lua
+--@algorithms
 
 local out = {}
 for i = 1, #KEYS do
   local a = 4 * i - 1
   local alg, p1, p2, p3 = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  local limit = p2
-  if alg == 'tb' or alg == 'lb' then limit = p3 end
+  local known, limit = algorithm_limit(alg, p1, p2, p3)
+  if not known then return redis.error_reply('ERR peek: unknown algorithm') end
   if not p1 or not limit or n > limit then return redis.error_reply('ERR peek: cost out of range') end
-  local ok, d
-  if alg == 'tb' or alg == 'lb' then
-    ok, d = decided(gcra, KEYS[i], p1, p2, p3, alg == 'lb')
-  elseif alg == 'sl' then
-    ok, d = decided(slidinglog, KEYS[i], p1, p2)
-  elseif alg == 'sc' then
-    ok, d = decided(slidingcounter, KEYS[i], p1, p2)
-  elseif alg == 'fw' then
-    ok, d = decided(fixedwindow, KEYS[i], p1, p2)
-  else
-    return redis.error_reply('ERR peek: unknown algorithm')
-  end
+  local ok, d = algorithm_decide(alg, KEYS[i], p1, p2, p3)
   if not ok then return d end
   for j = 1, 6 do out[#out + 1] = d[j] end
 end

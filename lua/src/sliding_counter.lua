@@ -30,5 +30,5 @@
 --@include algo/sliding_counter.lua
 
 -- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
-local decide, a1, a2, a3, a4 = slidingcounter, window, limit, nil, nil
+local decide, a1, a2, a3, a4 = sliding_counter, window, limit, nil, nil
 --@include lib/single.lua

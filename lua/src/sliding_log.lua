@@ -33,5 +33,5 @@
 --@include algo/sliding_log.lua
 
 -- lib/single.lua decides each key with decide(key, a1, a2, a3, a4).
-local decide, a1, a2, a3, a4 = slidinglog, window, limit, nil, nil
+local decide, a1, a2, a3, a4 = sliding_log, window, limit, nil, nil
 --@include lib/single.lua

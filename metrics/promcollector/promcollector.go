@@ -15,6 +15,9 @@
 // open and close. Go runtime and process metrics are left to client_golang's own
 // collectors. Serve one exposition or the other, not both, or Prometheus scrapes every
 // series twice.
+//
+// It is a Go module of its own (go get github.com/redstream-go/redstream/metrics/promcollector),
+// so that programs that do not use client_golang never require it.
 package promcollector
 
 import (
@@ -90,10 +93,10 @@ func collectFamily(ch chan<- prometheus.Metric, f metrics.Family) {
 		ch <- m
 	}
 	switch f.Type {
-	case metrics.TypeHistogram, metrics.TypeSummary:
+	case "histogram", "summary":
 		for _, s := range series(f) {
 			d := desc(s.names)
-			if f.Type == metrics.TypeHistogram {
+			if f.Type == "histogram" {
 				send(prometheus.NewConstHistogram(d, s.count, s.sum, s.buckets, s.values...))
 			} else {
 				send(prometheus.NewConstSummary(d, s.count, s.sum, s.quantiles, s.values...))
@@ -103,9 +106,9 @@ func collectFamily(ch chan<- prometheus.Metric, f metrics.Family) {
 	}
 	vt := prometheus.UntypedValue
 	switch f.Type {
-	case metrics.TypeCounter:
+	case "counter":
 		vt = prometheus.CounterValue
-	case metrics.TypeGauge:
+	case "gauge":
 		vt = prometheus.GaugeValue
 	}
 	for _, s := range f.Samples {
@@ -141,7 +144,7 @@ func series(f metrics.Family) []*distribution {
 	var order []string
 	for _, s := range f.Samples {
 		skip := "le"
-		if f.Type == metrics.TypeSummary {
+		if f.Type == "summary" {
 			skip = "quantile"
 		}
 		names, values := split(s.Labels, skip)
@@ -166,7 +169,7 @@ func series(f metrics.Family) []*distribution {
 				if err != nil || math.IsInf(b, +1) {
 					break // +Inf is the count, which client_golang adds itself
 				}
-				if f.Type == metrics.TypeHistogram {
+				if f.Type == "histogram" {
 					d.buckets[b] = uint64(s.Value)
 				} else {
 					d.quantiles[b] = s.Value

@@ -63,7 +63,7 @@ func TestPromhttpScrape(t *testing.T) {
 	s := vm.NewSet()
 	vm.RegisterSet(s)
 	t.Cleanup(func() { vm.UnregisterSet(s, true) })
-	h := s.GetOrCreatePrometheusHistogram(metrics.Name("redis_streaming_mq_handle_latency_seconds", "topic", "orders", "group", "billing"))
+	h := s.GetOrCreatePrometheusHistogram(metrics.Name("redis_streaming_mq_handle_latency_ms_seconds", "topic", "orders", "group", "billing"))
 	for _, v := range []float64{0.001, 0.02, 0.02, 3} {
 		h.Update(v)
 	}
@@ -89,9 +89,9 @@ func TestPromhttpScrape(t *testing.T) {
 		`redis_streaming_rl_denied_total{name="promhttp-test"} 1`,
 		"# TYPE redis_streaming_mq_lag gauge",
 		`redis_streaming_mq_lag{group="billing",topic="orders"} 12`,
-		"# TYPE redis_streaming_mq_handle_latency_seconds histogram",
-		`redis_streaming_mq_handle_latency_seconds_count{group="billing",topic="orders"} 4`,
-		`redis_streaming_mq_handle_latency_seconds_bucket{group="billing",topic="orders",le="+Inf"} 4`,
+		"# TYPE redis_streaming_mq_handle_latency_ms_seconds histogram",
+		`redis_streaming_mq_handle_latency_ms_seconds_count{group="billing",topic="orders"} 4`,
+		`redis_streaming_mq_handle_latency_ms_seconds_bucket{group="billing",topic="orders",le="+Inf"} 4`,
 		`redis_cache_hits_total{name="carts"} 8`,
 		`redis_cache_hits_total{name="users"} 7`,
 	)
@@ -106,7 +106,7 @@ func TestPromhttpScrape(t *testing.T) {
 	}
 	var hist *dto.Histogram
 	for _, mf := range mfs {
-		if mf.GetName() == "redis_streaming_mq_handle_latency_seconds" {
+		if mf.GetName() == "redis_streaming_mq_handle_latency_ms_seconds" {
 			for _, m := range mf.GetMetric() {
 				hist = m.GetHistogram()
 			}

@@ -5,7 +5,7 @@ go 1.25.0
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/redis/rueidis v1.0.79
-	github.com/redstream-go/redstream v0.0.0
+	github.com/redstream-go/redstream v0.1.0
 	go.opentelemetry.io/otel v1.46.0
 	go.opentelemetry.io/otel/sdk v1.46.0
 	go.opentelemetry.io/otel/sdk/metric v1.46.0
@@ -25,5 +25,3 @@ require (
 	go.opentelemetry.io/otel/metric v1.46.0
 	golang.org/x/sys v0.47.0 // indirect
 )
-
-replace github.com/redstream-go/redstream => ../..

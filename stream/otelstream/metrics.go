@@ -31,44 +31,26 @@ type family struct {
 	kind       int
 }
 
-// families lists every metric family of package stream (its Metric* names) with the
-// instrument it becomes; TestBridgeCoversStreamMetrics checks the list against stream's
-// metrics.go.
-var families = []family{
-	{stream.MetricProduced, "Entries written to the topic's stream.", kindCounter},
-	{stream.MetricConsumed, "Entries a handler processed successfully.", kindCounter},
-	{stream.MetricAcked, "Entries acknowledged (dead letters included).", kindCounter},
-	{stream.MetricFiltered, "Entries a filter skipped.", kindCounter},
-	{stream.MetricDuplicates, "Entries a handler's deduplicator skipped.", kindCounter},
-	{stream.MetricHandlerErrors, "Handler errors, panics and timeouts.", kindCounter},
-	{stream.MetricHandlerTimeouts, "Handler calls that outlived the handler timeout.", kindCounter},
-	{stream.MetricRetried, "Failed entries left pending for a retry.", kindCounter},
-	{stream.MetricRedelivered, "Entries delivered again.", kindCounter},
-	{stream.MetricDeadLettered, "Entries moved to the dead-letter stream.", kindCounter},
-	{stream.MetricPoison, "Entries that could not be decoded.", kindCounter},
-	{stream.MetricTrimmedWhilePend, "Pending entries found deleted from the stream.", kindCounter},
-	{stream.MetricHandleLatency, "Duration of handler calls, in seconds.", kindHistogram},
-	{stream.MetricInFlight, "Handler calls running.", kindGauge},
-	{stream.MetricQueued, "Entries waiting for a free handler slot.", kindGauge},
-	{stream.MetricPending, "Entries delivered to the group and not yet acknowledged.", kindGauge},
-	{stream.MetricLag, "Entries not yet delivered to the group.", kindGauge},
-	{stream.MetricLeaseLost, "Entries in hand found owned by another consumer.", kindCounter},
-	{stream.MetricConsumersRemoved, "Idle consumers removed from the group.", kindCounter},
-	{stream.MetricBackgroundErrors, "Failed background Redis calls, by operation.", kindCounter},
-	{stream.MetricTrimAttempts, "Trimming passes.", kindCounter},
-	{stream.MetricTrimDeleted, "Entries removed by trimming.", kindCounter},
-	{stream.MetricDeadLetterSize, "Entries in the topic's dead-letter stream.", kindGauge},
-	{stream.MetricDeadLetterTrimmed, "Dead letters dropped by the dead-letter bounds.", kindCounter},
-	{stream.MetricReplaySuccess, "Dead letters replayed.", kindCounter},
-	{stream.MetricReplayFailure, "Dead-letter replays that failed.", kindCounter},
-	{stream.MetricReplayLatency, "Duration of dead-letter replays, in seconds.", kindHistogram},
-	{stream.MetricDeadLettersDeleted, "Dead letters deleted.", kindCounter},
-	{stream.MetricDeadLettersCleared, "Dead letters removed by purging.", kindCounter},
-	{stream.MetricScheduled, "Messages scheduled for later delivery.", kindCounter},
-	{stream.MetricDelayedMoved, "Scheduled messages moved into the stream.", kindCounter},
-	{stream.MetricDelayedInvalid, "Scheduled messages found undecodable or missing.", kindCounter},
-	{stream.MetricDelayed, "Scheduled messages waiting for their due time.", kindGauge},
-	{stream.MetricDeletedOnAck, "Acknowledged entries deleted from the stream.", kindCounter},
+// families lists every metric family of package stream (stream.MetricFamilies) with the
+// instrument it becomes, or an error for a family type the bridge has no instrument for.
+func families() ([]family, error) {
+	var out []family
+	for _, f := range stream.MetricFamilies() {
+		k := -1
+		switch f.Type {
+		case metrics.TypeCounter:
+			k = kindCounter
+		case metrics.TypeGauge:
+			k = kindGauge
+		case metrics.TypeHistogram:
+			k = kindHistogram
+		}
+		if k < 0 {
+			return nil, fmt.Errorf("otelstream: metric %s: no instrument for type %q", f.Name, f.Type)
+		}
+		out = append(out, family{f.Name, f.Help, k})
+	}
+	return out, nil
 }
 
 // Attribute keys of the bridged series: the topic and group labels become the messaging
@@ -104,7 +86,11 @@ func RegisterMetrics(opts ...Option) (unregister func() error, err error) {
 	gauges := map[string]metric.Float64ObservableGauge{}
 	sums := map[string]metric.Float64ObservableCounter{}
 	var all []metric.Observable
-	for _, f := range families {
+	fams, err := families()
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fams {
 		switch f.kind {
 		case kindCounter:
 			inst, err := meter.Int64ObservableCounter(strings.TrimSuffix(f.name, "_total"), metric.WithDescription(f.desc), metric.WithUnit("1"))
@@ -165,8 +151,9 @@ func RegisterMetrics(opts ...Option) (unregister func() error, err error) {
 // BridgedFamilies returns the names of the metric families RegisterMetrics exports, as
 // package stream names them.
 func BridgedFamilies() []string {
-	out := make([]string, len(families))
-	for i, f := range families {
+	fams, _ := families()
+	out := make([]string, len(fams))
+	for i, f := range fams {
 		out[i] = f.name
 	}
 	return out

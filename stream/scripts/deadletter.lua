@@ -16,14 +16,18 @@
 --          any), so that a scan never races a redelivery in progress
 -- ARGV[7]  expected owner (consumer name) of the pending entry; "": any
 -- ARGV[8]  most field names and values moved by this script (at most 7000)
+-- ARGV[9]  expected delivery count of the pending entry (the fence of the delivery that
+--          dead-letters it, see ack.lua); "0" or absent: any
 --
 -- The dead letter keeps every field of the entry, followed by dl_id (the entry id), dl_group,
 -- dl_consumer (the owner), dl_deliveries, dl_error and dl_ts (ms, from the server's TIME).
 --
 -- Reply: {status, dead-letter id, dead letters trimmed, delivery count[, owner, now, fields]}
 --   status  1: moved
---   status  0: not pending in the group (acknowledged or moved by another consumer), not idle
---              long enough, or owned by another consumer; nothing changed
+--   status  0: not pending in the group (acknowledged or moved by another consumer) or not
+--              idle long enough; nothing changed
+--   status  3: pending, but owned by another consumer than ARGV[7] or delivered again since
+--              delivery ARGV[9] (a stale delivery); nothing changed
 --   status -1: pending but deleted from the stream; it was acknowledged (dead-letter id "")
 --   status  2: pending, but larger than ARGV[8]; nothing changed. The reply adds the owner,
 --              the server time in ms ('%d') and the entry's fields {name, value, ...}
@@ -34,8 +38,9 @@ if #p == 0 then
   return {0, '', 0, 0}
 end
 local owner, deliveries = p[1][2], p[1][4]
-if ARGV[7] ~= '' and owner ~= ARGV[7] then
-  return {0, '', 0, deliveries}
+local want = tonumber(ARGV[9] or '0') or 0
+if (ARGV[7] ~= '' and owner ~= ARGV[7]) or (want > 0 and deliveries ~= want) then
+  return {3, '', 0, deliveries}
 end
 local r = redis.call('XRANGE', stream, id, id)
 if #r == 0 then

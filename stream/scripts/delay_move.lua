@@ -6,12 +6,17 @@
 -- Messages due at the same millisecond move in id order (the order they were scheduled in
 -- by one producer). An encoded entry that cannot be decoded (not written by this package's
 -- producer) goes to the topic's dead-letter stream as the field "payload", with dl_error
--- saying why; an id without an entry is dropped from the schedule and counted.
+-- saying why; an id without an entry is dropped from the schedule and counted. A message
+-- sent with a unique id (xadd_unique.lua) has a link to it: its record then names the new
+-- entry, so that the id stays taken until the entry is acknowledged.
 --
 -- KEYS[1]  the topic's schedule (sorted set: id -> due time in ms)
 -- KEYS[2]  the topic's scheduled messages (hash: id -> encoded entry)
 -- KEYS[3]  the topic stream
--- KEYS[4]  its dead-letter stream (all four keys share one hash tag)
+-- KEYS[4]  its dead-letter stream
+-- KEYS[5]  the topic's unique records (hash: unique id -> record, see xadd_unique.lua)
+-- KEYS[6]  the links of scheduled messages to their unique id (hash: schedule id -> id)
+--          (all six keys share one hash tag)
 -- ARGV[1]  most messages moved by this call
 -- ARGV[2]  most field names and values of one entry (larger ones are undecodable)
 --
@@ -21,7 +26,7 @@
 --   left     messages still scheduled
 --   invalid  undecodable entries moved to the dead-letter stream
 --   missing  ids whose entry was gone, dropped
-local sched, msgs, stream, dlq = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local sched, msgs, stream, dlq, recs, links = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local limit = tonumber(ARGV[1])
 local maxfields = tonumber(ARGV[2])
 local t = redis.call('TIME')
@@ -65,7 +70,11 @@ for _, id in ipairs(ids) do
   else
     local fields = decode(enc)
     if fields then
-      redis.call('XADD', stream, '*', unpack(fields))
+      local nid = redis.call('XADD', stream, '*', unpack(fields))
+      local u = redis.call('HGET', links, id)
+      if u and redis.call('HGET', recs, u) == 's|' .. id then
+        redis.call('HSET', recs, u, 'e|' .. nid)
+      end
       moved = moved + 1
     else
       redis.call('XADD', dlq, '*', 'payload', enc, 'dl_id', id, 'dl_group', '', 'dl_consumer', '',
@@ -75,6 +84,7 @@ for _, id in ipairs(ids) do
     end
     redis.call('HDEL', msgs, id)
   end
+  redis.call('HDEL', links, id)
   redis.call('ZREM', sched, id)
 end
 local wait = -1

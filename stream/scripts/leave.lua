@@ -5,7 +5,8 @@
 -- ARGV[1]  consumer group
 -- ARGV[2]  consumer
 --
--- Reply: 1 when deleted, 0 when kept (it owns pending entries) or absent
+-- Reply: 1 when deleted, 0 when kept (it owns pending entries), 2 when the group has no
+-- such consumer
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], '-', '+', 1, ARGV[2])
 if #p > 0 then
   return 0
@@ -19,4 +20,4 @@ for _, c in ipairs(info) do
     end
   end
 end
-return 0
+return 2

@@ -1,6 +1,8 @@
 // Command jsgen writes what the TypeScript package in js/ shares with the Go Redis engine,
 // taken from the Go code itself so that the two cannot drift:
 //
+//   - js/src/generated/algorithms.ts: the rows of core's registry (core.Algorithms: name,
+//     shape, state words), in its order, which the package reads instead of restating them;
 //   - js/src/generated/scripts.ts: every script of package lua (lua.Scripts: name, source,
 //     SHA-1, read-only), whatever scripts the package holds;
 //   - js/src/generated/schema.ts: the key schema and ARGV layout of each algorithm and

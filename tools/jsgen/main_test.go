@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/redstream-go/redstream/core"
 )
 
 // TestGeneratedUpToDate regenerates the package's files and fails when a committed one
@@ -15,8 +17,8 @@ func TestGeneratedUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 4 {
-		t.Fatalf("generate returned %d files, want 4", len(files))
+	if len(files) != 5 {
+		t.Fatalf("generate returned %d files, want 5", len(files))
 	}
 	for _, f := range files {
 		old, err := os.ReadFile(filepath.Join("../../js", filepath.FromSlash(f.path)))
@@ -56,5 +58,15 @@ func TestCalls(t *testing.T) {
 	}
 	if _, err := calls([][]string{{"EVALSHA", "0000", "0"}}); err == nil {
 		t.Fatal("a call of an unknown script: no error")
+	}
+}
+
+// TestShapeNames ranges over core's registry: every algorithm's shape has a TypeScript
+// name, so algorithmsFile writes every row.
+func TestShapeNames(t *testing.T) {
+	for _, a := range core.Algorithms() {
+		if _, ok := shapeNames[a.Shape]; !ok {
+			t.Errorf("algorithm %q: shape %d has no TypeScript name in shapeNames", a.Name, a.Shape)
+		}
 	}
 }

@@ -37,7 +37,7 @@ type DedupOp struct {
 	Result  int64  `json:"result"` // 1/0, or the count
 }
 
-// WindowMemoryVector is a sequence of operations of one memory.WindowDeduplicator.
+// WindowMemoryVector is a sequence of operations of one the windowed memory deduplicator.
 type WindowMemoryVector struct {
 	WindowUs       int64     `json:"windowUs"`
 	SweepThreshold int       `json:"sweepThreshold"`
@@ -121,10 +121,11 @@ func memoryVectors() (MemoryVectors, error) {
 	for i, w := range []time.Duration{time.Second, 1500*time.Millisecond + 7*time.Microsecond} {
 		var now int64 = t0
 		const threshold = 4
-		d, err := memory.NewWindowDeduplicator(w, memory.Options{Shards: 1, SweepThreshold: threshold, Clock: func() time.Time { return time.UnixMicro(now) }})
+		dd, err := memory.NewDeduplicator(redstream.DedupSpec{Strategy: redstream.DedupWindowed, Window: w}, memory.Options{Shards: 1, SweepThreshold: threshold, Clock: func() time.Time { return time.UnixMicro(now) }})
 		if err != nil {
 			return out, err
 		}
+		d := dd.(redstream.TimedDeduplicator)
 		r := rand.New(rand.NewPCG(uint64(i), 11))
 		v := WindowMemoryVector{WindowUs: w.Microseconds(), SweepThreshold: threshold}
 		for range 300 {

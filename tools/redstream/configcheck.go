@@ -14,6 +14,8 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/config"
+	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/health"
 	"github.com/redstream-go/redstream/internal/yamlx"
 )
 
@@ -162,7 +164,8 @@ func printConfig(out io.Writer, file string, cfg *config.Config, noClient bool) 
 			s.Backend, s.KeyPrefix, s.FailurePolicy, def)
 		if len(s.Policies) == 0 {
 			single := config.PolicySettings{Name: rl.DefaultName, Algorithm: config.DefaultAlgorithm, Backend: s.Backend,
-				WindowMs: s.WindowMs, Limit: s.Limit, KeyPrefix: s.KeyPrefix, FailurePolicy: s.FailurePolicy, Redis: s.Redis}
+				Window: s.Window, Limit: s.Limit, KeyPrefix: s.KeyPrefix, FailurePolicy: s.FailurePolicy, Redis: s.Redis,
+				Shadow: s.Shadow}
 			printPolicy(out, single)
 		}
 		for _, p := range s.Policies {
@@ -176,7 +179,9 @@ func printConfig(out io.Writer, file string, cfg *config.Config, noClient bool) 
 	fmt.Fprintf(out, "\n%s:\n", config.StreamPath)
 	printSettings(out, yamlx.Settings(cfg.Stream))
 	fmt.Fprintf(out, "\n%s:\n", config.CachePath)
-	printSettings(out, yamlx.Settings(cfg.Cache))
+	cc := cfg.Cache
+	cc.Breaker = health.Effective(cc.Breaker) // the thresholds the cache runs with
+	printSettings(out, yamlx.Settings(cc))
 
 	r := cfg.Redis
 	if !r.Set {
@@ -217,7 +222,15 @@ func usesRedis(s config.RateLimitSettings) bool {
 func printPolicy(out io.Writer, p config.PolicySettings) {
 	where := "backend " + p.Backend
 	if p.Backend == config.BackendRedis {
-		where += fmt.Sprintf(", key-prefix %s, failure-policy %s\n      redis: %s", p.KeyPrefix, p.FailurePolicy, p.Redis.Describe())
+		where += fmt.Sprintf(", key-prefix %s, failure-policy %s\n      redis: %s", p.KeyPrefix, p.FailurePolicy, describeRedis(p.Redis))
+	}
+	if p.Shadow {
+		where += "\n      shadow: true (decided and counted, every request admitted)"
+	}
+	if p.Previous != (redstream.Spec{}) {
+		prev := config.PolicySettings{Algorithm: p.Previous.Algorithm, Window: p.Previous.Window, Limit: p.Previous.Limit,
+			Capacity: p.Previous.Capacity, RatePerSecond: p.Previous.Rate}
+		where += fmt.Sprintf("\n      previous: %s; carry %s (each key's state under it seeds its new key once)", spec(prev), p.Carry)
 	}
 	if len(p.Limits) == 0 {
 		fmt.Fprintf(out, "    %s: %s; %s\n", p.Name, spec(p), where)
@@ -230,11 +243,30 @@ func printPolicy(out io.Writer, p config.PolicySettings) {
 }
 
 func spec(p config.PolicySettings) string {
-	switch p.Algorithm {
-	case redstream.AlgorithmTokenBucket, redstream.AlgorithmLeakyBucket:
+	if row, err := core.Lookup(string(p.Algorithm)); err == nil && row.Shape == core.Bucket {
 		return fmt.Sprintf("%s, capacity %g, rate-per-second %g", p.Algorithm, p.Capacity, p.RatePerSecond)
 	}
-	return fmt.Sprintf("%s, window-ms %d, limit %d", p.Algorithm, p.WindowMs, p.Limit)
+	return fmt.Sprintf("%s, window-ms %d, limit %d", p.Algorithm, p.Window.Milliseconds(), p.Limit)
+}
+
+// describeRedis writes a Redis policy's settings in one line: "timeout-ms 100, breaker
+// {failures 3, ...}, java-compatible false, local-denials true".
+func describeRedis(r config.RedisLimiterSettings) string {
+	var b strings.Builder
+	if r.Timeout < 0 {
+		b.WriteString("timeout-ms -1 (the caller's context)")
+	} else {
+		fmt.Fprintf(&b, "timeout-ms %d", r.Timeout.Milliseconds())
+	}
+	br := r.Breaker
+	if br.Disabled {
+		b.WriteString(", breaker disabled")
+	} else {
+		fmt.Fprintf(&b, ", breaker {failures %d, error-rate %g, min-calls %d, window-ms %d, cool-down-ms %d, probes %d}",
+			br.Failures, br.ErrorRate, br.MinCalls, br.Window.Milliseconds(), br.CoolDown.Milliseconds(), br.Probes)
+	}
+	fmt.Fprintf(&b, ", java-compatible %v, local-denials %v", r.JavaCompatible, r.LocalDenials)
+	return b.String()
 }
 
 func printSettings(out io.Writer, settings []yamlx.Setting) {

@@ -34,10 +34,11 @@ func TestConfigCheck(t *testing.T) {
 		"    api: sliding, window-ms 1000, limit 10; backend memory\n",
 		"    uploads: token-bucket, capacity 20, rate-per-second 2; backend memory\n",
 		"\nredis-stream:\n  env-isolation: true\n  env: \"dev\"\n",
-		"  read-count: 10\n  block-ms: 500ms\n  max-retry: 3\n", // max-retry: the default, filled in
-		"  autoclaim.min-idle-ms: 1m0s\n",
+		"  read-count: 10\n  block-ms: 500\n  max-retry: 3\n", // max-retry: the default, filled in; durations in their keys' units
+		"  autoclaim.min-idle-ms: 60000\n",
 		"\nredis-cache:\n  name: \"default\"\n  key-prefix: \"orders:cache:\"\n",
-		"  default-ttl-seconds: 1m0s\n", // the dev document's 60
+		"  default-ttl-seconds: 60\n",                               // the dev document's 60
+		"  breaker.failures: 3\n", "  breaker.cool-down-ms: 1000\n", // the cache breaker's effective thresholds, not zeros
 		"\nspring.data.redis:\n  mode: single server\n  addresses: localhost:6379\n",
 		"  database: 1\n",
 		"  client-name: orders-dev\n",
@@ -57,7 +58,7 @@ func TestConfigCheck(t *testing.T) {
 			"    api: sliding, window-ms 1000, limit 1000; backend redis, key-prefix orders:rl:api, failure-policy fail-closed\n",
 			"checked, not connected",
 			"  read-count: 50\n",
-			"  default-ttl-seconds: 1h0m0s\n",
+			"  default-ttl-seconds: 3600\n",
 			"  database: 2\n",
 		} {
 			if !strings.Contains(out, want) {
@@ -144,7 +145,7 @@ func TestConfigCheckRedisLimiterKeys(t *testing.T) {
 	}
 	out := mustCheck(t, file)
 	for _, want := range []string{
-		"    api: token-bucket, capacity 5, rate-per-second 1; backend redis, key-prefix streaming:rl:api, failure-policy fail-closed\n" +
+		"    api: token-bucket, capacity 5, rate-per-second 1; backend redis, key-prefix streaming:rl, failure-policy fail-closed\n" + // java-compatible: the Java starter's prefix, no name
 			"      redis: timeout-ms 100, breaker {failures -1, error-rate 0.5, min-calls 20, window-ms 10000, cool-down-ms 1000, probes 1}, java-compatible true, local-denials true\n",
 		"      redis: timeout-ms 250, breaker {failures -1, error-rate 0.5, min-calls 20, window-ms 10000, cool-down-ms 3000, probes 1}, java-compatible false, local-denials false\n",
 		"      redis: timeout-ms -1 (the caller's context), breaker disabled, java-compatible false, local-denials true\n",

@@ -204,8 +204,8 @@ var suitesFor = conformanceSuites
 // remote, possibly loaded) server answers, so it waits longer than the engines' 100 ms
 // default and has no circuit breaker.
 var (
-	conformanceOptions      = redisbackend.Options{Timeout: 10 * time.Second, Breaker: redisbackend.BreakerOptions{Disabled: true}}
-	conformanceDedupOptions = redisbackend.DedupOptions{Timeout: 10 * time.Second, Breaker: redisbackend.BreakerOptions{Disabled: true}}
+	conformanceOptions      = redisbackend.Options{Timeout: 10 * time.Second, Breaker: redstream.BreakerOptions{Disabled: true}}
+	conformanceDedupOptions = redisbackend.DedupOptions{Timeout: 10 * time.Second, Breaker: redstream.BreakerOptions{Disabled: true}}
 )
 
 // conformanceSuites lists the suites, each with a factory building engines on client

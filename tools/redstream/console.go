@@ -70,7 +70,7 @@ func runConsole(ctx context.Context, args []string, out io.Writer) error {
 	demoMode := fs.Bool("demo", false, "serve over an embedded Redis emulator with sample traffic")
 	topics := fs.String("topics", "", "topics to show, comma-separated (default: every stream key found by SCAN)")
 	env := fs.String("env", "", "environment suffix, when producers use env isolation (applies to --topics)")
-	consumerTimeout := fs.Duration("consumer-timeout", stream.DefaultConsumerTimeout,
+	consumerTimeout := fs.Duration("consumer-timeout", stream.Config{}.WithDefaults().ConsumerTimeout,
 		"the consumers' ConsumerTimeout, to mark the consumers housekeeping will remove (negative: disabled)")
 	timeout := fs.Duration("timeout", console.DefaultTimeout, "bound of each Redis call")
 	cfgFile := fs.String("config", "", "application config file (YAML or .properties): its Redis rate limiters and redis-stream settings")
@@ -214,7 +214,8 @@ func consoleConfig(file string, profiles []string, client rueidis.Client, out io
 		backend[p.Name] = p.Backend
 	}
 	limiters := map[string]redstream.Limiter{}
-	for name, l := range rl.Registry.All() {
+	for _, name := range rl.Registry.Names() {
+		l, _ := rl.Registry.Get(name)
 		if backend[name] != config.BackendRedis {
 			fmt.Fprintf(out, "console: limiter %q uses the %s backend: its state lives in each application process, so the console does not show it\n",
 				name, backend[name])
@@ -289,8 +290,8 @@ func startConsoleDemo(ctx context.Context, out io.Writer) (rueidis.Client, strea
 	}
 	login, err := redstream.Multi(func(specs []redstream.Spec) (redstream.Limiter, error) {
 		return redisbackend.NewMultiLimiter(client, specs, redisbackend.Options{KeyPrefix: "demo:login"})
-	}, redstream.Limit{Name: "burst", Spec: redstream.TokenBucket(5, 1.0/60)},
-		redstream.Limit{Name: "hourly", Spec: redstream.FixedWindow(time.Hour, 30)})
+	}, redstream.Rule{Name: "burst", Spec: redstream.TokenBucket(5, 1.0/60)},
+		redstream.Rule{Name: "hourly", Spec: redstream.FixedWindow(time.Hour, 30)})
 	if err != nil {
 		return fail(err)
 	}
@@ -353,9 +354,9 @@ func startConsoleDemo(ctx context.Context, out io.Writer) (rueidis.Client, strea
 				fmt.Fprintln(out, "demo producer:", err)
 			}
 			// The API gateway's limiter sees each order's customer; ada signs in often.
-			_, _ = api.Allow(ctx, "customer:"+msg.Body.Customer)
+			_, _ = api.AllowN(ctx, "customer:"+msg.Body.Customer, time.Time{}, 1)
 			if id%2 == 0 {
-				_, _ = login.Allow(ctx, "ada@example.com")
+				_, _ = login.AllowN(ctx, "ada@example.com", time.Time{}, 1)
 			}
 			select {
 			case <-ctx.Done():

@@ -17,7 +17,7 @@ import (
 
 	"github.com/redstream-go/redstream/config"
 	"github.com/redstream-go/redstream/internal/redistest"
-	"github.com/redstream-go/redstream/stream"
+	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
 // syncBuffer is an io.Writer safe for the console's goroutines.
@@ -164,7 +164,7 @@ redis-stream:
 		t.Fatal(err)
 	}
 	for i := 0; i < 4; i++ {
-		if _, err := api.Allow(context.Background(), "tenant-7"); err != nil {
+		if _, err := api.AllowN(context.Background(), "tenant-7", time.Time{}, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -218,7 +218,7 @@ func TestConsoleCommandRedis(t *testing.T) {
 	if err := c.Do(ctx, c.B().Xadd().Key("payments").Id("*").FieldValue().FieldValue("body", "{}").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	dlq := stream.DeadLetterStreamName("payments")
+	dlq := streamwire.DeadLetterStreamName("payments")
 	if err := c.Do(ctx, c.B().Xadd().Key(dlq).Id("*").FieldValue().FieldValue("body", "{}").
 		FieldValue("dl_group", "g").FieldValue("dl_error", "boom").Build()).Error(); err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func demoMemory(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "\n%s: %v\n", title, spec)
 		var line []string
 		for _, at := range ats {
-			d, err := l.AllowAt(ctx, "user:1", start.Add(at))
+			d, err := l.AllowN(ctx, "user:1", start.Add(at), 1)
 			if err != nil {
 				return err
 			}
@@ -94,10 +94,11 @@ func demoMemory(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "   %-8s %s; unique %d\n", strategy, strings.Join(seen, ", "), n)
 	}
 
-	w, err := memory.NewWindowDeduplicator(time.Hour, memory.Options{})
+	wd, err := memory.NewDeduplicator(redstream.DedupSpec{Strategy: redstream.DedupWindowed, Window: time.Hour}, memory.Options{})
 	if err != nil {
 		return err
 	}
+	w := wd.(redstream.TimedDeduplicator)
 	fmt.Fprintln(out, "\nwindowed deduplicator, 1h window (a duplicate sighting refreshes last-seen):")
 	for _, at := range []time.Duration{0, 30 * time.Minute, 89 * time.Minute, 150 * time.Minute} {
 		dup, err := w.CheckAndMarkAt(ctx, "order-1", start.Add(at))

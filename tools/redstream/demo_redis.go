@@ -60,13 +60,13 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 		if i%2 == 1 {
 			l = lb
 		}
-		d, err := l.AllowAt(ctx, "user:1", t0)
+		d, err := l.AllowN(ctx, "user:1", t0, 1)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(out, "%s ", mark(d.Allowed))
 	}
-	d, _ := la.AllowAt(ctx, "user:1", t0.Add(time.Second))
+	d, _ := la.AllowN(ctx, "user:1", t0.Add(time.Second), 1)
 	fmt.Fprintf(out, "\n  one second later: allowed=%v remaining=%d (2 tokens back, 1 spent)\n", d.Allowed, d.Remaining)
 
 	// 2. The Java starter's sliding window log: 3 per second.
@@ -76,7 +76,7 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "sliding window 3/s on %s:\n  ", sw.Keys("203.0.113.7")[0])
 	for _, at := range []time.Duration{0, 200 * time.Millisecond, 400 * time.Millisecond, 600 * time.Millisecond, time.Second} {
-		d, err := sw.AllowAt(ctx, "203.0.113.7", t0.Add(at))
+		d, err := sw.AllowN(ctx, "203.0.113.7", t0.Add(at), 1)
 		if err != nil {
 			return err
 		}
@@ -96,7 +96,7 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprint(out, "2/s AND 3/min on one key:\n  ")
 	for _, at := range []time.Duration{0, 0, 0, 2 * time.Second, 4 * time.Second} {
-		d, _ := multi.AllowAt(ctx, "user:1", t0.Add(at))
+		d, _ := multi.AllowN(ctx, "user:1", t0.Add(at), 1)
 		fmt.Fprintf(out, "+%v %s (limit %d)  ", at, mark(d.Allowed), d.Limit)
 	}
 	fmt.Fprintln(out)
@@ -126,22 +126,25 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	db, _ := redisbackend.NewDeduplicator(b, "dedup:orders", win, redisbackend.DedupOptions{Timeout: demoTimeout})
-	w1, w2 := da.(*redisbackend.WindowDeduplicator), db.(*redisbackend.WindowDeduplicator)
+	w1, w2 := da.(redstream.TimedDeduplicator), db.(redstream.TimedDeduplicator)
 	d1, _ := w1.CheckAndMarkAt(ctx, "order-1", t0)
 	d2, _ := w2.CheckAndMarkAt(ctx, "order-1", t0.Add(30*time.Minute))
 	d3, _ := w1.CheckAndMarkAt(ctx, "order-1", t0.Add(90*time.Minute))
 	fmt.Fprintf(out, "windowed dedup (1h): order-1 at +0 duplicate=%v, +30m from the other client duplicate=%v, +90m duplicate=%v\n", d1, d2, d3)
-	bloom, err := redisbackend.NewBloomDeduplicator(a, "seen-ids", redstream.DedupSpec{}, redisbackend.DedupOptions{Timeout: demoTimeout})
+	bspec := redstream.DedupSpec{Strategy: redstream.DedupBloom}
+	bloom, err := redisbackend.NewDeduplicator(a, "seen-ids", bspec, redisbackend.DedupOptions{Timeout: demoTimeout})
 	if err != nil {
 		return err
 	}
-	bp := bloom.Params()
-	dups, err := bloom.CheckAndMarkBatch(ctx, []string{"id-1", "id-2", "id-1"})
+	bp, _ := bspec.BloomParams()
+	dups, err := bloom.(interface {
+		CheckAndMarkBatch(ctx context.Context, elements []string) ([]bool, error)
+	}).CheckAndMarkBatch(ctx, []string{"id-1", "id-2", "id-1"})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "Bloom dedup (n=%d, p=%g: k=%d, %.2f bits/element, %d KiB): id-1, id-2, id-1 duplicate=%v\n",
-		bp.Insertions, bp.FPRate, bp.K, bloom.BitsPerElement(), bp.Bits/8/1024, dups)
+		bp.Insertions, bp.FPRate, bp.K, float64(bp.Bits)/float64(bp.Insertions), bp.Bits/8/1024, dups)
 
 	// 6. Failure policies when Redis goes away.
 	mr2 := miniredis.NewMiniRedis()
@@ -166,9 +169,9 @@ func demoRedis(ctx context.Context, out io.Writer) error {
 	mr2.Close() // this Redis goes away
 	dctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	_, errClosed := closed.AllowAt(dctx, "user:1", t0)
-	dOpen, _ := open.AllowAt(dctx, "user:1", t0)
-	dFb, _ := fb.AllowAt(dctx, "user:1", t0)
+	_, errClosed := closed.AllowN(dctx, "user:1", t0, 1)
+	dOpen, _ := open.AllowN(dctx, "user:1", t0, 1)
+	dFb, _ := fb.AllowN(dctx, "user:1", t0, 1)
 	if errClosed == nil {
 		return fmt.Errorf("fail-closed limiter decided with Redis down")
 	}

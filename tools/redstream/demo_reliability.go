@@ -85,7 +85,7 @@ func demoRetryDeadLetter(ctx context.Context, out io.Writer) error {
 	fmt.Fprintln(out, "   dead letters:")
 	for _, fe := range cfg.DeadLetterQueue.All() {
 		fmt.Fprintf(out, "     %s: %q, %d tries, replayable under a 5-try budget: %v\n",
-			fe.Element, fe.ErrorMessage(), fe.AttemptCount, fe.CanRetry(5))
+			fe.Element, fe.Err.Error(), fe.AttemptCount, fe.AttemptCount < 5)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/rueidis"
 
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -152,7 +153,7 @@ func demoStream(ctx context.Context, out io.Writer) error {
 	dl := letters[0]
 	body, _ := dl.Body()
 	fmt.Fprintf(out, "dead-letter stream %s: 1 entry: group=%s deliveries=%d body=%s\n",
-		stream.DeadLetterStreamName("order-topic"), dl.Group, dl.Deliveries, body)
+		streamwire.DeadLetterStreamName("order-topic"), dl.Group, dl.Deliveries, body)
 
 	mu.Lock()
 	repaired = true

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -154,7 +155,7 @@ func runDLQ(ctx context.Context, args []string, out io.Writer) error {
 	var name string
 	if sub != "topics" {
 		var err error
-		if name, err = stream.StreamName(cfg, *f.topic); err != nil {
+		if name, err = streamwire.StreamKey(*f.topic, cfg.EnvIsolation, cfg.Env); err != nil {
 			return fmt.Errorf("dlq %s: --topic: %w", sub, err)
 		}
 	}
@@ -196,10 +197,15 @@ func runDLQ(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		if *f.asJSON {
-			return writeJSON(out, dlqDeleteJSON{Stream: name, DeadLetterStream: stream.DeadLetterStreamName(name), Requested: ids, Deleted: n})
+			err = writeJSON(out, dlqDeleteJSON{Stream: name, DeadLetterStream: streamwire.DeadLetterStreamName(name), Requested: ids, Deleted: n})
+		} else {
+			fmt.Fprintf(out, "deleted %d of %d dead letters of %s\n", n, len(ids), name)
 		}
-		fmt.Fprintf(out, "deleted %d of %d dead letters of %s\n", n, len(ids), name)
-		return nil
+		if err == nil && n == 0 {
+			// Nothing matched: a mistyped id or topic must not look like success.
+			err = fmt.Errorf("dlq delete: no dead letter of %s has the id %s", name, strings.Join(ids, ", "))
+		}
+		return err
 	case "purge":
 		if !*f.yes {
 			n, err := dlq.Len(ctx, *f.topic)
@@ -213,7 +219,7 @@ func runDLQ(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		if *f.asJSON {
-			return writeJSON(out, dlqPurgeJSON{Stream: name, DeadLetterStream: stream.DeadLetterStreamName(name), Purged: n})
+			return writeJSON(out, dlqPurgeJSON{Stream: name, DeadLetterStream: streamwire.DeadLetterStreamName(name), Purged: n})
 		}
 		fmt.Fprintf(out, "purged %d dead letters of %s\n", n, name)
 		return nil
@@ -297,7 +303,7 @@ func writeJSON(out io.Writer, v any) error {
 
 func toDeadLetterJSON(dl stream.DeadLetter) deadLetterJSON {
 	j := deadLetterJSON{ID: dl.ID, OriginalID: dl.OriginalID, Group: dl.Group, Consumer: dl.Consumer,
-		Deliveries: dl.Deliveries, Error: dl.Error, Key: dl.Fields[stream.FieldKey], Tag: dl.Fields[stream.FieldTag], Fields: dl.Fields}
+		Deliveries: dl.Deliveries, Error: dl.Error, Key: dl.Fields[streamwire.FieldKey], Tag: dl.Fields[streamwire.FieldTag], Fields: dl.Fields}
 	if !dl.Time.IsZero() {
 		j.Time = dl.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	}
@@ -324,21 +330,21 @@ func dlqList(ctx context.Context, dlq *stream.DeadLetters, f *dlqFlags, name str
 		return err
 	}
 	if *f.asJSON {
-		doc := dlqListJSON{Stream: name, DeadLetterStream: stream.DeadLetterStreamName(name), Total: n, DeadLetters: []deadLetterJSON{}}
+		doc := dlqListJSON{Stream: name, DeadLetterStream: streamwire.DeadLetterStreamName(name), Total: n, DeadLetters: []deadLetterJSON{}}
 		for _, dl := range letters {
 			doc.DeadLetters = append(doc.DeadLetters, toDeadLetterJSON(dl))
 		}
 		return writeJSON(out, doc)
 	}
-	fmt.Fprintf(out, "%s: %d dead letters\n", printable(stream.DeadLetterStreamName(name)), n)
+	fmt.Fprintf(out, "%s: %d dead letters\n", printable(streamwire.DeadLetterStreamName(name)), n)
 	for _, dl := range letters {
 		body, err := dl.Body()
 		if err != nil {
-			body = []byte(fmt.Sprintf("(undecodable: %v) %q", err, dl.Fields[stream.FieldBody]))
+			body = []byte(fmt.Sprintf("(undecodable: %v) %q", err, dl.Fields[streamwire.FieldBody]))
 		}
 		fmt.Fprintf(out, "%s  original=%s group=%s consumer=%s deliveries=%d at=%s\n    key=%s tag=%s error=%s\n    body=%s\n",
 			dl.ID, dl.OriginalID, printable(dl.Group), printable(dl.Consumer), dl.Deliveries, dl.Time.UTC().Format(time.RFC3339),
-			printable(dl.Fields[stream.FieldKey]), printable(dl.Fields[stream.FieldTag]), printable(dl.Error), printable(string(body)))
+			printable(dl.Fields[streamwire.FieldKey]), printable(dl.Fields[streamwire.FieldTag]), printable(dl.Error), printable(string(body)))
 	}
 	return nil
 }
@@ -458,7 +464,7 @@ func firstEntryID(r rueidis.RedisResult) string {
 }
 
 // streamOfDeadLetterKey returns the topic stream of dead-letter stream key k, the inverse
-// of stream.DeadLetterStreamName: "{orders}:dlq" is the dead-letter stream of "orders",
+// of streamwire.DeadLetterStreamName: "{orders}:dlq" is the dead-letter stream of "orders",
 // "{shop}orders:dlq" of "{shop}orders". A stream literally named "{orders}" shares
 // "orders"'s dead-letter stream; existing (the scanned keys) picks it when only it exists.
 func streamOfDeadLetterKey(k string, existing map[string]bool) (string, bool) {
@@ -476,7 +482,7 @@ func streamOfDeadLetterKey(k string, existing map[string]bool) (string, bool) {
 		}
 		return inner, true
 	}
-	if stream.DeadLetterStreamName(base) != k {
+	if streamwire.DeadLetterStreamName(base) != k {
 		return "", false
 	}
 	return base, true

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -282,8 +283,10 @@ func testDLQJSON(t *testing.T, client rueidis.Client, prefix string, extra ...st
 	if n := xlenOf(t, client, "{"+a+"}:dlq"); n != 2 {
 		t.Errorf("%d dead letters after delete, want 2", n)
 	}
-	if out := dlqRun("delete", "--topic", a, "--id", la[1].ID); !strings.Contains(out, "deleted 0 of 1") {
-		t.Errorf("deleting again: %s", out)
+	// Deleting again matches nothing: the count is printed and the command fails.
+	if out, err := runCmd(t, append([]string{"dlq", "delete", "--topic", a, "--id", la[1].ID}, extra...)...); err == nil ||
+		!strings.Contains(out, "deleted 0 of 1") || !strings.Contains(err.Error(), "no dead letter of "+a+" has the id "+la[1].ID) {
+		t.Errorf("deleting again: err %v, out %s", err, out)
 	}
 
 	var rep dlqReplayJSON
@@ -401,10 +404,10 @@ func TestDLQCommandPartition(t *testing.T) {
 	if err := c.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	part := stream.PartitionOf("a", 4)
+	part := streamwire.PartitionOf("a", 4)
 	want := 0
 	for _, k := range keys {
-		if stream.PartitionOf(k, 4) == part {
+		if streamwire.PartitionOf(k, 4) == part {
 			want++
 		}
 	}
@@ -416,7 +419,7 @@ func TestDLQCommandPartition(t *testing.T) {
 		return out.String(), err
 	}
 	out, err := dlqRun("list")
-	if head := fmt.Sprintf("%s: %d dead letters", stream.DeadLetterStreamName(streams[part]), want); err != nil || !strings.Contains(out, head) {
+	if head := fmt.Sprintf("%s: %d dead letters", streamwire.DeadLetterStreamName(streams[part]), want); err != nil || !strings.Contains(out, head) {
 		t.Fatalf("dlq list = %q, %v; want %q", out, err, head)
 	}
 	out, err = dlqRun("replay", "--all")

@@ -10,18 +10,21 @@
 //	redstream dlq topics           topics that have dead letters
 //	redstream dlq list|replay|delete|purge --topic T
 //	                               inspect, replay and delete a topic's dead letters
+//	redstream periodic list|pause|resume|remove [--topic T] [--name N]
+//	                               the periodic schedules of package stream/periodic
 //	redstream console              serve the operator web console (--demo: on the embedded default)
 //	redstream conformance          prove the Redis engines equal to core on a server
 //	redstream help                 list the commands
 //
 // Every command that talks to Redis takes the same connection flags (--redis, --url or
 // $REDIS_URL, --cluster, --tls, --tls-ca, --tls-cert, --tls-key, --user, --password or
-// $REDIS_PASSWORD, --db, --timeout) and --help lists them with their defaults. streams, dlq
-// and conformance print JSON with --json.
+// $REDIS_PASSWORD, --db, --timeout) and --help lists them with their defaults. streams, dlq,
+// periodic list and conformance print JSON with --json.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -54,14 +57,30 @@ func registerCommand(c command) { commands[c.name] = c }
 func registerDemo(d demo) { demos = append(demos, d) }
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+	err := run(context.Background(), os.Args[1:], os.Stdout)
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		// COMMAND --help: the flag set has printed the command's usage; asking is no failure.
+	case errors.Is(err, errNoCommand):
+		fmt.Fprintln(os.Stderr, "redstream:", err)
+		os.Exit(2)
+	default:
 		fmt.Fprintln(os.Stderr, "redstream:", err)
 		os.Exit(1)
 	}
 }
 
+// errNoCommand is run's error when it is given no command (exit status 2, as for any usage
+// error of a command-line tool).
+var errNoCommand = errors.New("no command given (redstream help lists them)")
+
 func run(ctx context.Context, args []string, out io.Writer) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		usage(out)
+		return errNoCommand
+	}
+	if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(out)
 		return nil
 	}

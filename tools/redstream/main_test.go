@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -39,5 +40,18 @@ func TestUnknownDemo(t *testing.T) {
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"demo", "no-such-demo"}, &out); err == nil {
 		t.Fatal("an unknown demo name succeeded")
+	}
+}
+
+// TestNoCommand: redstream without a command prints its usage and fails (exit status 2 in
+// main), so a script that forgot the command does not pass silently.
+func TestNoCommand(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), nil, &out)
+	if !errors.Is(err, errNoCommand) {
+		t.Fatalf("run() = %v, want errNoCommand", err)
+	}
+	if !strings.Contains(out.String(), "usage: redstream COMMAND") {
+		t.Errorf("run() printed %q, want the usage", out.String())
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
 )
 
@@ -113,7 +114,7 @@ func runStreams(ctx context.Context, args []string, out io.Writer) error {
 	type named struct{ topic, stream string }
 	var want []named
 	for _, t := range splitIDs(*topics) {
-		s, err := stream.StreamName(cfg, t)
+		s, err := streamwire.StreamKey(t, cfg.EnvIsolation, cfg.Env)
 		if err != nil {
 			return fmt.Errorf("streams: --topic: %w", err)
 		}
@@ -174,7 +175,7 @@ func describeStream(ctx context.Context, client rueidis.Client, key string, cons
 	res := client.DoMulti(cctx,
 		client.B().XinfoStream().Key(key).Build(),
 		client.B().XinfoGroups().Key(key).Build(),
-		client.B().Xlen().Key(stream.DeadLetterStreamName(key)).Build())
+		client.B().Xlen().Key(streamwire.DeadLetterStreamName(key)).Build())
 	cancel()
 	info, err := res[0].AsMap()
 	if err != nil {
@@ -189,7 +190,7 @@ func describeStream(ctx context.Context, client rueidis.Client, key string, cons
 	t.FirstID = entryID(info["first-entry"])
 	t.LastID = entryID(info["last-entry"])
 	if t.DeadLetters, err = res[2].AsInt64(); err != nil {
-		return t, fmt.Errorf("XLEN %s: %w", stream.DeadLetterStreamName(key), err)
+		return t, fmt.Errorf("XLEN %s: %w", streamwire.DeadLetterStreamName(key), err)
 	}
 	groups, err := res[1].ToArray()
 	if err != nil {

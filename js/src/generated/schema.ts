@@ -4,39 +4,51 @@
 /** The Redis key schema and script arguments shared with the Go engine. */
 export const schema = {
   "algorithms": {
+    "concurrency": {
+      "prefix": "streaming:rl",
+      "script": "multi",
+      "ints": 2,
+      "extra": [],
+      "viaMulti": true
+    },
     "fixed": {
-      "prefix": "streaming:fw",
+      "prefix": "streaming:rl",
       "script": "fixed_window",
       "ints": 2,
-      "extra": []
+      "extra": [],
+      "viaMulti": false
     },
     "leaky-bucket": {
-      "prefix": "streaming:lb",
+      "prefix": "streaming:rl",
       "script": "gcra",
       "ints": 3,
       "extra": [
         "1"
-      ]
+      ],
+      "viaMulti": false
     },
     "sliding": {
       "prefix": "streaming:rl",
       "script": "sliding_log",
       "ints": 2,
-      "extra": []
+      "extra": [],
+      "viaMulti": false
     },
     "sliding-counter": {
-      "prefix": "streaming:sc",
+      "prefix": "streaming:rl",
       "script": "sliding_counter",
       "ints": 2,
-      "extra": []
+      "extra": [],
+      "viaMulti": false
     },
     "token-bucket": {
-      "prefix": "streaming:tb",
+      "prefix": "streaming:rl",
       "script": "gcra",
       "ints": 3,
       "extra": [
         "0"
-      ]
+      ],
+      "viaMulti": false
     }
   },
   "dedupPrefix": "streaming:dedup",
@@ -54,9 +66,10 @@ export const schema = {
     "windowCheck": "dedup_window_check"
   },
   "multi": {
-    "prefix": "streaming:ml",
+    "prefix": "streaming:rl",
     "script": "multi",
     "codes": {
+      "concurrency": "cc",
       "fixed": "fw",
       "leaky-bucket": "lb",
       "sliding": "sl",

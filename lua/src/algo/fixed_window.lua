@@ -6,9 +6,9 @@
 -- since the epoch; a request at now counts against the window of eff = max(now, start), so
 -- a request from before the stored window counts against the stored window.
 
--- fixedwindow(key, window, limit) returns the decision and, when admitted, the function that
+-- fixed_window(key, window, limit) returns the decision and, when admitted, the function that
 -- records it.
-local function fixedwindow(key, window, limit)
+local function fixed_window(key, window, limit)
   local start, count = 0, 0
   local v = redis.call('GET', key)
   if v then

@@ -9,9 +9,9 @@
 -- (L * W <= 2^53, so every product is exact). A denial writes nothing (the state is not even
 -- moved to eff's window).
 
--- slidingcounter(key, w, limit) returns the decision and, when admitted, the function that
+-- sliding_counter(key, w, limit) returns the decision and, when admitted, the function that
 -- records it.
-local function slidingcounter(key, w, limit)
+local function sliding_counter(key, w, limit)
   local start, count, prev = 0, 0, 0
   local v = redis.call('GET', key)
   if v then

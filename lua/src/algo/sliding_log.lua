@@ -14,9 +14,9 @@
 -- so the count stays exact. Units admitted at the newest entry's time are merged into it, so
 -- scores are distinct.
 
--- slidinglog(key, window, limit) returns the decision and, when admitted, the function that
+-- sliding_log(key, window, limit) returns the decision and, when admitted, the function that
 -- records it.
-local function slidinglog(key, window, limit)
+local function sliding_log(key, window, limit)
   local total, newest = 0, nil
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   if last[1] then

@@ -24,9 +24,9 @@ func TestWasmCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got, wasmcore.Module()) {
-			t.Fatalf("wrote %d bytes that differ from the embedded module (%d bytes)", len(got), wasmcore.ModuleSize)
+			t.Fatalf("wrote %d bytes that differ from the embedded module (%d bytes)", len(got), len(wasmcore.Module()))
 		}
-		if !strings.Contains(out.String(), wasmcore.ModuleSHA256) || !strings.Contains(out.String(), "ABI version 1") {
+		if !strings.Contains(out.String(), wasmcore.ModuleSHA256) || !strings.Contains(out.String(), "ABI version 2") {
 			t.Fatalf("report lacks the digest or the ABI version: %q", out.String())
 		}
 	})

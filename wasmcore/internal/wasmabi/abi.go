@@ -19,7 +19,7 @@ import (
 
 // Version is the ABI version returned by the redstream_abi_version export. It changes
 // whenever an export's name, arguments, results or status codes change.
-const Version = 1
+const Version = 2
 
 // Status is the value every step export returns: StatusOK or an error code.
 type Status = int32
@@ -141,11 +141,9 @@ const (
 	ExportABIVersion         = "redstream_abi_version"
 	ExportResults            = "redstream_results"
 	ExportBuffer             = "redstream_buffer"
-	ExportTokenBucketStep    = "redstream_token_bucket_step"
-	ExportLeakyBucketStep    = "redstream_leaky_bucket_step"
-	ExportFixedWindowStep    = "redstream_fixed_window_step"
-	ExportSlidingCounterStep = "redstream_sliding_counter_step"
-	ExportSlidingLogStep     = "redstream_sliding_log_step"
+	ExportLimitParams        = "redstream_limit_params"
+	ExportLimitStep          = "redstream_limit_step"
+	ExportLimitIdle          = "redstream_limit_idle"
 	ExportWindowDedupCheck   = "redstream_window_dedup_check"
 	ExportWindowDedupExpired = "redstream_window_dedup_expired"
 	ExportBloomParams        = "redstream_bloom_params"
@@ -154,6 +152,8 @@ const (
 	ExportMurmur3            = "redstream_murmur3_x64_128"
 	ExportBackoffBase        = "redstream_backoff_base"
 	ExportBackoffDelay       = "redstream_backoff_delay"
+	ExportLimitCharge        = "redstream_limit_charge"
+	ExportLimitSettle        = "redstream_limit_settle"
 )
 
 // ValType is a WebAssembly value type of an export's parameter.
@@ -191,11 +191,9 @@ var Exports = []Export{
 	{Name: ExportABIVersion, Direct: true},
 	{Name: ExportResults, Direct: true},
 	{Name: ExportBuffer, Params: []Param{p("size", I32)}, Direct: true},
-	{Name: ExportTokenBucketStep, Params: []Param{p("capacity", F64), p("rate", F64), p("tat", I64), p("now", I64), p("n", I64)}, Slots: 7},
-	{Name: ExportLeakyBucketStep, Params: []Param{p("capacity", F64), p("rate", F64), p("tat", I64), p("now", I64), p("n", I64)}, Slots: 7},
-	{Name: ExportFixedWindowStep, Params: []Param{p("window", I64), p("limit", I64), p("start", I64), p("count", I64), p("now", I64), p("n", I64)}, Slots: 8},
-	{Name: ExportSlidingCounterStep, Params: []Param{p("window", I64), p("limit", I64), p("start", I64), p("count", I64), p("prev", I64), p("now", I64), p("n", I64)}, Slots: 9},
-	{Name: ExportSlidingLogStep, Params: []Param{p("window", I64), p("limit", I64), p("len", I32), p("now", I64), p("n", I64)}, Slots: 9},
+	{Name: ExportLimitParams, Params: limitParams(), Slots: 7},
+	{Name: ExportLimitStep, Params: append(limitParams(), p("s0", I64), p("s1", I64), p("s2", I64), p("len", I32), p("now", I64), p("n", I64)), Slots: 9},
+	{Name: ExportLimitIdle, Params: append(limitParams(), p("s0", I64), p("s1", I64), p("s2", I64), p("len", I32), p("now", I64)), Slots: 1},
 	{Name: ExportWindowDedupCheck, Params: []Param{p("window", I64), p("high", I64), p("last", I64), p("seen", I32), p("now", I64)}, Slots: 2},
 	{Name: ExportWindowDedupExpired, Params: []Param{p("window", I64), p("last", I64), p("t", I64)}, Slots: 1},
 	{Name: ExportBloomParams, Params: []Param{p("insertions", I64), p("fp_rate", F64), p("shards", I32)}, Slots: 4},
@@ -204,6 +202,14 @@ var Exports = []Export{
 	{Name: ExportMurmur3, Params: []Param{p("len", I32), p("seed", I32)}, Slots: 2},
 	{Name: ExportBackoffBase, Params: []Param{p("initial", I64), p("max", I64), p("multiplier", F64), p("attempt", I64)}, Slots: 1},
 	{Name: ExportBackoffDelay, Params: []Param{p("initial", I64), p("max", I64), p("multiplier", F64), p("jitter", I32), p("attempt", I64), p("prev", I64), p("random", I64)}, Slots: 1},
+	{Name: ExportLimitCharge, Params: append(limitParams(), p("now", I64), p("n", I64), p("allowed", I32), p("d_limit", I64), p("remaining", I64), p("retry_after", I64), p("reset_after", I64), p("delay", I64)), Slots: 2},
+	{Name: ExportLimitSettle, Params: append(limitParams(), p("s0", I64), p("s1", I64), p("s2", I64), p("len", I32), p("at", I64), p("charged", I64), p("now", I64), p("actual", I64)), Slots: 5},
+}
+
+// limitParams are the parameters that name a limit in the three limit exports: the index
+// of its algorithm in core.Algorithms() and its core.Params.
+func limitParams() []Param {
+	return []Param{p("alg", I32), p("capacity", F64), p("rate", F64), p("window", I64), p("limit", I64)}
 }
 
 // Lookup returns the export named name.
@@ -249,159 +255,142 @@ func (r *Results) Decision() core.Decision {
 // core.MaxDuration) ahead of a valid time.
 const maxTAT = core.MaxTime + core.MaxDuration
 
-// GCRACache remembers the GCRA parameters of the last (capacity, rate) a bucket step was
-// given, so that a stream of steps with the same spec converts the floats once. The zero
-// value is empty; a nil *GCRACache disables caching.
-type GCRACache struct {
+// Result slots of redstream_limit_params.
+const (
+	SlotInts   = 0 // slots 0..2: core.Limit.Ints, padded with 0
+	SlotMax    = 3 // core.Limit.Max
+	SlotPeriod = 4 // core.Limit.Period
+	SlotWords  = 5 // core.Algorithm.Words: the state words used, 0 for the log
+	SlotShape  = 6 // core.Algorithm.Shape: 1 bucket, 2 window
+)
+
+// LimitCache remembers the limit of the last (algorithm, parameters) a limit export was
+// given, so that a stream of calls with the same spec validates and converts the
+// parameters once. The zero value is empty; a nil *LimitCache disables caching.
+type LimitCache struct {
+	alg            int32
 	capacity, rate uint64 // bit patterns
-	g              core.GCRA
+	window, limit  int64
+	row            core.Algorithm
+	lim            core.Limit
 	ok             bool
 }
 
-// gcra returns the GCRA parameters of (capacity, rate), from the cache when it holds them.
-func (c *GCRACache) gcra(capacity, rate float64) (core.GCRA, bool) {
+// get returns the limit of (alg, params) and its registry row, from the cache when it
+// holds them; false when alg is no index of core.Algorithms() or the parameters are
+// invalid (StatusInvalidConfig).
+func (c *LimitCache) get(alg int32, capacity, rate float64, window, limit int64) (core.Algorithm, core.Limit, bool) {
 	cb, rb := math.Float64bits(capacity), math.Float64bits(rate)
-	if c != nil && c.ok && c.capacity == cb && c.rate == rb {
-		return c.g, true
+	if c != nil && c.ok && c.alg == alg && c.capacity == cb && c.rate == rb && c.window == window && c.limit == limit {
+		return c.row, c.lim, true
 	}
-	b, err := core.NewTokenBucket(capacity, rate) // NewLeakyBucket has the same bounds
+	algs := core.Algorithms()
+	if alg < 0 || int(alg) >= len(algs) {
+		return core.Algorithm{}, core.Limit{}, false
+	}
+	row := algs[alg]
+	lim, err := row.New(core.Params{Capacity: capacity, Rate: rate, Window: window, Limit: limit})
 	if err != nil {
-		return core.GCRA{}, false
+		return core.Algorithm{}, core.Limit{}, false
 	}
 	if c != nil {
-		*c = GCRACache{capacity: cb, rate: rb, g: b.GCRA, ok: true}
+		*c = LimitCache{alg: alg, capacity: cb, rate: rb, window: window, limit: limit, row: row, lim: lim, ok: true}
 	}
-	return b.GCRA, true
+	return row, lim, true
 }
 
-// TokenBucketStep is redstream_token_bucket_step: core.NewTokenBucket(capacity, rate)
-// then Step(tat, now, n). Slot 6 is the TAT to store. c may be nil.
-func TokenBucketStep(r *Results, c *GCRACache, capacity, rate float64, tat, now, n int64) Status {
-	g, ok := c.gcra(capacity, rate)
+// LimitParams is redstream_limit_params: the limit of algorithm alg (its index in
+// core.Algorithms()) with parameters (capacity, rate, window, limit), as core.Algorithm.New
+// validates them. Slots 0..2 are its Ints (padded with 0), slot 3 its Max, slot 4 its
+// Period, slot 5 the algorithm's state words (0: a log) and slot 6 its shape.
+func LimitParams(r *Results, c *LimitCache, alg int32, capacity, rate float64, window, limit int64) Status {
+	row, lim, ok := c.get(alg, capacity, rate, window, limit)
 	if !ok {
 		return StatusInvalidConfig
 	}
-	if tat < 0 || tat > maxTAT {
-		return StatusInvalidState
-	}
-	var d core.Decision // TokenBucket.Step is DecideInto without shaping
-	next, err := g.DecideInto(&d, tat, now, n, false)
-	if err != nil {
-		return statusOf(err)
-	}
-	putDecision(r, &d)
-	r[SlotState0] = next
+	r[0], r[1], r[2] = 0, 0, 0
+	copy(r[SlotInts:SlotInts+3], lim.Ints())
+	r[SlotMax], r[SlotPeriod] = lim.Max(), lim.Period()
+	r[SlotWords], r[SlotShape] = int64(row.Words), int64(row.Shape)
 	return StatusOK
 }
 
-// LeakyBucketStep is redstream_leaky_bucket_step: core.NewLeakyBucket(capacity, rate) then
-// Step(tat, now, n). Slot 6 is the TAT to store. c may be nil.
-func LeakyBucketStep(r *Results, c *GCRACache, capacity, rate float64, tat, now, n int64) Status {
-	g, ok := c.gcra(capacity, rate)
-	if !ok {
-		return StatusInvalidConfig
-	}
-	if tat < 0 || tat > maxTAT {
-		return StatusInvalidState
-	}
-	var d core.Decision // LeakyBucket.Step is DecideInto with shaping
-	next, err := g.DecideInto(&d, tat, now, n, true)
-	if err != nil {
-		return statusOf(err)
-	}
-	putDecision(r, &d)
-	r[SlotState0] = next
-	return StatusOK
-}
-
-// validWindowState reports whether a window state could have come from the algorithm.
-func validWindowState(start, count, prev, limit int64) bool {
-	return start >= 0 && start <= core.MaxTime && count >= 0 && count <= limit && prev >= 0 && prev <= limit
-}
-
-// FixedWindowStep is redstream_fixed_window_step: core.NewFixedWindow(window, limit) then
-// Step({start, count}, now, n). Slots 6 and 7 are the start and count to store.
-func FixedWindowStep(r *Results, window, limit, start, count, now, n int64) Status {
-	p, err := core.NewFixedWindow(window, limit)
-	if err != nil {
-		return StatusInvalidConfig
-	}
-	if !validWindowState(start, count, 0, limit) {
-		return StatusInvalidState
-	}
-	// Step on the words in place (StepWords): no state or decision copied back.
-	var d core.Decision
-	w := [3]int64{start, count, 0}
-	if err := p.StepWords(&w, now, n, &d); err != nil {
-		return statusOf(err)
-	}
-	putDecision(r, &d)
-	r[SlotState0], r[SlotState1] = w[0], w[1]
-	return StatusOK
-}
-
-// SlidingCounterStep is redstream_sliding_counter_step: core.NewSlidingCounter(window,
-// limit) then Step({start, count, prev}, now, n). Slots 6, 7 and 8 are the start, count and
-// prev to store.
-func SlidingCounterStep(r *Results, window, limit, start, count, prev, now, n int64) Status {
-	p, err := core.NewSlidingCounter(window, limit)
-	if err != nil {
-		return StatusInvalidConfig
-	}
-	if !validWindowState(start, count, prev, limit) {
-		return StatusInvalidState
-	}
-	var d core.Decision
-	w := [3]int64{start, count, prev}
-	if err := p.StepWords(&w, now, n, &d); err != nil {
-		return statusOf(err)
-	}
-	putDecision(r, &d)
-	r[SlotState0], r[SlotState1], r[SlotState2] = w[0], w[1], w[2]
-	return StatusOK
-}
-
-// SlidingLogStep is redstream_sliding_log_step: core.NewSlidingLog(window, limit) then
-// Step on the log held in buf[0:8*length] (length little-endian int64 timestamps, oldest
-// first). It does not write buf. Slot 6 is the number of entries to drop from the front of
-// the log, slot 7 the number of entries to append and slot 8 the timestamp of the appended
-// entries; all three are 0 when the request is denied (a denial changes nothing). lg is
-// scratch space reused between calls.
-func SlidingLogStep(r *Results, lg *core.Log, buf []byte, window, limit int64, length int32, now, n int64) Status {
-	p, err := core.NewSlidingLog(window, limit)
-	if err != nil {
-		return StatusInvalidConfig
+// state builds the key's core.State from the state arguments: the words (s0, s1, s2; the
+// words the algorithm does not use must be 0) or, for a log algorithm, the length
+// little-endian int64 timestamps in buf, oldest first (lg is the scratch log it fills).
+func state(st *core.State, lg *core.Log, buf []byte, row core.Algorithm, lim core.Limit, s0, s1, s2 int64, length int32) Status {
+	*st = core.State{Words: [3]int64{s0, s1, s2}}
+	for i, w := range st.Words {
+		if w < 0 || w > maxTAT || (i >= row.Words && w != 0) {
+			return StatusInvalidState
+		}
 	}
 	if length < 0 || int64(length)*8 > int64(len(buf)) {
 		return StatusBuffer
 	}
-	if int64(length) > limit {
+	if row.Words > 0 {
+		if length != 0 {
+			return StatusInvalidState
+		}
+		return StatusOK
+	}
+	if int64(length) > lim.Max() {
 		return StatusInvalidState
 	}
 	lg.Reset()
-	prevTS := int64(0)
 	for i := 0; i < int(length); i++ {
-		ts := int64(binary.LittleEndian.Uint64(buf[8*i:]))
-		if ts < prevTS || ts > core.MaxTime {
+		if !lg.Append(int64(binary.LittleEndian.Uint64(buf[8*i:]))) {
 			return StatusInvalidState
 		}
-		prevTS = ts
-		p.Record(lg, ts, 1)
 	}
-	d, err := p.Check(lg, now, n)
-	if err != nil {
+	if length > 0 {
+		st.Log = lg
+	}
+	return StatusOK
+}
+
+// LimitStep is redstream_limit_step: core.Limit.CheckState of the limit (as
+// LimitParams) for the key in the state given (see state), at now for cost n. Slots 0..5
+// are the decision and slots 6..8 the Next to store when admitted: the state words, or for
+// a log the number of oldest entries to drop, the number to append and their timestamp
+// (all 0 when denied). It does not write buf; lg is scratch space reused between calls.
+func LimitStep(r *Results, c *LimitCache, lg *core.Log, buf []byte, alg int32, capacity, rate float64, window, limit, s0, s1, s2 int64, length int32, now, n int64) Status {
+	row, lim, ok := c.get(alg, capacity, rate, window, limit)
+	if !ok {
+		return StatusInvalidConfig
+	}
+	var st core.State
+	if s := state(&st, lg, buf, row, lim, s0, s1, s2, length); s != StatusOK {
+		return s
+	}
+	var (
+		d    core.Decision
+		next core.Next
+	)
+	if err := lim.CheckState(&st, now, n, &d, &next); err != nil {
 		return statusOf(err)
 	}
 	putDecision(r, &d)
-	r[SlotState0], r[SlotState1], r[SlotState2] = 0, 0, 0 // a denial changes nothing
-	if d.Allowed {
-		// Record one entry: it prunes what expired and tells the time the n entries are
-		// recorded at (the newest entry's time if later than now). Recording all n would
-		// cost O(n) here for nothing.
-		p.Record(lg, now, 1)
-		r[SlotState0] = int64(length) - int64(lg.Len()-1)
-		r[SlotState1], r[SlotState2] = n, lg.Newest()
+	r[SlotState0], r[SlotState1], r[SlotState2] = next[0], next[1], next[2]
+	return StatusOK
+}
+
+// LimitIdle is redstream_limit_idle: slot 0 is 1 when core.Limit.IdleState reports the key
+// in the state given (see state) back to its initial state at now, so that an embedder may
+// forget it, else 0.
+func LimitIdle(r *Results, c *LimitCache, lg *core.Log, buf []byte, alg int32, capacity, rate float64, window, limit, s0, s1, s2 int64, length int32, now int64) Status {
+	row, lim, ok := c.get(alg, capacity, rate, window, limit)
+	if !ok {
+		return StatusInvalidConfig
 	}
+	var st core.State
+	if s := state(&st, lg, buf, row, lim, s0, s1, s2, length); s != StatusOK {
+		return s
+	}
+	if err := core.CheckTime(now); err != nil {
+		return statusOf(err)
+	}
+	r[0] = b2i(lim.IdleState(&st, now))
 	return StatusOK
 }
 
@@ -533,5 +522,70 @@ func BackoffDelay(r *Results, initial, max int64, multiplier float64, jitter int
 		return StatusInvalidConfig
 	}
 	r[0] = b.Delay(attempt, prev, func(n int64) int64 { return Uniform(uint64(random), n) })
+	return StatusOK
+}
+
+// Result slots of redstream_limit_settle.
+const (
+	SlotChange = 0 // the change applied, in units: negative a refund, positive a charge
+	SlotSettle = 1 // slots 1..3: the state words to store
+	SlotLogLen = 4 // the log's new length (its entries are in the scratch buffer); 0 for words
+)
+
+// LimitCharge is redstream_limit_charge: core.Limit.ChargeOf of the limit (as LimitParams)
+// for a request of cost n admitted at now with the decision given (as a step's slots 0..5
+// hold it). Slot 0 is the charge's At, slot 1 its N (0 and 0 for a denied decision).
+func LimitCharge(r *Results, c *LimitCache, alg int32, capacity, rate float64, window, limit, now, n int64, allowed int32, dLimit, remaining, retryAfter, resetAfter, delay int64) Status {
+	_, lim, ok := c.get(alg, capacity, rate, window, limit)
+	if !ok || !lim.Settles() {
+		return StatusInvalidConfig
+	}
+	if err := core.CheckTime(now); err != nil {
+		return statusOf(err)
+	}
+	if n < 1 {
+		return StatusInvalidCost
+	}
+	d := core.Decision{Allowed: allowed == 1, Limit: dLimit, Remaining: remaining, RetryAfter: retryAfter, ResetAfter: resetAfter, Delay: delay}
+	ch := lim.ChargeOf(now, n, &d)
+	r[0], r[1] = ch.At, ch.N
+	return StatusOK
+}
+
+// LimitSettle is redstream_limit_settle: core.Limit.SettleState of the limit (as
+// LimitParams) for the key in the state given (see state), settling the charge (at,
+// charged) at now with the actual cost. Slot 0 is the change applied; slots 1..3 the state
+// words to store; for a log, slot 4 is the new log's length and the new log (oldest first)
+// replaces the one in buf, which must hold max(len, the limit's max) entries (else
+// StatusBuffer). lg is scratch space reused between calls.
+func LimitSettle(r *Results, c *LimitCache, lg *core.Log, buf []byte, alg int32, capacity, rate float64, window, limit, s0, s1, s2 int64, length int32, at, charged, now, actual int64) Status {
+	row, lim, ok := c.get(alg, capacity, rate, window, limit)
+	if !ok || !lim.Settles() {
+		return StatusInvalidConfig
+	}
+	var st core.State
+	if s := state(&st, lg, buf, row, lim, s0, s1, s2, length); s != StatusOK {
+		return s
+	}
+	if row.Words == 0 && int64(len(buf)) < 8*lim.Max() {
+		return StatusBuffer
+	}
+	if at < 0 || at > maxTAT {
+		return StatusInvalidState
+	}
+	k, err := lim.SettleState(&st, core.Charge{At: at, N: charged}, now, actual)
+	if err != nil {
+		return statusOf(err)
+	}
+	r[SlotChange] = k
+	r[SlotSettle], r[SlotSettle+1], r[SlotSettle+2] = st.Words[0], st.Words[1], st.Words[2]
+	r[SlotLogLen] = 0
+	if row.Words == 0 && st.Log != nil {
+		n := st.Log.Len()
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint64(buf[8*i:], uint64(st.Log.At(i)))
+		}
+		r[SlotLogLen] = int64(n)
+	}
 	return StatusOK
 }

@@ -147,8 +147,8 @@ const (
 	ModuleGoVersion = %q
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
 	ModuleSHA256 = %q
-	// ModuleSize is the size of core.wasm in bytes.
-	ModuleSize = %d
+	// moduleSize is the size of core.wasm in bytes (len(Module())).
+	moduleSize = %d
 )
 `, runtime.Version(), hex.EncodeToString(sum[:]), len(wasm))
 }

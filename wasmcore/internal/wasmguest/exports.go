@@ -6,7 +6,7 @@
 // implements the ABI on package core.
 //
 // The reactor keeps no state between calls except its results area, its scratch buffer and
-// a cache of the last bucket parameters: every step takes its parameters and the key's
+// a cache of the last limit: every step takes its parameters and the key's
 // state as arguments and returns the new state, so any instance can serve any call. Bad
 // input is a status code, never a panic (core's steps do not panic); a panic would be a bug,
 // and the Go runtime would then abort the instance (the call traps), which embedders handle
@@ -35,8 +35,8 @@ var (
 	// log and pos are reused by the sliding log and Bloom steps.
 	log core.Log
 	pos []uint64
-	// gcraCache keeps the bucket parameters of the last spec.
-	gcraCache wasmabi.GCRACache
+	// limits keeps the limit of the last spec.
+	limits wasmabi.LimitCache
 )
 
 // grow makes the scratch buffer size bytes long if it is shorter, reallocating (and so
@@ -79,29 +79,19 @@ func bufferAddr(size int32) int32 {
 	return addr(unsafe.Pointer(&scratch[0]))
 }
 
-//go:wasmexport redstream_token_bucket_step
-func tokenBucketStep(capacity, rate float64, tat, now, n int64) int32 {
-	return wasmabi.TokenBucketStep(&results, &gcraCache, capacity, rate, tat, now, n)
+//go:wasmexport redstream_limit_params
+func limitParams(alg int32, capacity, rate float64, window, limit int64) int32 {
+	return wasmabi.LimitParams(&results, &limits, alg, capacity, rate, window, limit)
 }
 
-//go:wasmexport redstream_leaky_bucket_step
-func leakyBucketStep(capacity, rate float64, tat, now, n int64) int32 {
-	return wasmabi.LeakyBucketStep(&results, &gcraCache, capacity, rate, tat, now, n)
+//go:wasmexport redstream_limit_step
+func limitStep(alg int32, capacity, rate float64, window, limit, s0, s1, s2 int64, length int32, now, n int64) int32 {
+	return wasmabi.LimitStep(&results, &limits, &log, buf, alg, capacity, rate, window, limit, s0, s1, s2, length, now, n)
 }
 
-//go:wasmexport redstream_fixed_window_step
-func fixedWindowStep(window, limit, start, count, now, n int64) int32 {
-	return wasmabi.FixedWindowStep(&results, window, limit, start, count, now, n)
-}
-
-//go:wasmexport redstream_sliding_counter_step
-func slidingCounterStep(window, limit, start, count, prev, now, n int64) int32 {
-	return wasmabi.SlidingCounterStep(&results, window, limit, start, count, prev, now, n)
-}
-
-//go:wasmexport redstream_sliding_log_step
-func slidingLogStep(window, limit int64, length int32, now, n int64) int32 {
-	return wasmabi.SlidingLogStep(&results, &log, buf, window, limit, length, now, n)
+//go:wasmexport redstream_limit_idle
+func limitIdle(alg int32, capacity, rate float64, window, limit, s0, s1, s2 int64, length int32, now int64) int32 {
+	return wasmabi.LimitIdle(&results, &limits, &log, buf, alg, capacity, rate, window, limit, s0, s1, s2, length, now)
 }
 
 //go:wasmexport redstream_window_dedup_check
@@ -144,4 +134,14 @@ func backoffBase(initial, max int64, multiplier float64, attempt int64) int32 {
 //go:wasmexport redstream_backoff_delay
 func backoffDelay(initial, max int64, multiplier float64, jitter int32, attempt, prev, random int64) int32 {
 	return wasmabi.BackoffDelay(&results, initial, max, multiplier, jitter, attempt, prev, random)
+}
+
+//go:wasmexport redstream_limit_charge
+func limitCharge(alg int32, capacity, rate float64, window, limit, now, n int64, allowed int32, dLimit, remaining, retryAfter, resetAfter, delay int64) int32 {
+	return wasmabi.LimitCharge(&results, &limits, alg, capacity, rate, window, limit, now, n, allowed, dLimit, remaining, retryAfter, resetAfter, delay)
+}
+
+//go:wasmexport redstream_limit_settle
+func limitSettle(alg int32, capacity, rate float64, window, limit, s0, s1, s2 int64, length int32, at, charged, now, actual int64) int32 {
+	return wasmabi.LimitSettle(&results, &limits, &log, buf, alg, capacity, rate, window, limit, s0, s1, s2, length, at, charged, now, actual)
 }

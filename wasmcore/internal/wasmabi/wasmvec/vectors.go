@@ -147,93 +147,24 @@ func (g *vgen) cost(limit int64) int64 {
 	return 1
 }
 
-func (g *vgen) gcra() {
-	for _, export := range []string{wasmabi.ExportTokenBucketStep, wasmabi.ExportLeakyBucketStep} {
-		step := wasmabi.TokenBucketStep
-		if export == wasmabi.ExportLeakyBucketStep {
-			step = wasmabi.LeakyBucketStep
+// algs are the algorithms of core's registry, the alg argument of the limit exports being
+// the index of one.
+var algs = core.Algorithms()
+
+// params returns parameters of a's shape drawn for a sequence.
+func (g *vgen) params(a core.Algorithm) core.Params {
+	if a.Shape == core.Bucket {
+		capacity := float64(1 + g.rnd.IntN(20))
+		if g.rnd.IntN(2) == 0 {
+			capacity = 1 + 19*g.rnd.Float64()
 		}
-		call := func(capacity, rate float64, tat, now, n int64) int64 {
-			var r wasmabi.Results
-			st := step(&r, nil, capacity, rate, tat, now, n)
-			g.add(export, append([]string{FormatF64(capacity), FormatF64(rate)}, i64s(tat, now, n)...), nil, st, &r, nil)
-			if st == wasmabi.StatusOK {
-				return r[wasmabi.SlotState0]
-			}
-			return tat
-		}
-		// Bad parameters, state and time.
-		for _, c := range [][2]float64{{0, 1}, {0.5, 1}, {math.NaN(), 1}, {math.Inf(1), 1}, {10, 0}, {10, -1},
-			{10, math.NaN()}, {10, math.Inf(1)}, {10, 2e6}, {float64(core.MaxCount) * 2, 1}, {1e12, 1e-6}} {
-			call(c[0], c[1], 0, t0, 1)
-		}
-		call(10, 5, -1, t0, 1)
-		call(10, 5, core.MaxTime+core.MaxDuration+1, t0, 1)
-		call(10, 5, 0, -1, 1)
-		call(10, 5, 0, core.MaxTime+1, 1)
-		call(10, 5, 0, core.MaxTime, 1)
-		call(10, 5, 0, 0, 1)
-		// Sequences.
-		for seq := 0; seq < 12; seq++ {
-			capacity := float64(1 + g.rnd.IntN(20))
-			if g.rnd.IntN(2) == 0 {
-				capacity = 1 + 19*g.rnd.Float64()
-			}
-			rate := vecRates[g.rnd.IntN(len(vecRates))]
-			b, _ := core.NewTokenBucket(capacity, rate)
-			now, tat := t0+g.rnd.Int64N(1e12), int64(0)
-			for i := 0; i < 8; i++ {
-				now += g.dt(max(1, int64(1e6/rate)))
-				tat = call(capacity, rate, tat, now, g.cost(b.Burst))
-			}
-		}
+		return core.Params{Capacity: capacity, Rate: vecRates[g.rnd.IntN(len(vecRates))]}
 	}
+	return core.Params{Window: vecWindows[g.rnd.IntN(len(vecWindows))], Limit: 1 + g.rnd.Int64N(20)}
 }
 
-func (g *vgen) windows() {
-	fixed := func(window, limit, start, count, now, n int64) (int64, int64) {
-		var r wasmabi.Results
-		st := wasmabi.FixedWindowStep(&r, window, limit, start, count, now, n)
-		g.add(wasmabi.ExportFixedWindowStep, i64s(window, limit, start, count, now, n), nil, st, &r, nil)
-		if st == wasmabi.StatusOK {
-			return r[wasmabi.SlotState0], r[wasmabi.SlotState1]
-		}
-		return start, count
-	}
-	counter := func(window, limit, start, count, prev, now, n int64) (int64, int64, int64) {
-		var r wasmabi.Results
-		st := wasmabi.SlidingCounterStep(&r, window, limit, start, count, prev, now, n)
-		g.add(wasmabi.ExportSlidingCounterStep, i64s(window, limit, start, count, prev, now, n), nil, st, &r, nil)
-		if st == wasmabi.StatusOK {
-			return r[wasmabi.SlotState0], r[wasmabi.SlotState1], r[wasmabi.SlotState2]
-		}
-		return start, count, prev
-	}
-	for _, c := range [][2]int64{{0, 10}, {-1, 10}, {core.MaxDuration + 1, 10}, {core.Second, 0}, {core.Second, core.MaxCount + 1}} {
-		fixed(c[0], c[1], 0, 0, t0, 1)
-		counter(c[0], c[1], 0, 0, 0, t0, 1)
-	}
-	counter(core.MaxDuration, 1<<10, 0, 0, 0, t0, 1) // limit × window beyond 2^53
-	fixed(core.Second, 10, -1, 0, t0, 1)
-	fixed(core.Second, 10, 0, 11, t0, 1)
-	fixed(core.Second, 10, 0, -1, t0, 1)
-	counter(core.Second, 10, 0, 0, 11, t0, 1)
-	counter(core.Second, 10, core.MaxTime+1, 0, 0, t0, 1)
-	fixed(core.Second, 10, 0, 0, -5, 1)
-	counter(core.Second, 10, 0, 0, 0, core.MaxTime+1, 1)
-	for seq := 0; seq < 12; seq++ {
-		w := vecWindows[g.rnd.IntN(len(vecWindows))]
-		limit := 1 + g.rnd.Int64N(20)
-		now := t0 + g.rnd.Int64N(1e12)
-		var s, c int64
-		var cs, cc, cp int64
-		for i := 0; i < 10; i++ {
-			now += g.dt(w)
-			n := g.cost(limit)
-			s, c = fixed(w, limit, s, c, now, n)
-			cs, cc, cp = counter(w, limit, cs, cc, cp, now, n)
-		}
-	}
+func paramArgs(alg int32, p core.Params) []string {
+	return append([]string{strconv.Itoa(int(alg)), FormatF64(p.Capacity), FormatF64(p.Rate)}, i64s(p.Window, p.Limit)...)
 }
 
 func logBytes(log []int64) []byte {
@@ -244,42 +175,179 @@ func logBytes(log []int64) []byte {
 	return b
 }
 
-func (g *vgen) slidingLog() {
-	call := func(window, limit int64, log []int64, length int32, now, n int64) []int64 {
-		var r wasmabi.Results
-		in := logBytes(log)
-		buf := make([]byte, max(len(in), 8))
-		copy(buf, in)
-		st := wasmabi.SlidingLogStep(&r, &g.log, buf, window, limit, length, now, n)
-		args := i64s(window, limit, int64(length), now, n)
-		g.add(wasmabi.ExportSlidingLogStep, args, in, st, &r, nil)
-		if st != wasmabi.StatusOK {
-			return log
-		}
-		out := append([]int64(nil), log[r[wasmabi.SlotState0]:]...)
-		for i := int64(0); i < r[wasmabi.SlotState1]; i++ {
-			out = append(out, r[wasmabi.SlotState2])
-		}
-		return out
+// keyState is a key's state as the limit exports take it: words, or a log.
+type keyState struct {
+	w   [3]int64
+	log []int64
+}
+
+// limits adds the vectors of the three limit exports: bad parameters for every shape,
+// bad states, and sequences of steps (with idle checks) for every algorithm.
+func (g *vgen) limits() {
+	g.limitParams(-1, core.Params{Capacity: 10, Rate: 5})
+	g.limitParams(int32(len(algs)), core.Params{Window: core.Second, Limit: 10})
+	for i, a := range algs {
+		g.limitsOf(int32(i), a)
 	}
-	call(0, 10, nil, 0, t0, 1)
-	call(core.Second, 0, nil, 0, t0, 1)
-	call(core.Second, 2, []int64{t0, t0, t0}, 3, t0, 1)       // longer than the limit
-	call(core.Second, 5, []int64{t0, t0 - 1}, 2, t0, 1)       // unsorted
-	call(core.Second, 5, []int64{-1}, 1, t0, 1)               // negative timestamp
-	call(core.Second, 5, []int64{t0}, -1, t0, 1)              // negative length
-	call(core.Second, 5, []int64{t0}, 1, core.MaxTime+1, 1)   // bad time
-	call(core.Second, 5, []int64{t0}, 1, t0, 0)               // bad cost
-	call(core.Second, 5, []int64{t0}, 1, t0, 6)               // cost too large
-	call(core.Second, 5, []int64{t0 - core.Second}, 1, t0, 5) // exactly one window old
+	for i := range algs {
+		g.settles(int32(i))
+	}
+}
+
+// settles adds, for one algorithm, reservations (steps), their charges and settlements:
+// a refund, a cancel and a charge beyond the estimate, and a settlement's bad input.
+func (g *vgen) settles(alg int32) {
+	p := core.Params{Capacity: 10, Rate: 5, Window: core.Second, Limit: 10}
+	lim, _ := algs[alg].New(p)
+	now := int64(1767225600000000)
+	var s keyState
+	for _, c := range [][2]int64{{4, 1}, {3, 0}, {2, 6}, {5, 5}} {
+		after := g.limitStep(alg, p, s, int32(len(s.log)), now, c[0])
+		var d core.Decision
+		var next core.Next
+		var st core.State
+		if len(s.log) > 0 {
+			var l core.Log
+			for _, ts := range s.log {
+				l.Append(ts)
+			}
+			st.Log = &l
+		} else {
+			st.Words = s.w
+		}
+		_ = lim.CheckState(&st, now, c[0], &d, &next)
+		at := g.limitCharge(alg, p, now, c[0], &d)
+		s = g.limitSettle(alg, p, lim.Max(), after, at, c[0], now+core.Millisecond, c[1])
+		now += 100 * core.Millisecond
+	}
+	g.limitSettle(alg, p, lim.Max(), s, now, 1, now, -1) // INVALID_COST
+	g.limitSettle(alg, p, lim.Max(), s, now, 1, -1, 0)   // INVALID_TIME
+}
+
+// limitCharge adds a call of the charge export and returns the charge's At.
+func (g *vgen) limitCharge(alg int32, p core.Params, now, n int64, d *core.Decision) int64 {
+	var r wasmabi.Results
+	allowed := int32(0)
+	if d.Allowed {
+		allowed = 1
+	}
+	st := wasmabi.LimitCharge(&r, nil, alg, p.Capacity, p.Rate, p.Window, p.Limit, now, n, allowed, d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Delay)
+	args := append(paramArgs(alg, p), i64s(now, n)...)
+	args = append(args, strconv.Itoa(int(allowed)))
+	g.add(wasmabi.ExportLimitCharge, append(args, i64s(d.Limit, d.Remaining, d.RetryAfter, d.ResetAfter, d.Delay)...), nil, st, &r, nil)
+	return r[0]
+}
+
+// limitSettle adds a call of the settle export (the scratch buffer holding room for max
+// entries) and returns the key's state after it.
+func (g *vgen) limitSettle(alg int32, p core.Params, max int64, s keyState, at, charged, now, actual int64) keyState {
+	var r wasmabi.Results
+	in := make([]byte, 8*max)
+	copy(in, logBytes(s.log))
+	buf := append([]byte(nil), in...)
+	st := wasmabi.LimitSettle(&r, nil, &g.log, buf, alg, p.Capacity, p.Rate, p.Window, p.Limit, s.w[0], s.w[1], s.w[2], int32(len(s.log)), at, charged, now, actual)
+	var out []byte
+	if st == wasmabi.StatusOK {
+		out = buf
+	}
+	g.add(wasmabi.ExportLimitSettle, append(paramArgs(alg, p), i64s(s.w[0], s.w[1], s.w[2], int64(len(s.log)), at, charged, now, actual)...), in, st, &r, out)
+	if st != wasmabi.StatusOK {
+		return s
+	}
+	if algs[alg].Words > 0 {
+		return keyState{w: [3]int64{r[wasmabi.SlotSettle], r[wasmabi.SlotSettle+1], r[wasmabi.SlotSettle+2]}}
+	}
+	n := r[wasmabi.SlotLogLen]
+	log := make([]int64, n)
+	for i := range log {
+		log[i] = int64(binary.LittleEndian.Uint64(buf[8*i:]))
+	}
+	return keyState{log: log}
+}
+
+// limitParams adds a call of the params export.
+func (g *vgen) limitParams(alg int32, p core.Params) {
+	var r wasmabi.Results
+	st := wasmabi.LimitParams(&r, nil, alg, p.Capacity, p.Rate, p.Window, p.Limit)
+	g.add(wasmabi.ExportLimitParams, paramArgs(alg, p), nil, st, &r, nil)
+}
+
+// limitStep adds a call of the step export and returns the key's state after it.
+func (g *vgen) limitStep(alg int32, p core.Params, s keyState, length int32, now, n int64) keyState {
+	var r wasmabi.Results
+	in := logBytes(s.log)
+	buf := make([]byte, max(len(in), 8))
+	copy(buf, in)
+	st := wasmabi.LimitStep(&r, nil, &g.log, buf, alg, p.Capacity, p.Rate, p.Window, p.Limit, s.w[0], s.w[1], s.w[2], length, now, n)
+	g.add(wasmabi.ExportLimitStep, append(paramArgs(alg, p), i64s(s.w[0], s.w[1], s.w[2], int64(length), now, n)...), in, st, &r, nil)
+	if st != wasmabi.StatusOK || r[wasmabi.SlotAllowed] == 0 {
+		return s
+	}
+	next := [3]int64{r[wasmabi.SlotState0], r[wasmabi.SlotState1], r[wasmabi.SlotState2]}
+	if algs[alg].Words > 0 {
+		return keyState{w: next}
+	}
+	out := append([]int64(nil), s.log[next[0]:]...)
+	for i := int64(0); i < next[1]; i++ {
+		out = append(out, next[2])
+	}
+	return keyState{log: out}
+}
+
+// limitIdle adds a call of the idle export.
+func (g *vgen) limitIdle(alg int32, p core.Params, s keyState, now int64) {
+	var r wasmabi.Results
+	in := logBytes(s.log)
+	buf := make([]byte, max(len(in), 8))
+	copy(buf, in)
+	st := wasmabi.LimitIdle(&r, nil, &g.log, buf, alg, p.Capacity, p.Rate, p.Window, p.Limit, s.w[0], s.w[1], s.w[2], int32(len(s.log)), now)
+	g.add(wasmabi.ExportLimitIdle, append(paramArgs(alg, p), i64s(s.w[0], s.w[1], s.w[2], int64(len(s.log)), now)...), in, st, &r, nil)
+}
+
+// limitsOf adds the calls of one algorithm: bad parameters, bad states, times and costs,
+// then sequences of steps and idle checks.
+func (g *vgen) limitsOf(alg int32, a core.Algorithm) {
+	if a.Shape == core.Bucket {
+		for _, c := range [][2]float64{{0, 1}, {0.5, 1}, {math.NaN(), 1}, {math.Inf(1), 1}, {10, 0}, {10, -1},
+			{10, math.NaN()}, {10, math.Inf(1)}, {10, 2e6}, {float64(core.MaxCount) * 2, 1}, {1e12, 1e-6}, {10, 5}, {3.7, 0.3}} {
+			g.limitParams(alg, core.Params{Capacity: c[0], Rate: c[1]})
+		}
+	} else {
+		for _, c := range [][2]int64{{0, 10}, {-1, 10}, {core.MaxDuration + 1, 10}, {core.Second, 0}, {core.Second, core.MaxCount + 1},
+			{core.MaxDuration, 1 << 10}, {core.Second, core.MaxLogLimit + 1}, {core.Second, 10}} {
+			g.limitParams(alg, core.Params{Window: c[0], Limit: c[1]})
+		}
+	}
+	p := g.params(a)
+	lim, _ := a.New(p)
+	// Bad states, times and costs.
+	g.limitStep(alg, p, keyState{w: [3]int64{-1}}, 0, t0, 1)
+	g.limitStep(alg, p, keyState{w: [3]int64{0, 0, core.MaxTime + core.MaxDuration + 1}}, 0, t0, 1)
+	g.limitStep(alg, p, keyState{}, -1, t0, 1)
+	g.limitStep(alg, p, keyState{}, 0, -1, 1)
+	g.limitStep(alg, p, keyState{}, 0, core.MaxTime+1, 1)
+	g.limitStep(alg, p, keyState{}, 0, core.MaxTime, 1)
+	g.limitStep(alg, p, keyState{}, 0, t0, 0)
+	g.limitStep(alg, p, keyState{}, 0, t0, lim.Max()+1)
+	if a.Words == 0 {
+		g.limitStep(alg, p, keyState{log: []int64{t0, t0 - 1}}, 2, t0, 1)                         // unsorted
+		g.limitStep(alg, p, keyState{log: []int64{-1}}, 1, t0, 1)                                 // negative timestamp
+		g.limitStep(alg, p, keyState{log: make([]int64, lim.Max()+1)}, int32(lim.Max()+1), t0, 1) // longer than the limit
+	} else {
+		g.limitStep(alg, p, keyState{log: []int64{t0}}, 1, t0, 1) // a log for an algorithm of words
+	}
+	// Sequences.
 	for seq := 0; seq < 12; seq++ {
-		w := vecWindows[g.rnd.IntN(len(vecWindows))]
-		limit := 1 + g.rnd.Int64N(20)
+		p := g.params(a)
+		lim, _ := a.New(p)
 		now := t0 + g.rnd.Int64N(1e12)
-		var log []int64
-		for i := 0; i < 10; i++ {
-			now += g.dt(w)
-			log = call(w, limit, log, int32(len(log)), now, g.cost(limit))
+		var s keyState
+		for i := 0; i < 8; i++ {
+			now += g.dt(max(1, lim.Period()/max(1, lim.Max())))
+			s = g.limitStep(alg, p, s, int32(len(s.log)), now, g.cost(lim.Max()))
+			if i%3 == 2 {
+				g.limitIdle(alg, p, s, now+g.dt(lim.Period()))
+			}
 		}
 	}
 }
@@ -443,9 +511,7 @@ func (g *vgen) backoff() {
 // deterministic.
 func Vectors() VectorFile {
 	g := &vgen{rnd: rand.New(rand.NewPCG(2026, 1))}
-	g.gcra()
-	g.windows()
-	g.slidingLog()
+	g.limits()
 	g.windowDedup()
 	g.bloom()
 	g.murmur()

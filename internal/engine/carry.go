@@ -1,0 +1,78 @@
+package engine
+
+import "github.com/redstream-go/redstream/core"
+
+// Carrier is where a successor limiter (one whose limits replace another's) finds the
+// state a key has under the previous limits, and how it carries it (core.Limit.SeedState).
+// Load returns a copy of the key's state under the previous limits (one per limit, index
+// for index), which keeps it; false when the previous limiter holds nothing of the key.
+// The successor seeds a key once: from then on it holds the key.
+type Carrier struct {
+	Load  func(key string) ([]core.State, bool)
+	From  []core.Limit // the previous limits, one per limit
+	Carry core.Carry
+}
+
+// Carry makes l a successor: a key l does not hold is seeded from c on its first decision
+// (and stored, whatever the decision), then decided. It must be called before l decides.
+func (l *Limiter) Carry(c *Carrier) { l.carry = c }
+
+// seeded returns the state of key (which l does not hold) carried from the previous
+// limits at now, and true when the previous limiter held it.
+func (l *Limiter) seeded(key string, now int64) ([]core.State, bool) {
+	if l.carry == nil {
+		return nil, false
+	}
+	old, ok := l.carry.Load(key)
+	if !ok {
+		return nil, false
+	}
+	out := make([]core.State, len(l.limits))
+	for j, lim := range l.limits {
+		if j < len(old) && j < len(l.carry.From) {
+			out[j] = lim.SeedState(l.carry.From[j], old[j], now, l.carry.Carry)
+		}
+	}
+	return out, true
+}
+
+// insertOne stores the seeded state v of key in s (locked), which does not hold it (i is
+// the slot Find returned), and returns its slot.
+func (l *Limiter) insertOne(s *Shard[core.State], i int, key string, tag uint32, v core.State, now int64) int {
+	lim := l.limits[0]
+	l.one.Insert(s, i, key, tag, v, func(v core.State) bool { return lim.IdleState(&v, now) })
+	j, _ := s.Find(key, tag)
+	return j
+}
+
+// Load returns a copy of the state of key and true; false when l does not hold key. A
+// sliding log's State shares its Log (no algorithm carries a log).
+func (l *Limiter) Load(key string) ([]core.State, bool) {
+	if len(l.limits) == 1 {
+		s, tag := l.one.Locate(key)
+		s.Lock()
+		defer s.Unlock()
+		i, ok := s.Find(key, tag)
+		if !ok {
+			return nil, false
+		}
+		return []core.State{*s.Val(i)}, true
+	}
+	s, tag := l.multi.Locate(key)
+	s.Lock()
+	defer s.Unlock()
+	i, ok := s.Find(key, tag)
+	if !ok {
+		return nil, false
+	}
+	return append([]core.State(nil), *s.Val(i)...), true
+}
+
+// Load returns the state of key (its TAT) and true; false when b does not hold key.
+func (b *Buckets) Load(key string) ([]core.State, bool) {
+	tat, ok := b.TAT(key)
+	if !ok {
+		return nil, false
+	}
+	return []core.State{{Words: [3]int64{tat}}}, true
+}
