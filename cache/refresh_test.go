@@ -93,11 +93,17 @@ func TestEagerRefresh(t *testing.T) {
 	steady := 2*pass < window
 	t.Logf("slowest pass over the keys %v; refresh window %v", pass.Round(time.Millisecond), window)
 	dups := checkLoadsPerTTL(t, &log, keys, start, span, ttl)
+	// A stall longer than the window can let the keys whose expiry falls within it go
+	// unread: expiries are spread over a TTL, so about nkeys*(stall-window)/ttl of them.
+	var stalled uint64
+	if !steady {
+		stalled = uint64(float64(nkeys) * float64(pass-window) / float64(ttl))
+	}
 	switch {
 	case steady && (misses != 0 || dups != 0):
 		t.Errorf("with steady traffic: %d reads missed after the first loads and %d keys loaded twice in a window, want 0 and 0", misses, dups)
-	case misses > refreshes/100 || dups > int(misses):
-		t.Errorf("traffic stalled (a pass took %v): %d misses, %d double loads; want under 1%% of %d refreshes, and no double load without a miss", pass, misses, dups, refreshes)
+	case misses > refreshes/100+stalled || dups > int(misses):
+		t.Errorf("traffic stalled (a pass took %v): %d misses, %d double loads; want under 1%% of %d refreshes plus the %d keys whose expiry the stall could cover, and no double load without a miss", pass, misses, dups, refreshes, stalled)
 	}
 }
 

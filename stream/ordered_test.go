@@ -23,7 +23,10 @@ func orderedRun(t *testing.T, n, keys int, failFirst, failAlways func(i int) boo
 	t.Helper()
 	client := redistest.Client(t)
 	cfg := fastConfig()
-	cfg.Autoclaim.MinIdle = time.Second // leases every 333 ms; takeovers need a real stall
+	// One consumer and no takeover to test: a min-idle far above any stall of a loaded
+	// runner, so that only retries (not the consumer's own scan of entries it holds) deliver
+	// a message again.
+	cfg.Autoclaim.MinIdle = 10 * time.Second
 	topic := newTopic(t)
 	p := newProducer(t, client, cfg)
 	for start := 0; start < n; start += 1000 {
@@ -90,7 +93,7 @@ func orderedRun(t *testing.T, n, keys int, failFirst, failAlways func(i int) boo
 	}
 	begin := time.Now()
 	startConsumer(t, c)
-	eventually(t, 120*time.Second, "every message handled or dead-lettered", func() bool { return seen.Load() == int64(n) })
+	eventually(t, 120*time.Second, "every message handled or dead-lettered", func() bool { return seen.Load() >= int64(n) })
 	took := time.Since(begin)
 	time.Sleep(100 * time.Millisecond)
 

@@ -139,8 +139,9 @@ func (s *Scheduler) Start() error {
 	return nil
 }
 
-// Stop stops delivering and waits for the schedules' goroutines, at most until ctx ends (a
-// Redis call in flight ends at its deadline). A stopped Scheduler cannot start again; its
+// Stop stops delivering and waits for the schedules' goroutines, at most until ctx ends. A
+// Redis call in flight is not canceled but ends at its deadline, so once Stop has returned
+// nil, nothing this Scheduler decided is still on its way to Redis. A stopped Scheduler cannot start again; its
 // List, Pause, Resume and Remove still work. Ticks due while no process delivers a
 // schedule are missed ticks (Schedule.Missed).
 func (s *Scheduler) Stop(ctx context.Context) error {

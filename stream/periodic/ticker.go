@@ -114,10 +114,10 @@ func (t *ticker) run(ctx context.Context) {
 		}
 		for _, c := range calls {
 			r, err := t.fire(ctx, cursor, c)
-			if ctx.Err() != nil {
-				return
-			}
 			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
 				t.fail(err)
 				sleep(ctx, backoff(t.failures))
 				break
@@ -138,6 +138,9 @@ func (t *ticker) run(ctx context.Context) {
 				break // another process decided ticks after cursor: plan again from its last
 			}
 			cursor = c.tick
+			if ctx.Err() != nil {
+				return
+			}
 		}
 	}
 }
@@ -189,7 +192,10 @@ func (t *ticker) fire(ctx context.Context, cursor time.Time, c call) (fireReply,
 			headerSchedule, t.c.Name,
 			headerTick, c.tick.UTC().Format(tickFormat))
 	}
-	cctx, cancel := context.WithTimeout(ctx, t.timeout)
+	// Stopping does not cancel a call in flight: a canceled call may still run on the server
+	// after the client gave up on it, and a tick sent after Stop returned would be neither
+	// counted nor expected. The call ends at its deadline.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.timeout)
 	defer cancel()
 	vals, err := fireScript.Exec(cctx, t.client, []string{t.state, t.schedules, t.stream}, args).ToArray()
 	if err != nil {
