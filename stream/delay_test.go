@@ -187,10 +187,11 @@ func TestDelayedPrecisionShort(t *testing.T) {
 	slices.Sort(long)
 	t.Logf("lateness, delays under the poll interval: median %v, max %v (%d messages)", short[len(short)/2], short[len(short)-1], len(short))
 	t.Logf("lateness, delays over the poll interval: median %v, max %v (%d messages)", long[len(long)/2], long[len(long)-1], len(long))
-	// A mover that only polled would make the median about half the poll interval; one that
-	// wakes at the due time makes it a few ms.
-	if med := long[len(long)/2]; med > stream.DefaultDelayPollInterval/4 {
-		t.Errorf("median lateness of delays over the poll interval %v, want under %v (the mover wakes at the due time)", med, stream.DefaultDelayPollInterval/4)
+	// A mover that only polled would make the median about half the poll interval (uniform
+	// over it) plus the call's time; one that wakes at the due time makes it a few ms. The
+	// bound sits between the two, with room for a loaded runner.
+	if med := long[len(long)/2]; med > stream.DefaultDelayPollInterval*2/5 {
+		t.Errorf("median lateness of delays over the poll interval %v, want under %v (the mover wakes at the due time)", med, stream.DefaultDelayPollInterval*2/5)
 	}
 }
 
