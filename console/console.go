@@ -18,6 +18,7 @@ import (
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/internal/streamwire"
 	"github.com/redstream-go/redstream/stream"
+	"github.com/redstream-go/redstream/stream/periodic"
 )
 
 // Defaults and bounds of Options.
@@ -106,8 +107,9 @@ type Console struct {
 	title     string
 	log       *slog.Logger
 	consumers []*stream.Consumer
-	limiters  []limiterEntry // by name
-	results   resultStore    // results of recent actions (POST-redirect-GET)
+	limiters  []limiterEntry      // by name
+	results   resultStore         // results of recent actions (POST-redirect-GET)
+	periodic  *periodic.Scheduler // administers the periodic schedules (never started)
 	mux       *http.ServeMux
 }
 
@@ -151,6 +153,11 @@ func (c *Console) initTopics(o Options) error {
 		return fmt.Errorf("console: %w", err)
 	}
 	c.dl = dl
+	// A Scheduler that is never started: its List, Pause, Resume and Remove administer the
+	// schedules any process registered (the topics' stream keys as the application's).
+	if c.periodic, err = periodic.New(o.Client, periodic.Options{Stream: o.Stream, Timeout: c.timeoutOr(o.Timeout), Logger: c.log}); err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
 	seen := map[string]bool{}
 	for _, t := range o.Topics {
 		key, err := streamwire.StreamKey(t, o.Stream.EnvIsolation, o.Stream.Env)
@@ -163,6 +170,15 @@ func (c *Console) initTopics(o Options) error {
 		}
 	}
 	return nil
+}
+
+// timeoutOr returns the call timeout of Options.Timeout t (DefaultTimeout for 0; a bad value
+// is initSizes' error).
+func (c *Console) timeoutOr(t time.Duration) time.Duration {
+	if t <= 0 {
+		return DefaultTimeout
+	}
+	return t
 }
 
 // initSecurity sets the path prefix, the CSRF secret and the cross-origin protection.
@@ -256,6 +272,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /dlq/entry", c.pageDeadLetter)
 	m.HandleFunc("GET /dlq/purge", c.pagePurge)
 	m.HandleFunc("GET /limits", c.pageLimits)
+	m.HandleFunc("GET /periodic", c.pagePeriodic)
 	m.HandleFunc("GET /result", c.pageResult)
 	m.HandleFunc("GET /static/console.css", c.static("text/css; charset=utf-8", consoleCSS))
 	m.HandleFunc("GET /static/console.js", c.static("text/javascript; charset=utf-8", consoleJS))
@@ -264,7 +281,8 @@ func (c *Console) routes() {
 	m.Handle("POST /dlq/purge", c.action(c.doPurge))
 	m.Handle("POST /dlq/replay-all", c.action(c.doReplayAll))
 	m.Handle("POST /limits/reset", c.action(c.doResetKey))
-	for _, p := range []string{"/dlq/replay", "/dlq/delete", "/dlq/replay-all", "/limits/reset"} {
+	m.Handle("POST /periodic/action", c.action(c.doPeriodic))
+	for _, p := range []string{"/dlq/replay", "/dlq/delete", "/dlq/replay-all", "/limits/reset", "/periodic/action"} {
 		m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", http.MethodPost)
 			c.fail(w, r, http.StatusMethodNotAllowed, "this action needs a POST from the console's own form")

@@ -30,6 +30,7 @@ import (
 	"github.com/redstream-go/redstream/metrics"
 	"github.com/redstream-go/redstream/redisbackend"
 	"github.com/redstream-go/redstream/stream"
+	"github.com/redstream-go/redstream/stream/periodic"
 )
 
 // chromium returns the headless browser's binary: REDSTREAM_CHROMIUM, else Debian's
@@ -235,6 +236,14 @@ func TestBrowser(t *testing.T) {
 		return s
 	}
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	attr := func(sel, name string) string {
+		t.Helper()
+		a, err := chromedp.Run(bctx, chromedp.AttributeValue(chromedp.CSS(sel), name))
+		if err != nil {
+			t.Fatalf("browser: attribute %s of %s: %v", name, sel, err)
+		}
+		return a.Value
+	}
 
 	// The topics page shows the topic and its 3 dead letters.
 	do("open the console", chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("#topics")))
@@ -332,11 +341,10 @@ func TestBrowser(t *testing.T) {
 
 	// A GET never changes state, even of an action's URL with a valid id.
 	openDLQ()
-	attr, err := chromedp.Run(bctx, chromedp.AttributeValue(css(`input.sel`), "value"))
-	if err != nil || attr.Value == "" {
-		t.Fatalf("browser: the remaining dead letter's id: %v", err)
+	remaining := attr(`input.sel`, "value")
+	if remaining == "" {
+		t.Fatal("browser: the remaining dead letter has no id")
 	}
-	remaining := attr.Value
 	topicLen := xlen(t, client, topic)
 	for _, path := range []string{"/dlq/replay", "/dlq/delete", "/dlq/purge"} {
 		do("GET "+path, chromedp.Navigate(base+path+q("t", topic, "id", remaining, "confirm", topic)),
@@ -452,6 +460,29 @@ func TestBrowser(t *testing.T) {
 	}
 	if d, err := api.AllowN(ctx, "customer:ada", time.Time{}, 1); err != nil || d.Remaining != 99 {
 		t.Fatalf("after reset the engine decides %+v, %v; want 99 remaining", d, err)
+	}
+
+	// The periodic schedules: a nightly report of the orders topic, paused from its page.
+	sched, err := periodic.New(client, periodic.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sched.Add(ctx, periodic.Schedule{Name: "nightly-report", Topic: topic, Cron: "0 3 * * *", TimeZone: "Europe/Paris"}); err != nil {
+		t.Fatal(err)
+	}
+	do("open the schedules page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("#topics")),
+		chromedp.Click(css("#nav-periodic")), chromedp.WaitVisible(css("#schedules")))
+	shot("schedules.png")
+	before = dialogs.Load()
+	do("pause the report", chromedp.Click(css(`tr[data-name="nightly-report"] button[value="pause"]`)), chromedp.WaitVisible(css("#notice")))
+	if dialogs.Load() <= before {
+		t.Error("pause asked for no confirmation")
+	}
+	if got := attr(`tr[data-name="nightly-report"]`, "data-paused"); got != "true" {
+		t.Errorf("after pause the row says data-paused=%q", got)
+	}
+	if infos, err := sched.List(ctx, topic); err != nil || len(infos) != 1 || !infos[0].Paused {
+		t.Fatalf("after pause from the page: %+v, %v", infos, err)
 	}
 }
 

@@ -18,6 +18,7 @@ require (
 require (
 	github.com/VictoriaMetrics/metrics v1.45.0 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/netresearch/go-cron v0.9.1 // indirect
 	github.com/valyala/fastrand v1.1.0 // indirect
 	github.com/valyala/histogram v1.2.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
