@@ -57,6 +57,17 @@ export function fixedWindow(windowMs: number, limit: number): Spec {
 }
 
 /**
+ * A concurrency limit: at most limit units (in [1, 65536]) held at once per key, each lease
+ * freeing itself leaseTtlMs after it was taken or last extended, so a crashed holder's units
+ * come back by themselves (Go's redstream.Concurrency). Its windowMs is the lease TTL. A
+ * concurrency limiter (`createRedisConcurrencyLimiter`) hands out leases to release
+ * and extend; as a plain limit an admission is a lease nobody releases.
+ */
+export function concurrency(limit: number, leaseTtlMs: number): Spec {
+  return { algorithm: 'concurrency', windowMs: leaseTtlMs, limit };
+}
+
+/**
  * The result of every limiter decision, the fields of Go's redstream.Decision. Durations are
  * microseconds (Go's are time.Duration of the same microseconds).
  */
