@@ -47,7 +47,7 @@ func TestConcurrencySweep(t *testing.T) {
 	if _, err := l.Acquire(ctx, "d", later, 1); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(l.keys); n != 2 {
+	if n := l.leases.TrackedKeys(); n != 2 {
 		t.Fatalf("%d keys after the sweep, want 2 (the extended lease's and the new one)", n)
 	}
 	if ok, err := l.Release(ctx, held, later); !ok || err != nil {

@@ -68,3 +68,12 @@ func TestDeduplicatorConformanceSweeping(t *testing.T) {
 		return wasmcore.NewDeduplicator(spec, wasmcore.Options{Runtime: rt, Shards: 1, SweepThreshold: 1})
 	}, proptest.Options{Checks: 300, Strategies: []redstream.DedupStrategy{redstream.DedupWindowed}})
 }
+
+// TestConcurrencyLimiterConformance runs proptest's lease suite (1000 cases) against the
+// wasm engine: every admission, release and extension is the reference model's.
+func TestConcurrencyLimiterConformance(t *testing.T) {
+	rt := conformanceRuntime(t)
+	proptest.TestConcurrencyLimiter(t, func(specs []redstream.Spec) (redstream.ConcurrencyLimiter, error) {
+		return wasmcore.NewConcurrencyLimiter(specs, wasmcore.Options{Runtime: rt})
+	}, proptest.Options{Checks: 1000})
+}

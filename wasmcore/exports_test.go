@@ -51,6 +51,12 @@ func native(name string, a []uint64, buf []byte) (wasmabi.Status, wasmabi.Result
 		s = wasmabi.LimitCharge(&r, nil, i32(0), f(1), f(2), i(3), i(4), i(5), i(6), i32(7), i(8), i(9), i(10), i(11), i(12))
 	case wasmabi.ExportLimitSettle:
 		s = wasmabi.LimitSettle(&r, nil, &lg, buf, i32(0), f(1), f(2), i(3), i(4), i(5), i(6), i(7), i32(8), i(9), i(10), i(11), i(12))
+	case wasmabi.ExportLeaseRelease:
+		s = wasmabi.LeaseRelease(&r, nil, &lg, buf, i32(0), f(1), f(2), i(3), i(4), i32(5), i(6), i(7), i(8))
+	case wasmabi.ExportLeaseExtend:
+		s = wasmabi.LeaseExtend(&r, nil, &lg, buf, i32(0), f(1), f(2), i(3), i(4), i32(5), i(6), i(7), i(8))
+	case wasmabi.ExportLimitSeed:
+		s = wasmabi.LimitSeed(&r, nil, i32(0), f(1), f(2), i(3), i(4), i32(5), f(6), f(7), i(8), i(9), i(10), i(11), i(12), i(13), i32(14))
 	default:
 		panic("unknown export " + name)
 	}
@@ -61,8 +67,10 @@ func native(name string, a []uint64, buf []byte) (wasmabi.Status, wasmabi.Result
 // arbitrary bit pattern, so that bad input is exercised as often as good.
 func drawArg(t *rapid.T, typ wasmabi.ValType, name string) uint64 {
 	switch name {
-	case "alg": // an index of core.Algorithms(), sometimes one past either end
+	case "alg", "from_alg": // an index of core.Algorithms(), sometimes one past either end
 		return api.EncodeI32(int32(rapid.IntRange(-1, len(core.Algorithms())).Draw(t, name)))
+	case "carry": // a strategy, sometimes none
+		return api.EncodeI32(int32(rapid.IntRange(-1, 3).Draw(t, name)))
 	case "s0", "s1", "s2": // state words: often unused (0)
 		if rapid.Bool().Draw(t, name+".zero") {
 			return 0
@@ -203,6 +211,65 @@ func fmtArgs(e wasmabi.Export, args []uint64) string {
 // a valid sorted log for the sliding log (sometimes corrupted), element bytes otherwise.
 func drawInput(t *rapid.T, name string, args []uint64) []byte {
 	switch name {
+	case wasmabi.ExportLeaseRelease, wasmabi.ExportLeaseExtend:
+		if rapid.Bool().Draw(t, "valid") {
+			// A concurrency limit and a log holding a lease, so that releases and extensions
+			// succeed often.
+			alg := 0
+			for i, a := range core.Algorithms() {
+				if a.Name == "concurrency" {
+					alg = i
+				}
+			}
+			at := int64(1767225600000000) + rapid.Int64Range(0, core.Second).Draw(t, "valid.at")
+			k := rapid.IntRange(1, 10).Draw(t, "valid.held")
+			b := make([]byte, 8*k)
+			for i := range k {
+				binary.LittleEndian.PutUint64(b[8*i:], uint64(at))
+			}
+			args[0], args[1], args[2] = api.EncodeI32(int32(alg)), 0, 0
+			args[3], args[4], args[5] = uint64(core.Second), 10, api.EncodeI32(int32(k))
+			args[6], args[7] = uint64(at), uint64(at+rapid.Int64Range(0, 2*core.Second).Draw(t, "valid.age"))
+			args[8] = uint64(rapid.Int64Range(1, int64(k)+1).Draw(t, "valid.n"))
+			return b
+		}
+		n := rapid.IntRange(0, 12).Draw(t, "loglen")
+		ts := int64(1767225600000000) + rapid.Int64Range(-core.Second, core.Second).Draw(t, "logstart")
+		b := make([]byte, 8*n)
+		for i := 0; i < n; i++ {
+			ts += rapid.Int64Range(0, 3).Draw(t, "logdt") * core.Millisecond
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(ts))
+		}
+		if rapid.IntRange(0, 10).Draw(t, "keeplen") > 0 {
+			args[5] = api.EncodeI32(int32(n))
+		}
+		return b
+	case wasmabi.ExportLimitSeed:
+		if rapid.Bool().Draw(t, "valid") {
+			// Two limits of one algorithm (the window shape's with one window) and a state
+			// a step could leave, so that seeds succeed often.
+			algs := core.Algorithms()
+			alg := rapid.IntRange(0, len(algs)-1).Draw(t, "valid.alg")
+			now := int64(1767225600000000) + rapid.Int64Range(0, core.Second).Draw(t, "valid.now")
+			args[0], args[5] = api.EncodeI32(int32(alg)), api.EncodeI32(int32(alg))
+			args[1], args[2] = math.Float64bits(float64(rapid.IntRange(1, 30).Draw(t, "valid.capacity"))), math.Float64bits(float64(rapid.IntRange(1, 30).Draw(t, "valid.rate")))
+			args[6], args[7] = math.Float64bits(float64(rapid.IntRange(1, 30).Draw(t, "valid.fcapacity"))), math.Float64bits(float64(rapid.IntRange(1, 30).Draw(t, "valid.frate")))
+			args[3], args[8] = uint64(core.Second), uint64(core.Second)
+			args[4], args[9] = uint64(rapid.Int64Range(1, 30).Draw(t, "valid.limit")), uint64(rapid.Int64Range(1, 30).Draw(t, "valid.flimit"))
+			args[10], args[11], args[12] = 0, 0, 0
+			switch algs[alg].Words {
+			case 1:
+				args[10] = uint64(now + rapid.Int64Range(-core.Second, core.Second).Draw(t, "valid.tat"))
+			case 2, 3:
+				args[10] = uint64(now - now%core.Second)
+				args[11] = uint64(rapid.Int64Range(0, 30).Draw(t, "valid.count"))
+				if algs[alg].Words == 3 {
+					args[12] = uint64(rapid.Int64Range(0, 30).Draw(t, "valid.prev"))
+				}
+			}
+			args[13], args[14] = uint64(now), api.EncodeI32(int32(rapid.IntRange(0, 2).Draw(t, "valid.carry")))
+		}
+		return nil
 	case wasmabi.ExportLimitSettle:
 		if rapid.Bool().Draw(t, "valid") {
 			// A valid limit, a new key and a charge, so that settlements succeed often.

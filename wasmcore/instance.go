@@ -29,6 +29,9 @@ const (
 	fnBackoffDelay
 	fnLimitCharge
 	fnLimitSettle
+	fnLeaseRelease
+	fnLeaseExtend
+	fnLimitSeed
 	numFns
 )
 
@@ -45,6 +48,9 @@ var fnNames = [numFns]string{
 	fnBackoffDelay:       wasmabi.ExportBackoffDelay,
 	fnLimitCharge:        wasmabi.ExportLimitCharge,
 	fnLimitSettle:        wasmabi.ExportLimitSettle,
+	fnLeaseRelease:       wasmabi.ExportLeaseRelease,
+	fnLeaseExtend:        wasmabi.ExportLeaseExtend,
+	fnLimitSeed:          wasmabi.ExportLimitSeed,
 }
 
 // instance is one instantiated module. It is not safe for concurrent use: the pool hands
@@ -56,7 +62,7 @@ type instance struct {
 	results uint32 // address of the results area
 	buf     uint32 // address of the scratch buffer
 	bufLen  uint32 // bytes of the scratch buffer known to be available
-	stack   [13]uint64
+	stack   [15]uint64
 	// broken is set when a call trapped or the instance misbehaved; release then closes
 	// the instance instead of returning it to the pool.
 	broken bool
@@ -308,6 +314,105 @@ func (in *instance) limitSettle(ctx context.Context, l *abiLimit, s *core.State,
 		}
 	}
 	return nil
+}
+
+// putLog copies the log of s (oldest first) into the scratch buffer and returns its length.
+func (in *instance) putLog(ctx context.Context, s *core.State) (int, error) {
+	entries := 0
+	if s.Log != nil {
+		entries = s.Log.Len()
+	}
+	if entries > wasmabi.MaxLog {
+		return 0, fmt.Errorf("wasmcore: a log of %d entries exceeds %d", entries, wasmabi.MaxLog)
+	}
+	if entries > 0 {
+		if err := in.ensure(ctx, 8*entries); err != nil {
+			return 0, err
+		}
+		b := in.bytes(8 * entries)
+		for i := range entries {
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(s.Log.At(i)))
+		}
+	}
+	return entries, nil
+}
+
+// getLog replaces the log of s with the n entries at the start of the scratch buffer, the
+// new log an export wrote there (at most was entries: a lease only removes or moves them).
+func (in *instance) getLog(s *core.State, f fn, n int64, was int) error {
+	if n < 0 || n > int64(was) {
+		in.broken = true
+		return fmt.Errorf("%w: %s returned a log of %d entries from %d", ErrTrapped, fnNames[f], n, was)
+	}
+	if n == 0 {
+		if s.Log != nil {
+			s.Log.Reset()
+		}
+		return nil
+	}
+	out := in.bytes(int(8 * n))
+	if s.Log == nil {
+		s.Log = new(core.Log)
+	}
+	s.Log.Reset()
+	for i := range int(n) {
+		if !s.Log.Append(int64(binary.LittleEndian.Uint64(out[8*i:]))) {
+			in.broken = true
+			return fmt.Errorf("%w: %s returned an unordered log", ErrTrapped, fnNames[f])
+		}
+	}
+	return nil
+}
+
+// lease calls redstream_lease_release (f = fnLeaseRelease) or redstream_lease_extend
+// (fnLeaseExtend) for a lease of n units held since at in the concurrency limit l, on the
+// key's state s, which it updates. It returns whether the lease still held its units, and
+// for an extension the lease's new time.
+func (in *instance) lease(ctx context.Context, f fn, l *abiLimit, s *core.State, at, now, n int64) (bool, int64, error) {
+	entries, err := in.putLog(ctx, s)
+	if err != nil {
+		return false, 0, err
+	}
+	st := &in.stack
+	st[0], st[1], st[2], st[3], st[4] = i32(l.alg), f64(l.p.Capacity), f64(l.p.Rate), uint64(l.p.Window), uint64(l.p.Limit)
+	st[5], st[6], st[7], st[8] = i32(int32(entries)), uint64(at), uint64(now), uint64(n)
+	status, err := in.call(ctx, f)
+	if err != nil {
+		return false, 0, err
+	}
+	if status != wasmabi.StatusOK {
+		return false, 0, statusErr(status, f)
+	}
+	b := in.slots()
+	done, newAt, length := slot(b, wasmabi.SlotLeaseDone) != 0, int64(0), slot(b, wasmabi.SlotReleaseLen)
+	if f == fnLeaseExtend {
+		newAt, length = slot(b, wasmabi.SlotExtendAt), slot(b, wasmabi.SlotExtendLen)
+	}
+	if !done {
+		return false, 0, nil
+	}
+	return true, newAt, in.getLog(s, f, length, entries)
+}
+
+// limitSeed calls redstream_limit_seed: the state of a key under l seeded at now from its
+// state old under the previous limit from by c (core.Limit.SeedState).
+func (in *instance) limitSeed(ctx context.Context, l, from *abiLimit, old core.State, now int64, c core.Carry) (core.State, error) {
+	st := &in.stack
+	st[0], st[1], st[2], st[3], st[4] = i32(l.alg), f64(l.p.Capacity), f64(l.p.Rate), uint64(l.p.Window), uint64(l.p.Limit)
+	st[5], st[6], st[7], st[8], st[9] = i32(from.alg), f64(from.p.Capacity), f64(from.p.Rate), uint64(from.p.Window), uint64(from.p.Limit)
+	st[10], st[11], st[12], st[13], st[14] = uint64(old.Words[0]), uint64(old.Words[1]), uint64(old.Words[2]), uint64(now), i32(int32(c))
+	status, err := in.call(ctx, fnLimitSeed)
+	if err != nil {
+		return core.State{}, err
+	}
+	if status != wasmabi.StatusOK {
+		return core.State{}, statusErr(status, fnLimitSeed)
+	}
+	b := in.slots()
+	if slot(b, wasmabi.SlotSeedKept) != 0 {
+		return old, nil
+	}
+	return core.State{Words: [3]int64{slot(b, wasmabi.SlotSeedState), slot(b, wasmabi.SlotSeedState+1), slot(b, wasmabi.SlotSeedState+2)}}, nil
 }
 
 // windowDedupCheck calls redstream_window_dedup_check and returns whether the element is a

@@ -35,6 +35,10 @@ type Limiter struct {
 	limits []core.Limit
 	abi    []abiLimit
 	k      *engine.Limiter
+	// from and carry are a successor's previous limits and strategy (Successor); nil for
+	// a limiter that carries nothing.
+	from  []abiLimit
+	carry core.Carry
 }
 
 var _ redstream.Limiter = (*Limiter)(nil)
@@ -77,29 +81,38 @@ func NewLimiter(spec redstream.Spec, opts Options) (*Limiter, error) {
 // redstream.ErrInvalidConfig when specs is empty or a spec or opts is invalid; the message
 // names the spec.
 func NewMultiLimiter(specs []redstream.Spec, opts Options) (*Limiter, error) {
-	ls, err := engine.Limits("wasmcore", specs)
+	ls, abi, err := abiLimits(specs)
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{limits: ls}
+	r, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &Limiter{opts: r, limits: ls, abi: abi, k: engine.NewLimiter(ls, r.cfg)}, nil
+}
+
+// abiLimits validates specs (at least one) and returns their core limits and how each is
+// called through the ABI.
+func abiLimits(specs []redstream.Spec) ([]core.Limit, []abiLimit, error) {
+	ls, err := engine.Limits("wasmcore", specs)
+	if err != nil {
+		return nil, nil, err
+	}
+	abi := make([]abiLimit, 0, len(ls))
 	for i, lim := range ls {
 		alg, err := algorithmIndex(moduleAlgorithms, lim.Name())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		a := moduleAlgorithms[alg]
 		p := core.Params{Capacity: specs[i].Capacity, Rate: specs[i].Rate}
 		if a.Shape == core.Window {
 			p = core.Params{Window: specs[i].Window.Microseconds(), Limit: specs[i].Limit}
 		}
-		l.abi = append(l.abi, abiLimit{alg: alg, p: p, log: a.Words == 0, max: lim.Max()})
+		abi = append(abi, abiLimit{alg: alg, p: p, log: a.Words == 0, max: lim.Max()})
 	}
-	r, err := opts.resolve()
-	if err != nil {
-		return nil, err
-	}
-	l.opts, l.k = r, engine.NewLimiter(ls, r.cfg)
-	return l, nil
+	return ls, abi, nil
 }
 
 // Limits returns the validated core limits of the limiter's specs, in order, in a new slice.
@@ -133,9 +146,9 @@ func (l *Limiter) allow(ctx context.Context, d *redstream.Decision, key string, 
 		return err
 	}
 	st := &in.stepper
-	st.ctx, st.limits = ctx, l.abi
+	st.ctx, st.limits, st.from, st.carry = ctx, l.abi, l.from, l.carry
 	err = l.k.DecideInto(d, st, key, t, n)
-	st.ctx, st.limits = nil, nil
+	st.ctx, st.limits, st.from = nil, nil, nil
 	l.opts.rt.release(in)
 	if err != nil {
 		*d = redstream.Decision{}
@@ -152,6 +165,8 @@ type stepper struct {
 	in     *instance
 	ctx    context.Context
 	limits []abiLimit
+	from   []abiLimit // a successor's previous limits (Seed)
+	carry  core.Carry
 }
 
 // Check calls the generic step export for limit i on s.

@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "7076c25930a9e77b50b708ae5ad2171a72feeacbb264a503d6137c603e626a25"
+	ModuleSHA256 = "c00bc89d8ac30bdb3eb50c9a821627ecba6f82bc4ab5851a380d9bf01bba6e7b"
 	// moduleSize is the size of core.wasm in bytes (len(Module())).
-	moduleSize = 2763688
+	moduleSize = 2798688
 )

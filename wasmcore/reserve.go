@@ -67,9 +67,9 @@ func (l *Limiter) withStepper(ctx context.Context, f func(st *stepper) error) er
 		return err
 	}
 	st := &in.stepper
-	st.ctx, st.limits = ctx, l.abi
+	st.ctx, st.limits, st.from, st.carry = ctx, l.abi, l.from, l.carry
 	err = f(st)
-	st.ctx, st.limits = nil, nil
+	st.ctx, st.limits, st.from = nil, nil, nil
 	l.opts.rt.release(in)
 	return err
 }

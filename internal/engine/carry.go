@@ -17,23 +17,42 @@ type Carrier struct {
 // (and stored, whatever the decision), then decided. It must be called before l decides.
 func (l *Limiter) Carry(c *Carrier) { l.carry = c }
 
+// Seeder is a Stepper that also seeds a successor's keys: the state of limit i seeded at
+// now from the key's state old under the previous limit (core.Limit.SeedState with the
+// Carrier's previous limit and strategy), computed where the Stepper steps (a WebAssembly
+// instance). A Stepper that is not a Seeder seeds with core itself.
+type Seeder interface {
+	Seed(i int, old core.State, now int64) (core.State, error)
+}
+
 // seeded returns the state of key (which l does not hold) carried from the previous
-// limits at now, and true when the previous limiter held it.
-func (l *Limiter) seeded(key string, now int64) ([]core.State, bool) {
+// limits at now, seeded by st when it is a Seeder, and true when the previous limiter held
+// it. An error of the Seeder leaves the key unseeded.
+func (l *Limiter) seeded(st Stepper, key string, now int64) ([]core.State, bool, error) {
 	if l.carry == nil {
-		return nil, false
+		return nil, false, nil
 	}
 	old, ok := l.carry.Load(key)
 	if !ok {
-		return nil, false
+		return nil, false, nil
 	}
+	sd, _ := st.(Seeder)
 	out := make([]core.State, len(l.limits))
 	for j, lim := range l.limits {
-		if j < len(old) && j < len(l.carry.From) {
-			out[j] = lim.SeedState(l.carry.From[j], old[j], now, l.carry.Carry)
+		if j >= len(old) || j >= len(l.carry.From) {
+			continue
 		}
+		if sd == nil {
+			out[j] = lim.SeedState(l.carry.From[j], old[j], now, l.carry.Carry)
+			continue
+		}
+		v, err := sd.Seed(j, old[j], now)
+		if err != nil {
+			return nil, false, err
+		}
+		out[j] = v
 	}
-	return out, true
+	return out, true, nil
 }
 
 // insertOne stores the seeded state v of key in s (locked), which does not hold it (i is

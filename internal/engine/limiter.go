@@ -136,7 +136,11 @@ func (l *Limiter) decideOne(out *redstream.Decision, st Stepper, key string, now
 	d, next := &s.scratch, &s.next
 	i, ok := s.Find(key, tag)
 	if !ok && l.carry != nil {
-		if e, seeded := l.seeded(key, now); seeded {
+		e, seeded, err := l.seeded(st, key, now)
+		if err != nil {
+			return err
+		}
+		if seeded {
 			i, ok = l.insertOne(s, i, key, tag, e[0], now), true
 		}
 	}
@@ -175,7 +179,7 @@ func (l *Limiter) decideOneNew(s *Shard[core.State], i int, key string, tag uint
 		next core.Next
 	)
 	if l.carry != nil {
-		if e, seeded := l.seeded(key, now); seeded {
+		if e, seeded, _ := l.seeded(nil, key, now); seeded { // native seeding never fails
 			j := l.insertOne(s, i, key, tag, e[0], now)
 			err := lim.StepState(s.Val(j), now, n, &d)
 			return d, err
@@ -195,7 +199,11 @@ func (l *Limiter) decideMulti(st Stepper, key string, now, n int64) (core.Decisi
 	defer s.Unlock()
 	i, ok := s.Find(key, tag)
 	if !ok && l.carry != nil {
-		if e, seeded := l.seeded(key, now); seeded {
+		e, seeded, err := l.seeded(st, key, now)
+		if err != nil {
+			return core.Decision{}, err
+		}
+		if seeded {
 			l.multi.Insert(s, i, key, tag, e, func(v []core.State) bool { return l.idle(v, now) })
 			return l.decideAll(s, st, e, now, n, nil)
 		}

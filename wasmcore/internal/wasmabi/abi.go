@@ -154,6 +154,9 @@ const (
 	ExportBackoffDelay       = "redstream_backoff_delay"
 	ExportLimitCharge        = "redstream_limit_charge"
 	ExportLimitSettle        = "redstream_limit_settle"
+	ExportLeaseRelease       = "redstream_lease_release"
+	ExportLeaseExtend        = "redstream_lease_extend"
+	ExportLimitSeed          = "redstream_limit_seed"
 )
 
 // ValType is a WebAssembly value type of an export's parameter.
@@ -204,6 +207,10 @@ var Exports = []Export{
 	{Name: ExportBackoffDelay, Params: []Param{p("initial", I64), p("max", I64), p("multiplier", F64), p("jitter", I32), p("attempt", I64), p("prev", I64), p("random", I64)}, Slots: 1},
 	{Name: ExportLimitCharge, Params: append(limitParams(), p("now", I64), p("n", I64), p("allowed", I32), p("d_limit", I64), p("remaining", I64), p("retry_after", I64), p("reset_after", I64), p("delay", I64)), Slots: 2},
 	{Name: ExportLimitSettle, Params: append(limitParams(), p("s0", I64), p("s1", I64), p("s2", I64), p("len", I32), p("at", I64), p("charged", I64), p("now", I64), p("actual", I64)), Slots: 5},
+	{Name: ExportLeaseRelease, Params: append(limitParams(), p("len", I32), p("at", I64), p("now", I64), p("n", I64)), Slots: 2},
+	{Name: ExportLeaseExtend, Params: append(limitParams(), p("len", I32), p("at", I64), p("now", I64), p("n", I64)), Slots: 3},
+	{Name: ExportLimitSeed, Params: append(append(limitParams(), p("from_alg", I32), p("from_capacity", F64), p("from_rate", F64), p("from_window", I64), p("from_limit", I64)),
+		p("s0", I64), p("s1", I64), p("s2", I64), p("now", I64), p("carry", I32)), Slots: 4},
 }
 
 // limitParams are the parameters that name a limit in the three limit exports: the index
@@ -587,5 +594,123 @@ func LimitSettle(r *Results, c *LimitCache, lg *core.Log, buf []byte, alg int32,
 		}
 		r[SlotLogLen] = int64(n)
 	}
+	return StatusOK
+}
+
+// Result slots of redstream_lease_release and redstream_lease_extend.
+const (
+	SlotLeaseDone  = 0 // 1 if the lease was released (extended), else 0 (nothing changed)
+	SlotReleaseLen = 1 // release: the log's new length (its entries are in the scratch buffer)
+	SlotExtendAt   = 1 // extend: the lease's new time (its expiry is this plus the lease TTL)
+	SlotExtendLen  = 2 // extend: the log's new length (its entries are in the scratch buffer)
+)
+
+// lease builds the log of a concurrency limit (alg and the parameters as LimitParams) from
+// the length entries in buf (as state does) and checks the lease's arguments: StatusOK, the
+// limit and the key's state, or the status of the first bad argument. A limit of another
+// algorithm is StatusInvalidConfig: only a concurrency limit holds leases.
+func lease(c *LimitCache, lg *core.Log, buf []byte, alg int32, capacity, rate float64, window, limit int64, length int32, now, n int64) (core.Limit, core.State, Status) {
+	row, lim, ok := c.get(alg, capacity, rate, window, limit)
+	if !ok || row.Name != "concurrency" {
+		return core.Limit{}, core.State{}, StatusInvalidConfig
+	}
+	var st core.State
+	if s := state(&st, lg, buf, row, lim, 0, 0, 0, length); s != StatusOK {
+		return core.Limit{}, core.State{}, s
+	}
+	if err := core.CheckTime(now); err != nil {
+		return core.Limit{}, core.State{}, statusOf(err)
+	}
+	if n < 1 {
+		return core.Limit{}, core.State{}, StatusInvalidCost
+	}
+	if n > lim.Max() {
+		return core.Limit{}, core.State{}, StatusCostTooLarge
+	}
+	return lim, st, StatusOK
+}
+
+// putLog writes the log of st (oldest first) at the start of buf and returns its length.
+// It never writes past the length the log had when read from buf: a lease only removes or
+// moves entries.
+func putLog(buf []byte, st *core.State) int64 {
+	if st.Log == nil {
+		return 0
+	}
+	n := st.Log.Len()
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint64(buf[8*i:], uint64(st.Log.At(i)))
+	}
+	return int64(n)
+}
+
+// LeaseRelease is redstream_lease_release: core.ReleaseLease of the concurrency limit (as
+// LimitParams) on the key's log (length entries in buf, as for LimitStep) for a lease of n
+// units taken (or last extended) at at, released at now. Slot 0 is 1 when the lease still
+// held its units and they are freed, else 0 (an expired or already released lease changes
+// nothing); slot 1 is the log's new length, its entries (oldest first) at the start of buf.
+// lg is scratch space reused between calls.
+func LeaseRelease(r *Results, c *LimitCache, lg *core.Log, buf []byte, alg int32, capacity, rate float64, window, limit int64, length int32, at, now, n int64) Status {
+	lim, st, s := lease(c, lg, buf, alg, capacity, rate, window, limit, length, now, n)
+	if s != StatusOK {
+		return s
+	}
+	r[SlotLeaseDone] = b2i(core.ReleaseLease(lim, &st, at, now, n))
+	r[SlotReleaseLen] = putLog(buf, &st)
+	return StatusOK
+}
+
+// LeaseExtend is redstream_lease_extend: core.ExtendLease of the concurrency limit (as
+// LimitParams) on the key's log (as for LeaseRelease) for a lease of n units taken (or last
+// extended) at at, renewed at now. Slot 0 is 1 when the lease still held its units and is
+// renewed, else 0 (the lease is lost; nothing changed); slot 1 is its new time (it expires
+// the lease TTL after it), slot 2 the log's new length, its entries at the start of buf.
+func LeaseExtend(r *Results, c *LimitCache, lg *core.Log, buf []byte, alg int32, capacity, rate float64, window, limit int64, length int32, at, now, n int64) Status {
+	lim, st, s := lease(c, lg, buf, alg, capacity, rate, window, limit, length, now, n)
+	if s != StatusOK {
+		return s
+	}
+	eff, ok := core.ExtendLease(lim, &st, at, now, n)
+	r[SlotLeaseDone], r[SlotExtendAt] = b2i(ok), eff
+	r[SlotExtendLen] = putLog(buf, &st)
+	return StatusOK
+}
+
+// Result slots of redstream_limit_seed.
+const (
+	SlotSeedKept  = 0 // 1 when the limit did not change: the key keeps its state as it is
+	SlotSeedState = 1 // slots 1..3: the seeded state words
+)
+
+// LimitSeed is redstream_limit_seed: core.Limit.SeedState of the limit (as LimitParams)
+// from the key's state words (s0, s1, s2) under the previous limit (from_*: another limit
+// in the same form) at now by the strategy carry (core.Carry: 0 reset, 1 as-is, 2
+// proportional). Slot 0 is 1 when the two limits are the same (core.Limit.Same): the key
+// keeps its state, words or log, as it is; slots 1..3 are the seeded words otherwise (all 0
+// for a new key: a reset, a log algorithm, or a pair core.Limit.CheckCarry refuses). The
+// words are checked as the previous limit's state (StatusInvalidState); a strategy outside
+// 0..2 is StatusInvalidConfig.
+func LimitSeed(r *Results, c *LimitCache, alg int32, capacity, rate float64, window, limit int64, fromAlg int32, fromCapacity, fromRate float64, fromWindow, fromLimit, s0, s1, s2, now int64, carry int32) Status {
+	_, lim, ok := c.get(alg, capacity, rate, window, limit)
+	if !ok {
+		return StatusInvalidConfig
+	}
+	frow, from, ok := (*LimitCache)(nil).get(fromAlg, fromCapacity, fromRate, fromWindow, fromLimit)
+	if !ok || carry < int32(core.CarryReset) || carry > int32(core.CarryProportional) {
+		return StatusInvalidConfig
+	}
+	var (
+		old core.State
+		lg  core.Log // a log algorithm's state is not passed: its log stays empty
+	)
+	if s := state(&old, &lg, nil, frow, from, s0, s1, s2, 0); s != StatusOK {
+		return s
+	}
+	if err := core.CheckTime(now); err != nil {
+		return statusOf(err)
+	}
+	st := lim.SeedState(from, old, now, core.Carry(carry))
+	r[SlotSeedKept] = b2i(lim.Same(from))
+	r[SlotSeedState], r[SlotSeedState+1], r[SlotSeedState+2] = st.Words[0], st.Words[1], st.Words[2]
 	return StatusOK
 }

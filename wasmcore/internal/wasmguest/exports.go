@@ -145,3 +145,18 @@ func limitCharge(alg int32, capacity, rate float64, window, limit, now, n int64,
 func limitSettle(alg int32, capacity, rate float64, window, limit, s0, s1, s2 int64, length int32, at, charged, now, actual int64) int32 {
 	return wasmabi.LimitSettle(&results, &limits, &log, buf, alg, capacity, rate, window, limit, s0, s1, s2, length, at, charged, now, actual)
 }
+
+//go:wasmexport redstream_lease_release
+func leaseRelease(alg int32, capacity, rate float64, window, limit int64, length int32, at, now, n int64) int32 {
+	return wasmabi.LeaseRelease(&results, &limits, &log, buf, alg, capacity, rate, window, limit, length, at, now, n)
+}
+
+//go:wasmexport redstream_lease_extend
+func leaseExtend(alg int32, capacity, rate float64, window, limit int64, length int32, at, now, n int64) int32 {
+	return wasmabi.LeaseExtend(&results, &limits, &log, buf, alg, capacity, rate, window, limit, length, at, now, n)
+}
+
+//go:wasmexport redstream_limit_seed
+func limitSeed(alg int32, capacity, rate float64, window, limit int64, fromAlg int32, fromCapacity, fromRate float64, fromWindow, fromLimit, s0, s1, s2, now int64, carry int32) int32 {
+	return wasmabi.LimitSeed(&results, &limits, alg, capacity, rate, window, limit, fromAlg, fromCapacity, fromRate, fromWindow, fromLimit, s0, s1, s2, now, carry)
+}

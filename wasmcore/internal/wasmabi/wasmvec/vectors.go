@@ -192,6 +192,96 @@ func (g *vgen) limits() {
 	for i := range algs {
 		g.settles(int32(i))
 	}
+	g.leases()
+	g.seeds()
+}
+
+// leases adds, for the concurrency limit, leases taken by steps, then released and
+// extended: live, released twice, expired and forged leases, and bad input.
+func (g *vgen) leases() {
+	alg := int32(-1)
+	for i, a := range algs {
+		if a.Name == "concurrency" {
+			alg = int32(i)
+		}
+	}
+	p := core.Params{Window: core.Second, Limit: 4}
+	now := int64(1767225600000000)
+	var s keyState
+	s = g.limitStep(alg, p, s, 0, now, 2)                                      // lease A: 2 units at now
+	s = g.limitStep(alg, p, s, int32(len(s.log)), now+100*core.Millisecond, 1) // lease B: 1 unit
+	s = g.lease(wasmabi.ExportLeaseExtend, alg, p, s, now+100*core.Millisecond, now+300*core.Millisecond, 1)
+	s = g.lease(wasmabi.ExportLeaseRelease, alg, p, s, now, now+200*core.Millisecond, 2)
+	g.lease(wasmabi.ExportLeaseRelease, alg, p, s, now, now+250*core.Millisecond, 2)                      // released already
+	g.lease(wasmabi.ExportLeaseRelease, alg, p, s, now+7, now+250*core.Millisecond, 1)                    // no such lease
+	g.lease(wasmabi.ExportLeaseExtend, alg, p, s, now+300*core.Millisecond, now+2*core.Second, 1)         // expired
+	g.lease(wasmabi.ExportLeaseRelease, alg, p, s, now+300*core.Millisecond, now+400*core.Millisecond, 0) // INVALID_COST
+	g.lease(wasmabi.ExportLeaseRelease, alg, p, s, now+300*core.Millisecond, now+400*core.Millisecond, 5) // COST_TOO_LARGE
+	g.lease(wasmabi.ExportLeaseExtend, alg, p, s, now+300*core.Millisecond, -1, 1)                        // INVALID_TIME
+	g.lease(wasmabi.ExportLeaseRelease, 0, core.Params{Capacity: 10, Rate: 5}, keyState{}, now, now, 1)   // INVALID_CONFIG
+	g.lease(wasmabi.ExportLeaseRelease, alg, p, s, now+300*core.Millisecond, now+400*core.Millisecond, 1)
+}
+
+// lease adds a call of the release or extend export (name) for a lease of n units held
+// since at, and returns the key's state after it.
+func (g *vgen) lease(name string, alg int32, p core.Params, s keyState, at, now, n int64) keyState {
+	var r wasmabi.Results
+	in := logBytes(s.log)
+	buf := make([]byte, max(len(in), 8))
+	copy(buf, in)
+	f, slots := wasmabi.LeaseRelease, wasmabi.SlotReleaseLen
+	if name == wasmabi.ExportLeaseExtend {
+		f, slots = wasmabi.LeaseExtend, wasmabi.SlotExtendLen
+	}
+	st := f(&r, nil, &g.log, buf, alg, p.Capacity, p.Rate, p.Window, p.Limit, int32(len(s.log)), at, now, n)
+	var out []byte
+	if st == wasmabi.StatusOK {
+		out = buf[:8*r[slots]]
+	}
+	g.add(name, append(paramArgs(alg, p), i64s(int64(len(s.log)), at, now, n)...), in, st, &r, out)
+	if st != wasmabi.StatusOK || r[wasmabi.SlotLeaseDone] == 0 {
+		return s
+	}
+	log := make([]int64, r[slots])
+	for i := range log {
+		log[i] = int64(binary.LittleEndian.Uint64(buf[8*i:]))
+	}
+	return keyState{log: log}
+}
+
+// seeds adds limit changes for every algorithm: raised and lowered by each strategy from a
+// state a step left, an unchanged limit, a change of window, and bad input.
+func (g *vgen) seeds() {
+	now := int64(1767225600000000)
+	for i, a := range algs {
+		alg := int32(i)
+		from, to, lower := core.Params{Capacity: 10, Rate: 5}, core.Params{Capacity: 20, Rate: 10}, core.Params{Capacity: 4, Rate: 2}
+		if a.Shape == core.Window {
+			from, to, lower = core.Params{Window: core.Second, Limit: 10}, core.Params{Window: core.Second, Limit: 20}, core.Params{Window: core.Second, Limit: 4}
+		}
+		s := g.limitStep(alg, from, keyState{}, 0, now, 7)
+		for c := int32(0); c <= 2; c++ {
+			g.limitSeed(alg, to, alg, from, s.w, now+100*core.Millisecond, c)
+			g.limitSeed(alg, lower, alg, from, s.w, now+100*core.Millisecond, c)
+		}
+		g.limitSeed(alg, from, alg, from, s.w, now, 1) // unchanged: kept
+		if a.Shape == core.Window {
+			g.limitSeed(alg, core.Params{Window: 2 * core.Second, Limit: 10}, alg, from, s.w, now, 1) // another window: reset
+		}
+		g.limitSeed(alg, to, alg, from, s.w, now, 3)          // INVALID_CONFIG: no such strategy
+		g.limitSeed(alg, to, alg, from, s.w, -1, 1)           // INVALID_TIME
+		g.limitSeed(alg, to, alg, from, [3]int64{-1}, now, 1) // INVALID_STATE
+	}
+	g.limitSeed(0, core.Params{Capacity: 10, Rate: 5}, 2, core.Params{Window: core.Second, Limit: 10}, [3]int64{}, now, 1) // another algorithm: reset
+}
+
+// limitSeed adds a call of the seed export.
+func (g *vgen) limitSeed(alg int32, p core.Params, fromAlg int32, from core.Params, w [3]int64, now int64, carry int32) {
+	var r wasmabi.Results
+	st := wasmabi.LimitSeed(&r, nil, alg, p.Capacity, p.Rate, p.Window, p.Limit, fromAlg, from.Capacity, from.Rate, from.Window, from.Limit, w[0], w[1], w[2], now, carry)
+	args := append(paramArgs(alg, p), paramArgs(fromAlg, from)...)
+	args = append(args, i64s(w[0], w[1], w[2], now)...)
+	g.add(wasmabi.ExportLimitSeed, append(args, strconv.Itoa(int(carry))), nil, st, &r, nil)
 }
 
 // settles adds, for one algorithm, reservations (steps), their charges and settlements:
