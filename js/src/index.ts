@@ -7,8 +7,9 @@
  *   WebAssembly.compile and a few WASI imports of this package (no experimental Node.js
  *   feature); the per-key state lives in a key table swept as Go's memory engine sweeps.
  *   {@link createMultiLimiter} applies several limits to each key, all-or-nothing.
- * - Concurrency leases ({@link createRedisConcurrencyLimiter}): at most N units held at once
- *   per key, each lease released, extended, or freeing itself after its TTL.
+ * - Concurrency leases ({@link createConcurrencyLimiter} in process,
+ *   {@link createRedisConcurrencyLimiter} on Redis): at most N units held at once per key,
+ *   each lease released, extended, or freeing itself after its TTL.
  * - On Redis ({@link createRedisLimiter}, ...): the Go engine's Lua scripts, key schema and
  *   arguments, generated from the Go code, on an ioredis client or cluster, so a Node.js
  *   service and a Go service share one limit on the same keys.
@@ -41,10 +42,12 @@ export {
   DEFAULT_DEDUP_WINDOW_MS,
   DEFAULT_SWEEP_THRESHOLD,
   MemoryBloomDeduplicator,
+  MemoryConcurrencyLimiter,
   MemoryLimiter,
   MemorySetDeduplicator,
   MemoryWindowDeduplicator,
   createBloomDeduplicator,
+  createConcurrencyLimiter,
   createLimiter,
   createMultiLimiter,
   createSetDeduplicator,

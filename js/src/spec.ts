@@ -183,8 +183,12 @@ function logOf(s: KeyState | undefined): BigInt64Array {
   return s !== undefined && 'log' in s ? s.log : noLog;
 }
 
-/** Decides a request for a key in state s (undefined for a new key); returns the decision and, when admitted, the new state. */
-export function step(core: Core, l: Limit, s: KeyState | undefined, now: number, n: number): { d: RawDecision; next?: KeyState } {
+/**
+ * Decides a request for a key in state s (undefined for a new key); returns the decision
+ * and, when admitted, the new state and, for a log algorithm, the time its n entries were
+ * recorded at (a lease's time, for the concurrency limit).
+ */
+export function step(core: Core, l: Limit, s: KeyState | undefined, now: number, n: number): { d: RawDecision; next?: KeyState; at?: number } {
   const log = logOf(s);
   const r = core.limitStep(l.alg, l.params, wordsOf(s), log, now, n);
   if (!r.allowed) {
@@ -198,7 +202,7 @@ export function step(core: Core, l: Limit, s: KeyState | undefined, now: number,
   const next = new BigInt64Array(kept + appended);
   next.set(log.subarray(pruned));
   next.fill(BigInt(at), kept);
-  return { d: r, next: { log: next } };
+  return { d: r, next: { log: next }, at };
 }
 
 /** What a reservation took from one limit (Go's core.Charge): n units at the charge point at. */

@@ -1,13 +1,17 @@
-// Limit changes that keep state on a real redis-server (the previous and carry options,
-// carry.lua, Go's redisbackend Options.Previous and Carry): each strategy on the token
-// bucket, the fixed window and the sliding counter, seeding once, multi-limit limiters,
-// and the changes that cannot carry.
+// Limit changes that keep state, on a real redis-server (the previous and carry options,
+// carry.lua, Go's redisbackend Options.Previous and Carry) and in process
+// (MemoryLimiter.successor, Go's memory.Limiter.Successor, seeded by the core module): each
+// strategy on the token bucket, the fixed window and the sliding counter, seeding once,
+// multi-limit limiters, both engines deciding alike across a change, and the changes that
+// cannot carry.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import {
   carries,
   concurrency,
+  createLimiter,
+  createMultiLimiter,
   createRedisLimiter,
   createRedisMultiLimiter,
   fixedWindow,
@@ -16,7 +20,7 @@ import {
   slidingWindow,
   tokenBucket,
 } from '../dist/index.js';
-import { startRedis } from './helpers.mjs';
+import { rng, startRedis } from './helpers.mjs';
 
 // Mid-hour, so that no window boundary (a minute) passes between the decisions.
 const t0 = 1767225600000000 + 30 * 1_000_000;
@@ -46,21 +50,74 @@ test('carry: each strategy on the token bucket, the fixed window and the sliding
   const r = await startRedis(t);
   if (!r) return;
   const client = r.client();
-  for (const [alg, spec] of Object.entries(shapes)) {
-    for (const [change, c] of Object.entries(cases)) {
-      for (const carry of carries) {
-        const prefix = `carry:${alg}:${change}:${carry}`;
-        const old = await createRedisLimiter(client, spec(c.from), { keyPrefix: prefix });
-        assert.equal(await admitted(old, 'user:1', t0, 10), 10);
-        const l = await createRedisLimiter(client, spec(c.to), { keyPrefix: prefix, previous: [spec(c.from)], carry });
-        assert.equal(await admitted(l, 'user:1', t0, 30), c.want[carry], `${alg} ${c.from} -> ${c.to} after 10 admitted, ${carry}`);
-        // Another key had no state under the previous spec: it starts afresh.
-        assert.equal(await admitted(l, 'user:2', t0, 30), c.to, `${alg} ${carry}: a new key`);
-        // The previous key is left as it was, to the processes still on the previous spec.
-        assert.equal(await admitted(old, 'user:1', t0, 30), c.from - 10, `${alg} ${carry}: the previous key`);
+  // Each engine's limiter of the previous spec, and of the new one carrying from it.
+  const engines = {
+    redis: (prefix) => ({
+      old: (spec) => createRedisLimiter(client, spec, { keyPrefix: prefix }),
+      next: (old, from, to, carry) => createRedisLimiter(client, to, { keyPrefix: prefix, previous: [from], carry }),
+    }),
+    memory: () => ({
+      old: (spec) => createLimiter(spec),
+      next: (old, from, to, carry) => old.successor(carry, to),
+    }),
+  };
+  for (const [engine, make] of Object.entries(engines)) {
+    for (const [alg, spec] of Object.entries(shapes)) {
+      for (const [change, c] of Object.entries(cases)) {
+        for (const carry of carries) {
+          const e = make(`carry:${alg}:${change}:${carry}`);
+          const what = `${engine}: ${alg} ${c.from} -> ${c.to} after 10 admitted, ${carry}`;
+          const old = await e.old(spec(c.from));
+          assert.equal(await admitted(old, 'user:1', t0, 10), 10);
+          const l = await e.next(old, spec(c.from), spec(c.to), carry);
+          assert.equal(await admitted(l, 'user:1', t0, 30), c.want[carry], what);
+          // Another key had no state under the previous spec: it starts afresh.
+          assert.equal(await admitted(l, 'user:2', t0, 30), c.to, `${what}: a new key`);
+          // The previous key is left as it was, to the processes still on the previous spec.
+          assert.equal(await admitted(old, 'user:1', t0, 30), c.from - 10, `${what}: the previous key`);
+        }
       }
     }
   }
+});
+
+// Across a change of spec, a memory successor and a Redis limiter with previous give the
+// same decisions, request for request, for every algorithm that carries state and both
+// strategies, the previous limiters deciding their own keys alike before the change (Go's
+// TestCarryMemoryEqualsLua, here with the core module seeding).
+test('carry: the in-process successor and Redis decide alike across a change', async (t) => {
+  const r = await startRedis(t);
+  if (!r) return;
+  const client = r.client();
+  const rand = rng(4242);
+  const pick = (xs) => xs[rand(xs.length)];
+  let decisions = 0;
+  for (let round = 0; round < 40; round++) {
+    const alg = pick(['token-bucket', 'leaky-bucket', 'fixed', 'sliding-counter']);
+    const pair = () =>
+      alg.endsWith('bucket')
+        ? { algorithm: alg, capacity: 1 + rand(12), rate: 1 + rand(20) }
+        : { algorithm: alg, windowMs: 1000 * (1 + rand(5)), limit: 1 + rand(12) };
+    const from = pair();
+    const to = alg.endsWith('bucket') ? pair() : { ...pair(), windowMs: from.windowMs };
+    const carry = pick(['as-is', 'proportional']);
+    const prefix = `diff:${round}`;
+    const memOld = await createLimiter(from);
+    const redOld = await createRedisLimiter(client, from, { keyPrefix: prefix });
+    let now = 1_900_000_000_000_000;
+    const step = async (label, a, b) => {
+      now += rand(800) * 1000;
+      const key = pick(['a', 'b', 'c{x}']);
+      const want = a.allow(key, { now });
+      assert.deepEqual(await b.allow(key, { now }), want, `round ${round} ${label} (${JSON.stringify(from)} -> ${JSON.stringify(to)}, ${carry}) at ${now} on ${key}`);
+      decisions++;
+    };
+    for (let i = rand(21); i > 0; i--) await step(`before ${i}`, memOld, redOld);
+    const memNew = memOld.successor(carry, to);
+    const redNew = await createRedisLimiter(client, to, { keyPrefix: prefix, previous: [from], carry });
+    for (let i = 1 + rand(30); i > 0; i--) await step(`after ${i}`, memNew, redNew);
+  }
+  console.log(`the engines agree on ${decisions} decisions across changes`);
 });
 
 test('carry: a key is seeded once, from the previous key as it is then', async (t) => {
@@ -104,6 +161,14 @@ test('carry: a multi-limit limiter carries the limits that changed', async (t) =
   const m3 = await createRedisMultiLimiter(client, [tokenBucket(100, 1000), mo[1]], { keyPrefix: 'm' });
   assert.equal(m3.keys('k')[1], 'm:{k}:m1.fixed.3600000000.100');
   assert.equal(await admitted(m3, 'k', t0, 100), 96);
+
+  // In process: the same change of a multi-limit successor, the fixed window kept as it is.
+  const p1 = await createMultiLimiter(mo);
+  assert.equal(await admitted(p1, 'k', t0, 4), 4);
+  const p2 = p1.successor('proportional', ...mn);
+  assert.equal(await admitted(p2, 'k', t0, 20), 0, 'in process: bucket 4 -> 8 after 4 admitted, proportional');
+  const p3 = p2.successor('as-is', tokenBucket(200, 1000), mo[1]); // the bucket's 8 carried: 192 left, more than the window's
+  assert.equal(await admitted(p3, 'k', t0, 100), 96, 'in process: the fixed window kept its 4');
 });
 
 test('carry: the changes that cannot carry are INVALID_CONFIG, naming previous', async (t) => {
@@ -131,6 +196,24 @@ test('carry: the changes that cannot carry are INVALID_CONFIG, naming previous',
   assert.equal(l.command('k').script, 'fixed_window');
   // As-is within the limits of proportional is fine.
   await createRedisLimiter(client, fixedWindow(60_000, 2 ** 40), { previous: [fixedWindow(60_000, 2 ** 40 - 1)], carry: 'as-is' });
+});
+
+test('carry: the in-process successor refuses what cannot carry', async () => {
+  const bad = (re) => (e) => e instanceof RedstreamError && e.code === 'INVALID_CONFIG' && re.test(e.message);
+  const fw = await createLimiter(fixedWindow(60_000, 10));
+  assert.throws(() => fw.successor('as-is', tokenBucket(10, 1)), bad(/carry as-is: the previous limit is fixed, the new one token-bucket; a change of algorithm can only reset/));
+  assert.throws(() => fw.successor('proportional', fixedWindow(3_600_000, 10)), bad(/a change of window can only reset/));
+  assert.throws(() => fw.successor('as-is'), bad(/successor of 0 specs for a limiter of 1/));
+  assert.throws(() => fw.successor('keep', fw.spec), bad(/unknown carry strategy "keep"/));
+  assert.throws(() => fw.successor(fixedWindow(60_000, 20)), bad(/unknown carry strategy/));
+  assert.throws(() => fw.successor('as-is', fixedWindow(60_000, 0)), bad(/invalid spec/));
+  const log = await createLimiter(slidingWindow(60_000, 5));
+  assert.throws(() => log.successor('as-is', slidingWindow(60_000, 10)), bad(/the sliding algorithm carries no state/));
+  // Reset always can, and starts every key afresh.
+  for (let i = 0; i < 10; i++) fw.allow('k', { now: t0 });
+  const reset = fw.successor('reset', tokenBucket(3, 0.001));
+  assert.equal(await admitted(reset, 'k', t0, 5), 3);
+  assert.equal(log.successor('reset', slidingWindow(60_000, 10)).limit.ints[1], 10);
 });
 
 function leakyOf(capacity) {

@@ -4,6 +4,7 @@ import type { Cluster, Redis } from 'ioredis';
 
 import {
   concurrency,
+  createConcurrencyLimiter,
   createLimiter,
   createRedisConcurrencyLimiter,
   createRedisLimiter,
@@ -36,6 +37,12 @@ export async function use(redis: Redis, cluster: Cluster): Promise<number> {
     const freed: boolean = await leases.release(renewed, { now: renewed.expiry });
     void freed;
   }
+  const local = await createConcurrencyLimiter([concurrency(2, 1000)]);
+  const held: Lease = local.acquire('job');
+  const ok: boolean = local.release(local.extend(held));
+  const next = mem.successor('as-is', tokenBucket(20, 5));
+  next.allow('user:1');
+  void ok;
   const bloom = await createRedisBloomDeduplicator(cluster, 'orders', { insertions: 1e6, fpRate: 0.001 });
   const isNew: boolean = !(await bloom.checkAndMark('order-1'));
   const win = await createWindowDeduplicator(3_600_000);
