@@ -114,12 +114,13 @@ export class MemoryLimiter {
   /**
    * Returns a limiter of specs (one per limit of this one, index for index, as
    * {@link createMultiLimiter} takes them) that replaces this one without losing its keys'
-   * state (Go's memory.Limiter.Successor): the first decision (or reservation) on a key the
-   * successor does not hold reads the key's state here and seeds it by carry (see
+   * state (Go's memory.Limiter.Successor): the first decision on a key the successor does
+   * not hold reads the key's state here and seeds it by carry (see
    * {@link Carry}), once, in the core module; from then on the successor holds the key. This
    * limiter keeps its state and still decides its own requests, which the successor no
-   * longer sees: decide with the successor from the change on. The successor has this
-   * limiter's options. Throws INVALID_CONFIG for a bad carry or spec, another number of
+   * longer sees: decide with the successor from the change on. A reservation does not seed
+   * (as in Go's engines): reserve on a key the successor does not hold starts it afresh. The
+   * successor has this limiter's options. Throws INVALID_CONFIG for a bad carry or spec, another number of
    * specs, or specs this limiter cannot carry into (Go's core.Limit.CheckCarry: another
    * algorithm, another window, the sliding log, the concurrency limit; 'reset' always can).
    */
@@ -209,7 +210,8 @@ export class MemoryLimiter {
     const n = options.n ?? 1;
     checkCost(n, this.max);
     const now = toMicros(options.now ?? this.clock());
-    const s = this.state(k, now);
+    // As Go's memory and Redis engines: a reservation does not seed a successor's key.
+    const s = this.table.map.get(k);
     const steps = this.limits.map((l, i) => step(this.core, l, s?.[i], now, n));
     const d = decision(steps.length === 1 ? steps[0]!.d : combine(steps.map((x) => x.d)));
     if (!steps.every((x) => x.next)) {
