@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/redistest"
@@ -36,12 +37,12 @@ func fromNode(l nodeLease) redstream.Lease {
 	return redstream.Lease{Decision: redstream.Decision{Allowed: l.Allowed}, Key: l.Key, N: l.N, Token: l.Token, Expiry: time.UnixMicro(l.Expiry)}
 }
 
-// runOps runs the worker on cfg (its limiters and ops, run in order) and decodes each op's
-// result into outs.
-func runOps(t *testing.T, addr string, cfg map[string]any, outs ...any) {
+// runOps runs the worker on cfg (its limiters and ops, run in order) against addrs (a
+// cluster's when cluster) and decodes each op's result into outs.
+func runOps(t *testing.T, addrs []string, cluster bool, cfg map[string]any, outs ...any) {
 	t.Helper()
 	node, dir := worker(t)
-	cfg["addrs"] = []string{addr}
+	cfg["addrs"], cfg["cluster"] = addrs, cluster
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -82,10 +83,20 @@ func allowedOf(ls []nodeLease) (n int) {
 // TestCrossRuntimeLease: Go and Node.js hand concurrency leases to each other on one key
 // (a concurrency limit of 5 behind a fixed window, so the lease's token is not the first
 // limit's): Node.js releases Go's leases and acquires the units they freed, Go releases
-// Node.js's, exactly, and neither can release or extend a lease twice.
+// Node.js's, exactly, and neither can release or extend a lease twice; on a redis-server
+// and a 3-master cluster.
 func TestCrossRuntimeLease(t *testing.T) {
-	addr := redistest.Addr(t)
-	c := redistest.NewClient(t, addr)
+	t.Run("single", func(t *testing.T) {
+		addr := redistest.Addr(t)
+		crossLease(t, redistest.NewClient(t, addr), []string{addr}, false)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		addrs := redistest.ClusterAddrs(t)
+		crossLease(t, redistest.NewClient(t, addrs...), addrs, true)
+	})
+}
+
+func crossLease(t *testing.T, c rueidis.Client, addrs []string, cluster bool) {
 	ctx := context.Background()
 	prefix := fmt.Sprintf("xrl%d", time.Now().UnixNano())
 	now := time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC)
@@ -114,7 +125,7 @@ func TestCrossRuntimeLease(t *testing.T) {
 	var extended []nodeLease
 	var nodeLeases []nodeLease
 	at := now.Add(time.Second).UnixMicro()
-	runOps(t, addr, map[string]any{
+	runOps(t, addrs, cluster, map[string]any{
 		"limiters": map[string]any{"c": map[string]any{"prefix": prefix, "concurrency": []any{
 			map[string]any{"algorithm": "fixed", "windowMs": 3_600_000, "limit": 100},
 			map[string]any{"algorithm": "concurrency", "windowMs": 60_000, "limit": 5},
@@ -188,10 +199,20 @@ func TestCrossRuntimeLease(t *testing.T) {
 }
 
 // TestCrossRuntimeCarry: Node.js carries keys Go wrote under the previous specs, for each
-// strategy and a multi-limit, and Go then decides on the keys Node.js seeded.
+// strategy and a multi-limit, and Go then decides on the keys Node.js seeded; on a
+// redis-server and a 3-master cluster (old and new keys share the user key's slot).
 func TestCrossRuntimeCarry(t *testing.T) {
-	addr := redistest.Addr(t)
-	c := redistest.NewClient(t, addr)
+	t.Run("single", func(t *testing.T) {
+		addr := redistest.Addr(t)
+		crossCarry(t, redistest.NewClient(t, addr), []string{addr}, false)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		addrs := redistest.ClusterAddrs(t)
+		crossCarry(t, redistest.NewClient(t, addrs...), addrs, true)
+	})
+}
+
+func crossCarry(t *testing.T, c rueidis.Client, addrs []string, cluster bool) {
 	ctx := context.Background()
 	prefix := fmt.Sprintf("xrc%d", time.Now().UnixNano())
 	now := time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC)
@@ -256,7 +277,7 @@ func TestCrossRuntimeCarry(t *testing.T) {
 	limiters["multi"] = map[string]any{"prefix": mOpts.KeyPrefix, "multi": []any{spec(mTo[0]), spec(mTo[1])}, "previous": []any{spec(mFrom[0]), nil}, "carry": "proportional"}
 	ops = append(ops, map[string]any{"op": "allow", "limiter": "multi", "key": key, "now": now.UnixMicro(), "times": 10})
 	var multiGot int
-	runOps(t, addr, map[string]any{"limiters": limiters, "ops": ops}, append(outs, &multiGot)...)
+	runOps(t, addrs, cluster, map[string]any{"limiters": limiters, "ops": ops}, append(outs, &multiGot)...)
 	if multiGot != 0 {
 		t.Errorf("multi: Node.js admitted %d after a proportional 4 -> 8 of a used-up bucket, want 0", multiGot)
 	}
