@@ -8,11 +8,11 @@ import { allowKeys, checkOptions, redisConcurrencyKeys, redisDedupKeys, redisLim
 import { schema } from './generated/schema.js';
 import { scripts, type ScriptSource } from './generated/scripts.js';
 import { bloomRole, bloomShardKey, fingerprint, prefixOr, redisKey } from './keys.js';
+import { issuable, leaseKeys, leaseLost, randomToken, type Lease, type LeaseOptions } from './lease.js';
 import { bloomParams, windowMicros, type AllowOptions, type BloomOptions, type MemoryLimiter } from './memory.js';
 import { MIN_DEADLINE_US, RedisReservation } from './reserve.js';
 import { chargeOf, checkSettles, combine, resolve, type Algorithm, type Decision, type Limit, type Spec } from './spec.js';
 import { checkCost, elementBytes, keyBytes, systemClock, toMicros, wire, type Bytes, type Time } from './time.js';
-import { issuable, leaseKeys, leaseLost, randomToken, type Lease, type LeaseOptions } from './lease.js';
 import { loadCore, type BloomParams, type Core } from './wasm.js';
 
 /**
