@@ -16,6 +16,8 @@
  * - `INTERNAL`: the core module failed (a bug); the module instance is replaced.
  * - `RESERVATION_DONE`: a reservation was denied, is settled already, or is past its
  *   deadline (`ErrReservationDone`).
+ * - `LEASE_LOST`: a lease to extend no longer holds its units: it expired, was released,
+ *   or its token is stale (`ErrLeaseLost`).
  */
 export type ErrorCode =
   | 'INVALID_CONFIG'
@@ -29,7 +31,8 @@ export type ErrorCode =
   | 'TIMEOUT'
   | 'REDIS'
   | 'INTERNAL'
-  | 'RESERVATION_DONE';
+  | 'RESERVATION_DONE'
+  | 'LEASE_LOST';
 
 /** The error every function of the package throws (or rejects with). */
 export class RedstreamError extends Error {

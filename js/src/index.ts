@@ -7,6 +7,9 @@
  *   WebAssembly.compile and a few WASI imports of this package (no experimental Node.js
  *   feature); the per-key state lives in a key table swept as Go's memory engine sweeps.
  *   {@link createMultiLimiter} applies several limits to each key, all-or-nothing.
+ * - Concurrency leases ({@link createConcurrencyLimiter} in process,
+ *   {@link createRedisConcurrencyLimiter} on Redis): at most N units held at once per key,
+ *   each lease released, extended, or freeing itself after its TTL.
  * - On Redis ({@link createRedisLimiter}, ...): the Go engine's Lua scripts, key schema and
  *   arguments, generated from the Go code, on an ioredis client or cluster, so a Node.js
  *   service and a Go service share one limit on the same keys.
@@ -20,6 +23,7 @@ export { RedstreamError, type ErrorCode } from './errors.js';
 export {
   algorithms,
   combine,
+  concurrency,
   describe,
   fixedWindow,
   leakyBucket,
@@ -38,10 +42,12 @@ export {
   DEFAULT_DEDUP_WINDOW_MS,
   DEFAULT_SWEEP_THRESHOLD,
   MemoryBloomDeduplicator,
+  MemoryConcurrencyLimiter,
   MemoryLimiter,
   MemorySetDeduplicator,
   MemoryWindowDeduplicator,
   createBloomDeduplicator,
+  createConcurrencyLimiter,
   createLimiter,
   createMultiLimiter,
   createSetDeduplicator,
@@ -55,10 +61,12 @@ export {
   DEFAULT_DEDUP_PREFIX,
   DEFAULT_TIMEOUT_MS,
   RedisBloomDeduplicator,
+  RedisConcurrencyLimiter,
   RedisLimiter,
   RedisSetDeduplicator,
   RedisWindowDeduplicator,
   createRedisBloomDeduplicator,
+  createRedisConcurrencyLimiter,
   createRedisLimiter,
   createRedisMultiLimiter,
   createRedisSetDeduplicator,
@@ -69,10 +77,13 @@ export {
   type ScriptCall,
   type Logger,
   type RedisClient,
+  type RedisConcurrencyOptions,
   type RedisDedupOptions,
   type RedisLimiterOptions,
 } from './redis.js';
 export { fingerprint, redisKey } from './keys.js';
+export { carries, type Carry } from './carry.js';
+export { type Lease, type LeaseOptions } from './lease.js';
 export { MemoryReservation, RedisReservation } from './reserve.js';
 export { ABI_VERSION, Core, Status, instantiate, loadCore, type BloomParams, type RawDecision } from './wasm.js';
 export { scripts, type ScriptSource } from './generated/scripts.js';

@@ -1,7 +1,9 @@
 // In-process engines on the core module: a limiter with a key table and deduplicators, the
 // counterparts of Go's package memory.
 
+import { carries, carryOf, checkCarry, type Carry } from './carry.js';
 import { RedstreamError } from './errors.js';
+import { issuable, leaseKeys, leaseLost, randomToken, type Lease, type LeaseOptions } from './lease.js';
 import { allowKeys, bloomKeys, checkOptions, memoryKeys } from './options.js';
 import { MIN_DEADLINE_US, MemoryReservation } from './reserve.js';
 import { chargeOf, checkSettles, combine, decision, idle, resolve, settleState, step, type Decision, type KeyState, type Limit, type Spec } from './spec.js';
@@ -91,13 +93,15 @@ export class MemoryLimiter {
   private readonly clock: Clock;
   /** The largest admissible cost: the smallest limit's. */
   readonly max: number;
+  /** A successor's previous limiter and strategy ({@link successor}); undefined for none. */
+  private carrier?: { from: MemoryLimiter; carry: number };
 
   /** Use {@link createLimiter} or {@link createMultiLimiter}. */
   constructor(
     private readonly core: Core,
     /** The validated specs in core units: one, unless built by createMultiLimiter. */
     readonly limits: readonly Limit[],
-    options: MemoryOptions = {},
+    private readonly options: MemoryOptions = {},
   ) {
     if (limits.length === 0) {
       throw new RedstreamError('INVALID_CONFIG', 'no limits');
@@ -105,6 +109,56 @@ export class MemoryLimiter {
     this.table = new Table(threshold(options));
     this.clock = clockOf(options);
     this.max = Math.min(...limits.map((l) => l.max));
+  }
+
+  /**
+   * Returns a limiter of specs (one per limit of this one, index for index, as
+   * {@link createMultiLimiter} takes them) that replaces this one without losing its keys'
+   * state (Go's memory.Limiter.Successor): the first decision on a key the successor does
+   * not hold reads the key's state here and seeds it by carry (see
+   * {@link Carry}), once, in the core module; from then on the successor holds the key. This
+   * limiter keeps its state and still decides its own requests, which the successor no
+   * longer sees: decide with the successor from the change on. A reservation does not seed
+   * (as in Go's engines): reserve on a key the successor does not hold starts it afresh. The
+   * successor has this limiter's options. Throws INVALID_CONFIG for a bad carry or spec, another number of
+   * specs, or specs this limiter cannot carry into (Go's core.Limit.CheckCarry: another
+   * algorithm, another window, the sliding log, the concurrency limit; 'reset' always can).
+   */
+  successor(carry: Carry, ...specs: Spec[]): MemoryLimiter {
+    const c = carryOf(carry);
+    if (specs.length !== this.limits.length) {
+      throw new RedstreamError('INVALID_CONFIG', `successor of ${specs.length} specs for a limiter of ${this.limits.length}`);
+    }
+    const ls = specs.map((sp) => resolve(this.core, sp));
+    ls.forEach((l, i) => checkCarry(l, this.limits[i]!, c));
+    const s = new MemoryLimiter(this.core, ls, this.options);
+    if (c !== 'reset') {
+      s.carrier = { from: this, carry: carries.indexOf(c) };
+    }
+    return s;
+  }
+
+  // state returns the state of table key k at now: the one held, or for a successor a key
+  // the previous limiter holds, seeded from it (and stored, whatever the decision), or undefined.
+  private state(k: string, now: number): KeyState[] | undefined {
+    const s = this.table.map.get(k);
+    if (s !== undefined || this.carrier === undefined) {
+      return s;
+    }
+    const { from, carry } = this.carrier;
+    const old = from.table.map.get(k);
+    if (old === undefined) {
+      return undefined;
+    }
+    const seeded = this.limits.map((l, i): KeyState => {
+      const o = old[i];
+      const q = from.limits[i]!;
+      const w = o !== undefined && 'words' in o ? o.words : ([0, 0, 0] as const);
+      const r = this.core.limitSeed(l.alg, l.params, q.alg, q.params, w, now, carry);
+      return r.kept && o !== undefined ? o : { words: r.words };
+    });
+    this.table.insert(k, seeded, (v) => v.every((st, i) => idle(this.core, this.limits[i]!, st, now)));
+    return seeded;
   }
 
   /** The first (for a single limit, the only) limit. */
@@ -130,7 +184,7 @@ export class MemoryLimiter {
     const n = options.n ?? 1;
     checkCost(n, this.max);
     const now = toMicros(options.now ?? this.clock());
-    const s = this.table.map.get(k);
+    const s = this.state(k, now);
     const steps = this.limits.map((l, i) => step(this.core, l, s?.[i], now, n));
     if (steps.every((x) => x.next)) {
       const next = steps.map((x) => x.next!);
@@ -156,6 +210,7 @@ export class MemoryLimiter {
     const n = options.n ?? 1;
     checkCost(n, this.max);
     const now = toMicros(options.now ?? this.clock());
+    // As Go's memory and Redis engines: a reservation does not seed a successor's key.
     const s = this.table.map.get(k);
     const steps = this.limits.map((l, i) => step(this.core, l, s?.[i], now, n));
     const d = decision(steps.length === 1 ? steps[0]!.d : combine(steps.map((x) => x.d)));
@@ -215,6 +270,187 @@ export async function createMultiLimiter(specs: readonly Spec[], options: Memory
     throw new RedstreamError('INVALID_CONFIG', 'no limits');
   }
   return new MemoryLimiter(core, specs.map((s) => resolve(core, s)), options);
+}
+
+/** One key of an in-process concurrency limiter: a state per limit, and the leases held by token. */
+interface LeaseKey {
+  states: (KeyState | undefined)[];
+  held: Map<number, { at: number; n: number }>;
+}
+
+/**
+ * An in-process concurrency limiter (Go's memory.ConcurrencyLimiter and
+ * wasmcore.ConcurrencyLimiter, deciding as they do): leases on one concurrency limit
+ * ({@link concurrency}), alone or all-or-nothing with rate limits on the same key, each
+ * admission, release and extension computed by the core module. A lease is the units its
+ * acquisition recorded in the concurrency limit's log, found again by its token; a release
+ * after expiry, a second release, or a token this limiter never issued changes nothing.
+ * Keys whose limits are all back to their initial state are swept as {@link MemoryLimiter}
+ * sweeps. Methods are synchronous. Create one with {@link createConcurrencyLimiter}.
+ */
+export class MemoryConcurrencyLimiter {
+  private readonly table: Table<LeaseKey>;
+  private readonly clock: Clock;
+  private readonly ci: number;
+  private readonly ttl: number;
+  /** The largest units one lease may hold: the smallest limit's. */
+  readonly max: number;
+
+  /** Use {@link createConcurrencyLimiter}. */
+  constructor(
+    private readonly core: Core,
+    /** The validated specs in core units. */
+    readonly limits: readonly Limit[],
+    options: MemoryOptions = {},
+  ) {
+    if (limits.length === 0) {
+      throw new RedstreamError('INVALID_CONFIG', 'no limits');
+    }
+    let ci = -1;
+    limits.forEach((l, i) => {
+      if (l.algorithm !== 'concurrency') {
+        return;
+      }
+      if (ci >= 0) {
+        throw new RedstreamError('INVALID_CONFIG', `specs[${ci}] and specs[${i}] are both concurrency limits, want one`);
+      }
+      ci = i;
+    });
+    if (ci < 0) {
+      throw new RedstreamError('INVALID_CONFIG', 'no spec of algorithm "concurrency"');
+    }
+    this.ci = ci;
+    const l = limits[ci]!;
+    this.ttl = core.limitParams(l.alg, l.params, l.ints.length).period;
+    this.table = new Table(threshold(options));
+    this.clock = clockOf(options);
+    this.max = Math.min(...limits.map((x) => x.max));
+  }
+
+  /**
+   * Asks for options.n units (default 1) of key at options.now (default the clock): a
+   * lease when every limit admits the request, else a denied lease (token, n and expiry 0)
+   * whose retryAfter is core's. Rate limits are charged n as by allow; a denial by any limit
+   * takes nothing. Throws for bad input as {@link MemoryLimiter.allow} does.
+   */
+  acquire(key: Bytes, options: AllowOptions = {}): Lease {
+    checkOptions('acquire', options, allowKeys);
+    const k = tableKey(key, keyBytes(key));
+    const n = options.n ?? 1;
+    checkCost(n, this.max);
+    const now = toMicros(options.now ?? this.clock());
+    let lk = this.table.map.get(k);
+    const steps = this.limits.map((l, i) => step(this.core, l, lk?.states[i], now, n));
+    const d = decision(steps.length === 1 ? steps[0]!.d : combine(steps.map((x) => x.d)));
+    if (!steps.every((x) => x.next)) {
+      return { ...d, key, n: 0, token: 0, expiry: 0 };
+    }
+    if (lk === undefined) {
+      lk = { states: [], held: new Map() };
+      this.table.insert(k, lk, (v) => this.idle(v, now));
+    }
+    lk.states = steps.map((x) => x.next!);
+    const at = steps[this.ci]!.at!;
+    forget(lk, logOf(lk.states[this.ci]));
+    let token = randomToken();
+    while (lk.held.has(token)) token = randomToken();
+    lk.held.set(token, { at, n });
+    return { ...d, key, n, token, expiry: at + this.ttl };
+  }
+
+  /**
+   * Frees lease's units at options.now (default the clock) if it still holds them, and
+   * reports whether it did: a lease that expired, was released already, or whose token this
+   * limiter never issued for its key and n changes nothing (false).
+   */
+  release(lease: Lease, options: LeaseOptions = {}): boolean {
+    const f = this.find('release', lease, options);
+    if (f === undefined) {
+      return false;
+    }
+    const { lk, h, now } = f;
+    const l = this.limits[this.ci]!;
+    const r = this.core.leaseRelease(l.alg, l.params, logOf(lk.states[this.ci]), h.at, now, h.n);
+    if (!r.done) {
+      return false;
+    }
+    lk.states[this.ci] = { log: r.log };
+    lk.held.delete(lease.token);
+    return true;
+  }
+
+  /**
+   * Renews lease at options.now (default the clock) for another lease TTL and returns it
+   * with its new expiry; a lease that no longer holds its units throws LEASE_LOST.
+   */
+  extend(lease: Lease, options: LeaseOptions = {}): Lease {
+    const f = this.find('extend', lease, options);
+    if (f === undefined) {
+      throw leaseLost();
+    }
+    const { lk, h, now } = f;
+    const l = this.limits[this.ci]!;
+    const r = this.core.leaseExtend(l.alg, l.params, logOf(lk.states[this.ci]), h.at, now, h.n);
+    if (!r.done) {
+      throw leaseLost();
+    }
+    lk.states[this.ci] = { log: r.log };
+    lk.held.set(lease.token, { at: r.at, n: h.n });
+    return { ...lease, expiry: r.at + this.ttl };
+  }
+
+  // find validates a release or an extension and returns the lease's key, its record and
+  // the time, or undefined when this limiter never issued the lease for its key and n.
+  private find(op: string, lease: Lease, options: LeaseOptions): { lk: LeaseKey; h: { at: number; n: number }; now: number } | undefined {
+    checkOptions(op, options, leaseKeys);
+    const ok = issuable(lease, this.max);
+    const k = tableKey(lease.key, keyBytes(lease.key));
+    const now = toMicros(options.now ?? this.clock());
+    const lk = ok ? this.table.map.get(k) : undefined;
+    const h = lk?.held.get(lease.token);
+    return lk !== undefined && h !== undefined && h.n === lease.n ? { lk, h, now } : undefined;
+  }
+
+  private idle(v: LeaseKey, now: number): boolean {
+    return this.limits.every((l, i) => v.states[i] === undefined || idle(this.core, l, v.states[i]!, now));
+  }
+
+  /** The number of keys whose state the limiter holds, counting recovered keys not swept yet (Go's TrackedKeys). */
+  get trackedKeys(): number {
+    return this.table.map.size;
+  }
+}
+
+// logOf returns the log of a concurrency limit's state (empty for none).
+function logOf(s: KeyState | undefined): BigInt64Array {
+  return s !== undefined && 'log' in s ? s.log : new BigInt64Array(0);
+}
+
+// forget drops the leases whose entries the concurrency limit's log lg no longer holds: the
+// log prunes its oldest entries in order, so a lease taken before its oldest entry (or any,
+// once it is empty) can never count again, even when time goes back and a new lease is
+// taken at its old time (Go's engine.Leases does the same).
+function forget(lk: LeaseKey, lg: BigInt64Array): void {
+  for (const [token, h] of lk.held) {
+    if (lg.length === 0 || BigInt(h.at) < lg[0]!) {
+      lk.held.delete(token);
+    }
+  }
+}
+
+/**
+ * Returns an in-process concurrency limiter handing out leases on the one spec of specs
+ * whose algorithm is 'concurrency'; the other specs are rate limits charged by every
+ * acquisition, all-or-nothing with it (Go's memory.NewConcurrencyLimiter). Rejects with
+ * INVALID_CONFIG for a bad spec or option, or when specs holds no concurrency spec or more
+ * than one.
+ */
+export async function createConcurrencyLimiter(specs: readonly Spec[], options: MemoryOptions = {}): Promise<MemoryConcurrencyLimiter> {
+  const core = await loadCore();
+  if (!Array.isArray(specs) || specs.length === 0) {
+    throw new RedstreamError('INVALID_CONFIG', 'no limits');
+  }
+  return new MemoryConcurrencyLimiter(core, specs.map((s) => resolve(core, s)), options);
 }
 
 /** An in-process deduplicator. The empty element is never a duplicate and never recorded. */

@@ -24,6 +24,8 @@ export const memoryKeys = ['clock', 'sweepThreshold'] as const;
 /** The fields of BloomOptions. */
 export const bloomKeys = ['insertions', 'fpRate', 'shards'] as const;
 /** The fields of RedisLimiterOptions. */
-export const redisLimiterKeys = ['keyPrefix', 'expiryMarginMs', 'timeoutMs', 'failurePolicy', 'logger'] as const;
+export const redisLimiterKeys = ['keyPrefix', 'expiryMarginMs', 'timeoutMs', 'failurePolicy', 'logger', 'previous', 'carry'] as const;
+/** The fields of RedisConcurrencyOptions. */
+export const redisConcurrencyKeys = ['keyPrefix', 'expiryMarginMs', 'timeoutMs'] as const;
 /** The fields of RedisDedupOptions. */
 export const redisDedupKeys = ['keyPrefix', 'timeoutMs'] as const;

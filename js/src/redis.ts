@@ -2,15 +2,17 @@
 // arguments (generated from redisbackend), on an ioredis client or cluster. A limiter or
 // deduplicator here shares its state with a Go one of the same spec, prefix and key.
 
+import { carryOf, previousLimits, type Carry } from './carry.js';
 import { RedstreamError } from './errors.js';
-import { allowKeys, checkOptions, redisDedupKeys, redisLimiterKeys } from './options.js';
+import { allowKeys, checkOptions, redisConcurrencyKeys, redisDedupKeys, redisLimiterKeys } from './options.js';
 import { schema } from './generated/schema.js';
 import { scripts, type ScriptSource } from './generated/scripts.js';
 import { bloomRole, bloomShardKey, fingerprint, prefixOr, redisKey } from './keys.js';
+import { issuable, leaseKeys, leaseLost, randomToken, type Lease, type LeaseOptions } from './lease.js';
 import { bloomParams, windowMicros, type AllowOptions, type BloomOptions, type MemoryLimiter } from './memory.js';
 import { MIN_DEADLINE_US, RedisReservation } from './reserve.js';
 import { chargeOf, checkSettles, combine, resolve, type Algorithm, type Decision, type Limit, type Spec } from './spec.js';
-import { checkCost, elementBytes, keyBytes, toMicros, wire, type Bytes, type Time } from './time.js';
+import { checkCost, elementBytes, keyBytes, systemClock, toMicros, wire, type Bytes, type Time } from './time.js';
 import { loadCore, type BloomParams, type Core } from './wasm.js';
 
 /**
@@ -67,6 +69,30 @@ export interface RedisLimiterOptions {
    * `console`; `null` logs nothing.
    */
   readonly logger?: Logger | null;
+  /**
+   * The specs this limiter replaces, one per limit of the limiter, index for index (null,
+   * or the spec itself, for a limit that did not change): with {@link carry} 'as-is' or
+   * 'proportional', the first decision on a key whose state under the new spec does not
+   * exist yet seeds it from the key of the previous spec (same prefix and user key, so the
+   * same hash tag), atomically in the decision's script (carry.lua, Go's Options.Previous);
+   * the previous key is left to processes still deciding with the previous spec. Each key
+   * is seeded once. A pair that cannot carry (another algorithm, another window, the
+   * sliding log, the concurrency limit) is INVALID_CONFIG. Default none. Reservations and
+   * reset act on the new keys only.
+   */
+  readonly previous?: readonly (Spec | null | undefined)[];
+  /** How {@link previous} keys carry over: 'reset' (default: nothing carries), 'as-is' or 'proportional' (see {@link Carry}). */
+  readonly carry?: Carry;
+}
+
+/** Options of a Redis concurrency limiter ({@link createRedisConcurrencyLimiter}). Every field is optional. */
+export interface RedisConcurrencyOptions {
+  /** Starts every key: `<keyPrefix>:{<key>}`. Blank selects Go's default. No braces. */
+  readonly keyPrefix?: string;
+  /** How long a key outlives its last lease, ms (default 1000; rounded up to whole ms). */
+  readonly expiryMarginMs?: number;
+  /** The deadline of each call, ms (default {@link DEFAULT_TIMEOUT_MS}). */
+  readonly timeoutMs?: number;
 }
 
 // A client on which the engine's scripts are defined (defineCommand: EVALSHA, falling back
@@ -152,6 +178,23 @@ async function deadline<T>(what: string, ms: number, p: Promise<T>): Promise<T> 
   }
 }
 
+// padded returns l's core integers as script parameters, padded with '0' to the three of
+// each limit of multi.lua (and carry.lua, reserve.lua).
+function padded(l: Limit): string[] {
+  const ps = l.ints.map(String);
+  while (ps.length < schema.multi.params) ps.push('0');
+  return ps;
+}
+
+// marginOf validates an expiry margin option (ms) and returns the scripts' margin in whole ms.
+function marginOf(v: number | undefined): number {
+  const margin = v ?? schema.defaultMarginUs / 1000;
+  if (typeof margin !== 'number' || !(margin >= 0) || margin > 365 * 24 * 3600 * 1000) {
+    throw new RedstreamError('INVALID_CONFIG', `expiryMarginMs = ${margin}, want a number in [0, one year]`);
+  }
+  return margin === 0 ? schema.defaultMarginUs / 1000 : Math.ceil(margin);
+}
+
 function timeoutOf(ms: number | undefined): number {
   const t = ms ?? DEFAULT_TIMEOUT_MS;
   if (typeof t !== 'number' || !(t > 0) || !Number.isFinite(t)) {
@@ -191,6 +234,8 @@ export class RedisLimiter {
   private readonly policy: FailurePolicy;
   private readonly roles: string[];
   private readonly script: string;
+  /** The key roles of the previous limits (options.previous), '' for a limit that did not change; undefined when nothing carries. */
+  private readonly oldRoles?: string[];
   /** The largest admissible cost: the smallest limit's. */
   readonly max: number;
   private readonly log: Logger | null;
@@ -224,11 +269,7 @@ export class RedisLimiter {
     const single = singles[limits[0]!.algorithm]!;
     this.keyPrefix = prefixOr(options.keyPrefix, multi ? schema.multi.prefix : single.prefix);
     this.max = Math.min(...limits.map((l) => l.max));
-    const margin = options.expiryMarginMs ?? schema.defaultMarginUs / 1000;
-    if (typeof margin !== 'number' || !(margin >= 0) || margin > 365 * 24 * 3600 * 1000) {
-      throw new RedstreamError('INVALID_CONFIG', `expiryMarginMs = ${margin}, want a number in [0, one year]`);
-    }
-    const ms = margin === 0 ? schema.defaultMarginUs / 1000 : Math.ceil(margin);
+    const ms = marginOf(options.expiryMarginMs);
     for (const l of limits) {
       if (l.ints.length !== singles[l.algorithm]!.ints || l.ints.length > schema.multi.params) {
         throw new RedstreamError('INTERNAL', `${l.algorithm}: ${l.ints.length} parameters, the schema has ${singles[l.algorithm]!.ints}`);
@@ -254,6 +295,28 @@ export class RedisLimiter {
       this.params = [...limits[0]!.ints.map(String), String(ms), ...single.extra];
       this.roles = [fingerprint(limits[0]!)];
       this.script = single.script;
+    }
+    const carry = carryOf(options.carry);
+    const prev = previousLimits(core, limits, options.previous, carry);
+    if (prev !== undefined) {
+      // carry.lua: the margin and each limit, the strategy, then each previous limit ('' and
+      // three '0' for a limit that did not change); the previous keys follow the keys.
+      const params = [String(ms)];
+      const old: string[] = [];
+      this.oldRoles = [];
+      limits.forEach((l, i) => {
+        params.push(multiCodes[l.algorithm]!, ...padded(l));
+        const q = prev[i];
+        if (q === undefined) {
+          old.push('', '0', '0', '0');
+          this.oldRoles!.push('');
+          return;
+        }
+        old.push(multiCodes[q.algorithm]!, ...padded(q));
+        this.oldRoles!.push(multi ? `m${i}.${fingerprint(q)}` : fingerprint(q));
+      });
+      this.params = [...params, carry, ...old];
+      this.script = 'carry';
     }
     this.run = script(client, this.script);
     this.reserveParams = [String(ms)];
@@ -290,6 +353,17 @@ export class RedisLimiter {
     return this.roles.map((r) => redisKey(this.core, this.keyPrefix, key, r));
   }
 
+  // callKeys returns the keys of one decision's script call: keys(key), and when the limiter
+  // carries state, the keys of the previous limits after them (a limit that did not change
+  // gets its own key there, which the script never reads).
+  private callKeys(key: Bytes): Arg[] {
+    const ks = this.keys(key);
+    if (this.oldRoles === undefined) {
+      return ks;
+    }
+    return [...ks, ...this.oldRoles.map((r, i) => redisKey(this.core, this.keyPrefix, key, r === '' ? this.roles[i]! : r))];
+  }
+
   /** The script, keys and ARGV of one decision (what {@link allow} sends). */
   command(key: Bytes, options: AllowOptions = {}): ScriptCall {
     checkOptions('allow', options, allowKeys);
@@ -298,7 +372,7 @@ export class RedisLimiter {
     checkCost(n, this.max);
     const now = options.now === undefined ? '' : String(toMicros(options.now));
     checkSize('key', kb.length + this.keyPrefix.length);
-    return { script: this.script, keys: this.keys(key), args: [now, String(n), ...this.params] };
+    return { script: this.script, keys: this.callKeys(key), args: [now, String(n), ...this.params] };
   }
 
   /**
@@ -427,6 +501,171 @@ export async function createRedisMultiLimiter(client: RedisClient, specs: readon
     throw new RedstreamError('INVALID_CONFIG', 'no limits');
   }
   return new RedisLimiter(core, client, specs.map((s) => resolve(core, s)), options, true);
+}
+
+/**
+ * A concurrency limiter whose leases live in Redis (Go's redisbackend.ConcurrencyLimiter, on
+ * the same keys and scripts): one concurrency limit ({@link concurrency}), alone or
+ * all-or-nothing with rate limits on the same key. An acquisition is one multi.lua call
+ * over the key's limits, as a multi-limit limiter of the same specs decides, with the
+ * lease's token for the concurrency limit; a release or an extension is one lease.lua call
+ * on the concurrency limit's key alone. Any number of processes, in Go or Node.js, may share
+ * the keys and hand leases to each other; a process that dies holding leases frees their
+ * units when they expire. A release after expiry, a second release, or a stale token
+ * changes nothing. No failure policy applies: a Redis failure rejects. Create one with
+ * {@link createRedisConcurrencyLimiter}.
+ */
+export class RedisConcurrencyLimiter {
+  private readonly inner: RedisLimiter;
+  private readonly ci: number;
+  private readonly ttl: string;
+  private readonly margin: string;
+  private readonly timeout: number;
+  private readonly acquireRun: Run;
+  private readonly leaseRun: Run;
+
+  /** Use {@link createRedisConcurrencyLimiter}. */
+  constructor(core: Core, client: RedisClient, limits: readonly Limit[], options: RedisConcurrencyOptions = {}) {
+    checkOptions('Redis concurrency limiter options', options, redisConcurrencyKeys);
+    let ci = -1;
+    limits.forEach((l, i) => {
+      if (l.algorithm !== 'concurrency') {
+        return;
+      }
+      if (ci >= 0) {
+        throw new RedstreamError('INVALID_CONFIG', `specs[${ci}] and specs[${i}] are both concurrency limits, want one`);
+      }
+      ci = i;
+    });
+    if (ci < 0) {
+      throw new RedstreamError('INVALID_CONFIG', 'no spec of algorithm "concurrency"');
+    }
+    this.ci = ci;
+    const ms = marginOf(options.expiryMarginMs);
+    this.margin = String(ms);
+    this.timeout = timeoutOf(options.timeoutMs);
+    this.inner = new RedisLimiter(core, client, limits, { keyPrefix: options.keyPrefix, expiryMarginMs: ms, timeoutMs: this.timeout, logger: null }, true);
+    const l = limits[ci]!;
+    this.ttl = String(core.limitParams(l.alg, l.params, l.ints.length).period);
+    this.acquireRun = script(client, schema.multi.script);
+    this.leaseRun = script(client, 'lease');
+  }
+
+  /** The prefix of the limiter's keys. */
+  get keyPrefix(): string {
+    return this.inner.keyPrefix;
+  }
+
+  /** The validated specs in core units. */
+  get limits(): readonly Limit[] {
+    return this.inner.limits;
+  }
+
+  /** The largest units one lease may hold: the smallest limit's. */
+  get max(): number {
+    return this.inner.max;
+  }
+
+  /** The Redis keys holding key's state, one per spec (Go's ConcurrencyLimiter.Keys): `<prefix>:{<key>}:m<i>.<fingerprint>`. */
+  keys(key: Bytes): Arg[] {
+    return this.inner.keys(key);
+  }
+
+  /**
+   * Asks for options.n units (default 1) of key at options.now (default: the server's
+   * TIME) in one round trip: a lease when every limit admits the request, else a denied
+   * lease whose retryAfter is the time until enough leases expire (or a rate limit admits).
+   * Rate limits are charged n as by allow; a denial by any limit takes nothing. Bad input
+   * rejects as {@link RedisLimiter.allow} does and sends nothing; a Redis failure rejects
+   * with REDIS or TIMEOUT and takes no lease.
+   */
+  async acquire(key: Bytes, options: AllowOptions = {}): Promise<Lease> {
+    const c = this.inner.command(key, options);
+    const token = randomToken();
+    const args = [...c.args];
+    args[4 * this.ci + 6] = String(token);
+    const r = ints(c.script, await deadline(c.script, this.timeout, this.acquireRun(c.keys, args)), 6 * this.limits.length);
+    const ds = this.limits.map((_, i) => ({
+      allowed: r[6 * i] === 1,
+      limit: r[6 * i + 1]!,
+      remaining: Math.max(r[6 * i + 2]!, 0),
+      retryAfter: r[6 * i + 3]!,
+      resetAfter: r[6 * i + 4]!,
+      delay: r[6 * i + 5]!,
+    }));
+    const d = ds.length === 1 ? ds[0]! : combine(ds);
+    if (!d.allowed) {
+      return { ...d, key, n: 0, token: 0, expiry: 0 };
+    }
+    return { ...d, key, n: options.n ?? 1, token, expiry: clientNow(options.now) + r[6 * this.ci + 4]! };
+  }
+
+  /**
+   * Frees lease's units at options.now (default: the server's TIME) if they are still
+   * held, in one round trip, and resolves whether it did: a lease that expired, was
+   * released already, or carries a stale token changes nothing (false). Rate limits keep
+   * what the acquisition was charged.
+   */
+  async release(lease: Lease, options: LeaseOptions = {}): Promise<boolean> {
+    const r = await this.lease('release', lease, options);
+    return r === 1;
+  }
+
+  /**
+   * Renews lease at options.now (default: the server's TIME) for another lease TTL, in one
+   * round trip (a heartbeat), and resolves the lease with its new expiry; a lease that no
+   * longer holds its units rejects with LEASE_LOST. After a REDIS or TIMEOUT error the
+   * lease is as it was or extended: extend again or release it.
+   */
+  async extend(lease: Lease, options: LeaseOptions = {}): Promise<Lease> {
+    const left = await this.lease('extend', lease, options);
+    if (left === undefined || left < 0) {
+      throw leaseLost();
+    }
+    return { ...lease, expiry: clientNow(options.now) + left };
+  }
+
+  // lease runs lease.lua's op on lease and returns its reply, or undefined, with no call,
+  // for a lease no acquisition of this limiter can have issued.
+  private async lease(op: 'release' | 'extend', lease: Lease, options: LeaseOptions): Promise<number | undefined> {
+    checkOptions(op, options, leaseKeys);
+    const ok = issuable(lease, this.max);
+    const c = this.inner.command(lease.key, { now: options.now }); // validates the key and the time
+    if (!ok) {
+      return undefined;
+    }
+    const args = [c.args[0]!, op, String(lease.token), String(lease.n), this.ttl, this.margin];
+    const r = await deadline('lease', this.timeout, this.leaseRun([c.keys[this.ci]!], args));
+    if (typeof r !== 'number') {
+      throw new RedstreamError('REDIS', `lease: unexpected reply ${JSON.stringify(r)}`);
+    }
+    return r;
+  }
+}
+
+// clientNow is the time of a call (µs), or this process's clock without one.
+function clientNow(now: Time | undefined): number {
+  return now === undefined ? systemClock() : toMicros(now);
+}
+
+/**
+ * Returns a concurrency limiter handing out leases on the one spec of specs whose algorithm
+ * is 'concurrency'; the other specs are rate limits charged by every acquisition,
+ * all-or-nothing with it (Go's redisbackend.NewConcurrencyLimiter, with its keys: a Go
+ * limiter of the same specs and prefix shares the leases). Rejects with INVALID_CONFIG for
+ * a bad spec or option, or when specs holds no concurrency spec or more than one. The
+ * client stays the caller's.
+ */
+export async function createRedisConcurrencyLimiter(
+  client: RedisClient,
+  specs: readonly Spec[],
+  options: RedisConcurrencyOptions = {},
+): Promise<RedisConcurrencyLimiter> {
+  const core = await loadCore();
+  if (!Array.isArray(specs) || specs.length === 0) {
+    throw new RedstreamError('INVALID_CONFIG', 'no limits');
+  }
+  return new RedisConcurrencyLimiter(core, client, specs.map((s) => resolve(core, s)), options);
 }
 
 /** Options of a Redis deduplicator. */

@@ -57,6 +57,17 @@ export function fixedWindow(windowMs: number, limit: number): Spec {
 }
 
 /**
+ * A concurrency limit: at most limit units (in [1, 65536]) held at once per key, each lease
+ * freeing itself leaseTtlMs after it was taken or last extended, so a crashed holder's units
+ * come back by themselves (Go's redstream.Concurrency). Its windowMs is the lease TTL. A
+ * concurrency limiter (`createRedisConcurrencyLimiter`) hands out leases to release
+ * and extend; as a plain limit an admission is a lease nobody releases.
+ */
+export function concurrency(limit: number, leaseTtlMs: number): Spec {
+  return { algorithm: 'concurrency', windowMs: leaseTtlMs, limit };
+}
+
+/**
  * The result of every limiter decision, the fields of Go's redstream.Decision. Durations are
  * microseconds (Go's are time.Duration of the same microseconds).
  */
@@ -172,8 +183,12 @@ function logOf(s: KeyState | undefined): BigInt64Array {
   return s !== undefined && 'log' in s ? s.log : noLog;
 }
 
-/** Decides a request for a key in state s (undefined for a new key); returns the decision and, when admitted, the new state. */
-export function step(core: Core, l: Limit, s: KeyState | undefined, now: number, n: number): { d: RawDecision; next?: KeyState } {
+/**
+ * Decides a request for a key in state s (undefined for a new key); returns the decision
+ * and, when admitted, the new state and, for a log algorithm, the time its n entries were
+ * recorded at (a lease's time, for the concurrency limit).
+ */
+export function step(core: Core, l: Limit, s: KeyState | undefined, now: number, n: number): { d: RawDecision; next?: KeyState; at?: number } {
   const log = logOf(s);
   const r = core.limitStep(l.alg, l.params, wordsOf(s), log, now, n);
   if (!r.allowed) {
@@ -187,7 +202,7 @@ export function step(core: Core, l: Limit, s: KeyState | undefined, now: number,
   const next = new BigInt64Array(kept + appended);
   next.set(log.subarray(pruned));
   next.fill(BigInt(at), kept);
-  return { d: r, next: { log: next } };
+  return { d: r, next: { log: next }, at };
 }
 
 /** What a reservation took from one limit (Go's core.Charge): n units at the charge point at. */

@@ -328,6 +328,51 @@ export class Core {
     return { change: this.num(0), words: [this.num(1), this.num(2), this.num(3)], log: out };
   }
 
+  /**
+   * redstream_lease_release: Go's core.ReleaseLease on a concurrency limit's log (oldest
+   * first): whether the lease of n units taken (or last extended) at at still held them at
+   * now, and then the log without them.
+   */
+  leaseRelease(alg: number, p: LimitParams, log: BigInt64Array, at: number, now: number, n: number): { done: boolean; log: BigInt64Array } {
+    this.putLog(log);
+    this.run('redstream_lease_release', alg, p.capacity, p.rate, i64(p.windowUs), i64(p.limit), log.length, i64(at), i64(now), i64(n));
+    const done = this.slot(0) === 1n;
+    return { done, log: done ? this.getLog(this.num(1), log.length) : log };
+  }
+
+  /**
+   * redstream_lease_extend: Go's core.ExtendLease on a concurrency limit's log: whether the
+   * lease of n units taken (or last extended) at at still held them at now, and then its new
+   * time at (it expires at at + the lease TTL) and the log with its units moved there.
+   */
+  leaseExtend(alg: number, p: LimitParams, log: BigInt64Array, at: number, now: number, n: number): { done: boolean; at: number; log: BigInt64Array } {
+    this.putLog(log);
+    this.run('redstream_lease_extend', alg, p.capacity, p.rate, i64(p.windowUs), i64(p.limit), log.length, i64(at), i64(now), i64(n));
+    const done = this.slot(0) === 1n;
+    return done ? { done, at: this.num(1), log: this.getLog(this.num(2), log.length) } : { done, at, log };
+  }
+
+  /**
+   * redstream_limit_seed: Go's core.Limit.SeedState, the state of a key under the limit
+   * (alg, p) seeded at now from its state words under the previous limit (fromAlg, from)
+   * by carry (0 reset, 1 as-is, 2 proportional): kept when the two limits are the same (the
+   * key keeps its state as it is), else the seeded words (all 0: a new key).
+   */
+  limitSeed(alg: number, p: LimitParams, fromAlg: number, from: LimitParams, words: readonly number[], now: number, carry: number): { kept: boolean; words: [number, number, number] } {
+    this.run('redstream_limit_seed', alg, p.capacity, p.rate, i64(p.windowUs), i64(p.limit), fromAlg, from.capacity, from.rate, i64(from.windowUs), i64(from.limit),
+      i64(words[0]!), i64(words[1]!), i64(words[2]!), i64(now), carry);
+    return { kept: this.slot(0) === 1n, words: [this.num(1), this.num(2), this.num(3)] };
+  }
+
+  // getLog returns the n entries a lease export left in the scratch buffer, which held room entries before it.
+  private getLog(n: number, room: number): BigInt64Array {
+    const out = new BigInt64Array(n);
+    if (n > 0) {
+      out.set(new BigInt64Array(this.buffer(8 * room).slice(0, 8 * n).buffer));
+    }
+    return out;
+  }
+
   private putLog(log: BigInt64Array): void {
     if (log.length > 0) {
       this.buffer(8 * log.length).set(new Uint8Array(log.buffer, log.byteOffset, 8 * log.length));

@@ -5,13 +5,15 @@
 //	node test/crossruntime-worker.mjs '<config JSON>'
 //
 // It prints "ready" once connected and starts when a line arrives on stdin, so that both
-// runtimes start together.
+// runtimes start together. A config with ops instead of tasks runs them in order at once (Go
+// runs before and after it, on the same keys) and prints one JSON line: each op's result.
 import { createInterface } from 'node:readline';
 
 import Redis from 'ioredis';
 
 import {
   createRedisBloomDeduplicator,
+  createRedisConcurrencyLimiter,
   createRedisLimiter,
   createRedisMultiLimiter,
   createRedisSetDeduplicator,
@@ -44,6 +46,58 @@ function shuffle(xs, seed) {
     x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
     const j = x % (i + 1);
     [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
+if (cfg.ops) {
+  console.log(JSON.stringify(await runOps(cfg)));
+  client.disconnect();
+  process.exit(0);
+}
+
+// runOps builds cfg.limiters and runs cfg.ops in order: acquire (times leases of n at now),
+// release and extend (each of leases at now), allow (times requests at now, counting the
+// admitted); each op's result is the leases, the booleans, the leases or { lost: true },
+// or the count.
+async function runOps(cfg) {
+  const ls = {};
+  for (const [id, o] of Object.entries(cfg.limiters)) {
+    const opts = { keyPrefix: o.prefix, timeoutMs: 10000 };
+    if (o.concurrency) ls[id] = await createRedisConcurrencyLimiter(client, o.concurrency, opts);
+    else if (o.multi) ls[id] = await createRedisMultiLimiter(client, o.multi, { ...opts, previous: o.previous, carry: o.carry });
+    else ls[id] = await createRedisLimiter(client, o.spec, { ...opts, previous: o.previous, carry: o.carry });
+  }
+  const out = [];
+  for (const op of cfg.ops) {
+    const l = ls[op.limiter];
+    const at = { now: op.now };
+    if (op.op === 'acquire') {
+      const got = [];
+      for (let i = 0; i < op.times; i++) got.push(await l.acquire(op.key, { ...at, n: op.n ?? 1 }));
+      out.push(got);
+    } else if (op.op === 'release') {
+      const got = [];
+      for (const lease of op.leases) got.push(await l.release(lease, at));
+      out.push(got);
+    } else if (op.op === 'extend') {
+      const got = [];
+      for (const lease of op.leases) {
+        try {
+          got.push(await l.extend(lease, at));
+        } catch (e) {
+          if (e.code !== 'LEASE_LOST') throw e;
+          got.push({ lost: true });
+        }
+      }
+      out.push(got);
+    } else if (op.op === 'allow') {
+      let n = 0;
+      for (let i = 0; i < op.times; i++) if ((await l.allow(op.key, at)).allowed) n++;
+      out.push(n);
+    } else {
+      throw new Error(`unknown op ${op.op}`);
+    }
   }
   return out;
 }

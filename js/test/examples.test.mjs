@@ -40,3 +40,19 @@ allowed=true remaining=0
 allowed=false remaining=0
 `);
 });
+
+test('examples/node/lease.mjs', async (t) => {
+  const r = await startRedis(t);
+  if (!r) return;
+  assert.equal(run('examples/node/lease.mjs', { REDIS_URL: `redis://127.0.0.1:${r.port}` }), `a=true b=true c=false
+released: true, again: false
+after a's release: true
+`);
+});
+
+test('examples/node/carry.mjs', async (t) => {
+  const r = await startRedis(t);
+  if (!r) return;
+  assert.equal(run('examples/node/carry.mjs', { REDIS_URL: `redis://127.0.0.1:${r.port}` }), `allowed=true remaining=7
+`);
+});

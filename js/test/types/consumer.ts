@@ -3,15 +3,21 @@
 import type { Cluster, Redis } from 'ioredis';
 
 import {
+  concurrency,
+  createConcurrencyLimiter,
   createLimiter,
+  createRedisConcurrencyLimiter,
   createRedisLimiter,
   createRedisBloomDeduplicator,
   createWindowDeduplicator,
   RedstreamError,
   slidingWindow,
   tokenBucket,
+  fixedWindow,
+  type Carry,
   type Decision,
   type ErrorCode,
+  type Lease,
   type Spec,
 } from '@redstream-go/redstream';
 
@@ -21,6 +27,22 @@ export async function use(redis: Redis, cluster: Cluster): Promise<number> {
   const d: Decision = mem.allow('user:1', { n: 2, now: new Date() });
   const onRedis = await createRedisLimiter(redis, slidingWindow(60_000, 100), { keyPrefix: 'api', timeoutMs: 250, failurePolicy: mem });
   const d2: Decision = await onRedis.allow('user:1');
+  const carry: Carry = 'proportional';
+  const raised = await createRedisLimiter(redis, fixedWindow(60_000, 20), { previous: [fixedWindow(60_000, 10)], carry });
+  await raised.allow('user:1');
+  const leases = await createRedisConcurrencyLimiter(cluster, [concurrency(5, 30_000), tokenBucket(10, 1)], { timeoutMs: 250 });
+  const lease: Lease = await leases.acquire('job', { n: 2 });
+  if (lease.allowed) {
+    const renewed: Lease = await leases.extend(lease);
+    const freed: boolean = await leases.release(renewed, { now: renewed.expiry });
+    void freed;
+  }
+  const local = await createConcurrencyLimiter([concurrency(2, 1000)]);
+  const held: Lease = local.acquire('job');
+  const ok: boolean = local.release(local.extend(held));
+  const next = mem.successor('as-is', tokenBucket(20, 5));
+  next.allow('user:1');
+  void ok;
   const bloom = await createRedisBloomDeduplicator(cluster, 'orders', { insertions: 1e6, fpRate: 0.001 });
   const isNew: boolean = !(await bloom.checkAndMark('order-1'));
   const win = await createWindowDeduplicator(3_600_000);
