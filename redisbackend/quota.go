@@ -37,23 +37,24 @@ const leaseEntries = 8192
 // cost would, and what it did not use is given back (or, if its process died, stays spent).
 // See "Leased quota" in the package documentation for what each algorithm does. The
 // counters of metrics.LeasedQuotaCounters (redis_streaming_rl_quota_*_total, label prefix:
-// the limiter's key prefix) show the leases at work.
+// the limiter's key prefix) show the leases at work. The yaml tags are the keys of a
+// rate-limit policy's quota.* in package config.
 type QuotaOptions struct {
 	// Enabled turns leases on. Default false. A leaky bucket (its decisions carry a
 	// shaping delay), a sliding log (it records each admission's time), a multi-limit
 	// limiter and a JavaCompatible one refuse it: NewLimiter returns an error wrapping
 	// redstream.ErrInvalidConfig.
-	Enabled bool
+	Enabled bool `yaml:"enabled"`
 	// Duration is the longest a lease lasts (default DefaultQuotaDuration, at most a
 	// minute). A window algorithm's lease also ends with its window; a token bucket's
 	// lasts at most the bucket's full refill time (Capacity / Rate).
-	Duration time.Duration
+	Duration time.Duration `yaml:"duration-ms" unit:"ms"`
 	// MaxShare is the largest part of the limit one lease takes, in (0, 1] (default
 	// DefaultQuotaMaxShare): the most a process holds of a key's budget, so that other
 	// processes, and the key once it cools, are not starved. A lease is sized by the rate
 	// the process admitted on the key during its previous lease, times Duration: a cold
 	// key takes just the request's cost, as without leases.
-	MaxShare float64
+	MaxShare float64 `yaml:"max-share"`
 }
 
 // quotaCodes names the algorithms leases support, by their code in quota.lua (optional: an
