@@ -129,6 +129,37 @@ func evalCalls(t *testing.T, c rueidis.Client) int64 {
 	return total
 }
 
+// TestQuotaFromEnvironment: the quota keys are bound relaxed from the environment too, and a
+// refusal of what the environment enabled names the variable.
+func TestQuotaFromEnvironment(t *testing.T) {
+	env := func(m map[string]string) func(string) (string, bool) {
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	client := redistest.Client(t)
+	doc := "redis-streaming:\n  ratelimit:\n    enabled: true\n    backend: redis\n    policies:\n      api: {algorithm: fixed, limit: 5}\n"
+	log, _ := logger()
+	c := load(t, doc, config.Options{Redis: client, Logger: log, Getenv: env(map[string]string{
+		"REDISSTREAMING_RATELIMIT_POLICIES_API_QUOTA_ENABLED":  "true",
+		"REDISSTREAMING_RATELIMIT_POLICIES_API_QUOTA_MAXSHARE": "0.5",
+	})})
+	if q := c.RateLimit.Settings.Policies[0].Redis.Quota; !q.Enabled || q.MaxShare != 0.5 || q.Duration != redisbackend.DefaultQuotaDuration {
+		t.Errorf("from the environment: %+v, want enabled, max-share 0.5, the default duration", q)
+	}
+	leaky := strings.Replace(doc, "{algorithm: fixed, limit: 5}", "{algorithm: leaky-bucket}", 1)
+	_, err := config.Load([]byte(leaky), config.Options{Redis: client, Logger: log, Getenv: env(map[string]string{
+		"REDISSTREAMING_RATELIMIT_POLICIES_API_QUOTA_ENABLED": "true",
+	})})
+	if want := `config: redis-streaming.ratelimit.policies.api.quota.enabled (environment REDISSTREAMING_RATELIMIT_POLICIES_API_QUOTA_ENABLED): policy "api": the leaky-bucket algorithm has no leased quota`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error = %v\nwant   %s", err, want)
+	}
+	_, err = config.Load([]byte(leaky), config.Options{Redis: client, Logger: log, Getenv: env(map[string]string{
+		"REDISSTREAMING_RATELIMIT_QUOTA_ENABLED": "true",
+	})})
+	if want := `config: redis-streaming.ratelimit.policies.api (line 6): quota.enabled is true (set by the environment variable REDISSTREAMING_RATELIMIT_QUOTA_ENABLED) but policy "api"`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error = %v\nwant   %s", err, want)
+	}
+}
+
 // TestQuotaErrors: quota where the engine has no leases is an error naming the policy in
 // both modes (set on the policy, or inherited from the section); out-of-range values are
 // errors naming the key and line in both modes; unknown keys inside quota, quota on the

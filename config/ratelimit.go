@@ -816,13 +816,17 @@ func (l *loader) checkQuota(n, sec yamlx.Node, p PolicySettings) error {
 	if why == "" {
 		return nil
 	}
-	if qn, ok, _ := n.Get("quota"); ok {
-		if _, set, _ := qn.Get("enabled"); set {
+	_, fromEnv := l.fromEnv[n.Path+".quota.enabled"]
+	if qn, ok, _ := n.Get("quota"); fromEnv || ok {
+		if _, set, _ := qn.Get("enabled"); fromEnv || set {
 			return l.at(n, "quota.enabled", "policy %q: %s", p.Name, why)
 		}
 	}
-	return n.Errorf("quota.enabled is true (set at %s, line %d) but policy %q: %s; set quota: {enabled: false} on the policy",
-		sec.Path+".quota.enabled", sec.LineOf("quota.enabled"), p.Name, why)
+	where := fmt.Sprintf("set at %s, line %d", sec.Path+".quota.enabled", sec.LineOf("quota.enabled"))
+	if name, ok := l.fromEnv[sec.Path+".quota.enabled"]; ok {
+		where = "set by the environment variable " + name
+	}
+	return n.Errorf("quota.enabled is true (%s) but policy %q: %s; set quota: {enabled: false} on the policy", where, p.Name, why)
 }
 
 // checkRedisPolicy checks that the Redis limiter keys of policy p (node n, section node sec)

@@ -121,7 +121,10 @@ type QuotaCounters struct {
 	// the asking request's cost included.
 	Granted *Counter
 	// Returned is redis_streaming_rl_quota_returned_total{prefix}: unused units of leases
-	// given back by the next call on their key.
+	// given back by the next call on their key, counted when the call's time shows the
+	// script took them back (before a token bucket's lease ended, within a window
+	// algorithm's lease window). Units of a key another client deleted or moved to a later
+	// window meanwhile are counted though they stayed spent.
 	Returned *Counter
 	// LocalAllowed is redis_streaming_rl_quota_local_allowed_total{prefix}: decisions
 	// admitted in process from a lease, without a Redis call.
