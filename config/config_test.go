@@ -193,7 +193,7 @@ func TestFullExample(t *testing.T) {
 		t.Errorf("unexpected warnings:\n%s", logs)
 	}
 	rl := c.RateLimit
-	if fmt.Sprint(rl.Registry.Names()) != "[api login search shaper uploads]" || rl.DefaultName != "api" {
+	if fmt.Sprint(rl.Registry.Names()) != "[api login search shaper tenants uploads]" || rl.DefaultName != "api" {
 		t.Fatalf("registry %v, default %q", rl.Registry.Names(), rl.DefaultName)
 	}
 	s := rl.Settings
@@ -212,12 +212,15 @@ func TestFullExample(t *testing.T) {
 	if p := s.Policies[3]; p.Previous != redstream.SlidingCounter(time.Second, 25) || p.Carry != core.CarryProportional {
 		t.Errorf("search: previous %+v carry %v, want the sliding counter of 25 and proportional", p.Previous, p.Carry)
 	}
+	if q := s.Policies[4].Redis.Quota; s.Policies[4].Name != "tenants" || !q.Enabled || q.Duration != 100*time.Millisecond || q.MaxShare != 0.1 {
+		t.Errorf("policy %s: quota %+v, want enabled with the section's defaults", s.Policies[4].Name, q)
+	}
 	if s.Shadow || !s.Policies[3].Shadow || s.Policies[0].Shadow {
 		t.Errorf("shadow: section %v, search %v, api %v; want false, true, false", s.Shadow, s.Policies[3].Shadow, s.Policies[0].Shadow)
 	}
 	wantEngines := map[string]string{
 		"api": "*redisbackend.Limiter", "uploads": "*redisbackend.Limiter", "shaper": "*memory.Limiter",
-		"search": "*redisbackend.Limiter", "login": "*redisbackend.Limiter",
+		"search": "*redisbackend.Limiter", "login": "*redisbackend.Limiter", "tenants": "*redisbackend.Limiter",
 	}
 	for name, want := range wantEngines {
 		l, _ := rl.Registry.Get(name)

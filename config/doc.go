@@ -43,8 +43,10 @@
 // timeout-ms (each decision's deadline, default 100; -1: the caller's context alone),
 // breaker.failures, .error-rate, .min-calls, .window-ms, .cool-down-ms, .probes and
 // .disabled (the circuit breaker, redstream.BreakerOptions), java-compatible (the Java
-// implementation's keys, for sliding and token-bucket) and local-denials (default true).
-// On a memory policy they are errors (lenient: warnings). A single-limit Redis policy may
+// implementation's keys, for sliding and token-bucket), local-denials (default true) and
+// quota.enabled, .duration-ms, .max-share (leased quota for hot keys,
+// redisbackend.QuotaOptions; token-bucket, fixed and sliding-counter only, anywhere else an
+// error naming the policy). On a memory policy they are errors (lenient: warnings). A single-limit Redis policy may
 // also name the spec it replaces (previous.*, its unset keys the policy's own) and how each
 // key's state carries over (carry: as-is, proportional or reset; [PolicySettings.Previous]).
 // shadow (on the section or a policy) runs a policy in shadow mode (redstream.Shadow).

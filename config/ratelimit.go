@@ -91,9 +91,9 @@ type RateLimitSettings struct {
 	// Redis limiters do when Redis fails: "fail-closed", "fail-open" or "fallback" (decide
 	// with an in-process limiter of the same spec). Policies may override it.
 	FailurePolicy redstream.FailurePolicy `yaml:"failure-policy"`
-	// Redis (timeout-ms, breaker.*, java-compatible, local-denials; redstream's
-	// additions) configures the Redis limiters' deadline, circuit breaker and key layout;
-	// policies may override each key.
+	// Redis (timeout-ms, breaker.*, java-compatible, local-denials, quota.*; redstream's
+	// additions) configures the Redis limiters' deadline, circuit breaker, key layout and
+	// leased quota; policies may override each key.
 	Redis RedisLimiterSettings `yaml:",inline"`
 	// Policies (policies.<name>) in document order.
 	Policies []PolicySettings `yaml:"-"`
@@ -130,8 +130,8 @@ type PolicySettings struct {
 	KeyPrefix string `yaml:"key-prefix"`
 	// FailurePolicy (failure-policy); default the section's.
 	FailurePolicy redstream.FailurePolicy `yaml:"failure-policy"`
-	// Redis (timeout-ms, breaker.*, java-compatible, local-denials) of a Redis policy;
-	// each key defaults to the section's.
+	// Redis (timeout-ms, breaker.*, java-compatible, local-denials, quota.*) of a Redis
+	// policy; each key defaults to the section's.
 	Redis RedisLimiterSettings `yaml:",inline"`
 	// Limits (limits.<name>, redstream's addition) makes the policy a multi-limit: every
 	// request must pass every limit, all-or-nothing. Each limit takes algorithm, window-ms,
@@ -186,10 +186,10 @@ func defaultSettings() RateLimitSettings {
 		KeyPrefix: DefaultKeyPrefix, DefaultName: DefaultName, Redis: defaultRedisSettings()}
 }
 
-// RedisLimiterSettings are the keys of a Redis limiter's deadline, circuit breaker and key
-// layout (redstream's additions), set on the section (the default of every policy and of
-// the single limiter) or on a policy; a policy's key overrides the section's, and each
-// breaker key is inherited on its own. They do not apply to the memory backend. Absent
+// RedisLimiterSettings are the keys of a Redis limiter's deadline, circuit breaker, key
+// layout and leased quota (redstream's additions), set on the section (the default of every
+// policy and of the single limiter) or on a policy; a policy's key overrides the section's,
+// and each breaker and quota key is inherited on its own. They do not apply to the memory backend. Absent
 // keys hold the engine's defaults, written out.
 type RedisLimiterSettings struct {
 	// Timeout (timeout-ms, default 100 ms: redisbackend.DefaultTimeout) bounds the Redis
@@ -210,6 +210,13 @@ type RedisLimiterSettings struct {
 	// remembered denial proves denied without a Redis call. A multi-limit or
 	// java-compatible limiter has none, whatever this says.
 	LocalDenials bool `yaml:"local-denials"`
+	// Quota (quota.*: enabled, default false; duration-ms, default 100 ms, from 1 ms to a
+	// minute; max-share, default 0.1, in (0, 1]) turns on leased quota
+	// (redisbackend.Options.Quota): the limiter takes a slice of a hot key's budget in one
+	// Redis call and admits from it in process. Only a single-limit token-bucket, fixed or
+	// sliding-counter policy that is not java-compatible and has no previous has leases;
+	// enabled on any other Redis limiter is an error, in both modes.
+	Quota redisbackend.QuotaOptions `yaml:"quota"`
 }
 
 // defaultRedisSettings are the Redis limiter keys of a section that sets none: the
@@ -217,6 +224,7 @@ type RedisLimiterSettings struct {
 func defaultRedisSettings() RedisLimiterSettings {
 	return RedisLimiterSettings{
 		Timeout: redisbackend.DefaultTimeout, LocalDenials: true,
+		Quota: redisbackend.QuotaOptions{Duration: redisbackend.DefaultQuotaDuration, MaxShare: redisbackend.DefaultQuotaMaxShare},
 		Breaker: redstream.BreakerOptions{
 			Failures: health.DefaultFailures, ErrorRate: health.DefaultErrorRate, MinCalls: health.DefaultMinCalls,
 			Window: health.DefaultWindow, CoolDown: health.DefaultCoolDown, Probes: health.DefaultProbes,
@@ -226,8 +234,12 @@ func defaultRedisSettings() RedisLimiterSettings {
 
 // options returns the redisbackend.Options of these settings with keyPrefix.
 func (r RedisLimiterSettings) options(keyPrefix string) redisbackend.Options {
-	return redisbackend.Options{KeyPrefix: keyPrefix, Timeout: r.Timeout, JavaCompatible: r.JavaCompatible,
+	o := redisbackend.Options{KeyPrefix: keyPrefix, Timeout: r.Timeout, JavaCompatible: r.JavaCompatible,
 		DisableLocalDenials: !r.LocalDenials, Breaker: r.Breaker}
+	if r.Quota.Enabled {
+		o.Quota = r.Quota
+	}
+	return o
 }
 
 // algorithms maps relaxed algorithm names to algorithms.
@@ -294,7 +306,14 @@ func (l *loader) planRateLimit(root yamlx.Node) (*rateLimitPlan, error) {
 		return p, err
 	}
 	if len(s.Policies) == 0 {
-		return p, l.checkSpec(sec, p.single())
+		if err := l.checkSpec(sec, p.single()); err != nil {
+			return p, err
+		}
+		if s.Backend == BackendRedis && s.Redis.Quota.Enabled {
+			// The single limiter is a sliding log, which has no leases.
+			return p, l.at(sec, "quota.enabled", "the section's single limiter (no policies): %s", quotaRefused(p.single()))
+		}
+		return p, nil
 	}
 	prefixes := map[string]int{} // Redis key prefix -> index of the policy using it
 	for i, pol := range s.Policies {
@@ -661,7 +680,7 @@ func (l *loader) at(n yamlx.Node, key, format string, args ...any) error {
 }
 
 // redisKeys are the keys of RedisLimiterSettings, for the checks of where they apply.
-var redisKeys = []string{"timeout-ms", "breaker", "java-compatible", "local-denials"}
+var redisKeys = []string{"timeout-ms", "breaker", "java-compatible", "local-denials", "quota"}
 
 // setRedisKeys returns the Redis limiter keys set on mapping n, in redisKeys order.
 func setRedisKeys(n yamlx.Node) []yamlx.Node {
@@ -703,6 +722,9 @@ func (l *loader) checkLimiterRedis(n yamlx.Node, r RedisLimiterSettings) error {
 	case b.Probes < 1:
 		return l.at(n, "breaker.probes", "must be at least 1; got %d", b.Probes)
 	}
+	if err := l.checkQuotaKeys(n, r.Quota); err != nil {
+		return err
+	}
 	bn, ok, _ := n.Get("breaker")
 	if !ok {
 		return nil
@@ -728,10 +750,89 @@ func (l *loader) checkLimiterRedis(n yamlx.Node, r RedisLimiterSettings) error {
 	return nil
 }
 
+// maxQuotaDuration is the longest quota.duration-ms (redisbackend's bound).
+const maxQuotaDuration = time.Minute
+
+// checkQuotaKeys checks the ranges of the quota keys q bound at mapping n (those it
+// inherited were checked where they were set).
+func (l *loader) checkQuotaKeys(n yamlx.Node, q redisbackend.QuotaOptions) error {
+	switch d := q.Duration; {
+	case d < time.Millisecond || d > maxQuotaDuration:
+		return l.at(n, "quota.duration-ms", "must be a number of milliseconds from 1 to %d (a lease's longest life); got %s", maxQuotaDuration.Milliseconds(), ms(d))
+	case !(q.MaxShare > 0 && q.MaxShare <= 1):
+		return l.at(n, "quota.max-share", "must be a fraction in (0, 1] (the largest part of the limit one lease takes); got %v", q.MaxShare)
+	}
+	return nil
+}
+
+// unusedQuotaKeys reports the keys of mapping n's quota other than enabled, which do not
+// apply (why): an error in strict mode, a warning in lenient mode.
+func (l *loader) unusedQuotaKeys(n yamlx.Node, why string) error {
+	qn, ok, _ := n.Get("quota")
+	if !ok {
+		return nil
+	}
+	entries, _ := qn.Entries()
+	for _, e := range entries {
+		if yamlx.Normalize(e.Name()) == "enabled" {
+			continue
+		}
+		if err := l.strict(e, "does not apply: %s", why); err != nil {
+			return err
+		}
+		l.warn(e, fmt.Sprintf("does not apply: %s; ignored", why))
+	}
+	return nil
+}
+
+// quotaRefused says why policy p (a Redis one) cannot have leased quota, or "" when it can:
+// what redisbackend.NewLimiter and NewMultiLimiter refuse, checked here so that a file is
+// refused without a Redis client too (TestQuotaRefusalsMatchEngine holds the two together).
+func quotaRefused(p PolicySettings) string {
+	switch {
+	case len(p.Limits) > 0:
+		return "a policy with limits (a multi-limit) has no leased quota"
+	case p.Redis.JavaCompatible:
+		return "a java-compatible policy has no leased quota (the Java processes would not see the leases)"
+	case p.Previous != (redstream.Spec{}):
+		return "a policy with previous (carrying state from the spec it replaces) has no leased quota"
+	case p.Algorithm == redstream.AlgorithmLeakyBucket:
+		return "the leaky-bucket algorithm has no leased quota: its decisions carry a shaping delay, which admissions from a lease cannot"
+	case p.Algorithm == redstream.AlgorithmSlidingWindow:
+		return "the sliding algorithm (an exact log) has no leased quota: it records the time of each admission, which admissions from a lease would not be; use sliding-counter, fixed or token-bucket"
+	}
+	return ""
+}
+
+// checkQuota checks that the leased quota policy p (node n, section node sec) has enabled,
+// on the policy or by inheritance, applies to it: an error in both modes, since the engine
+// refuses it. Quota keys of a policy without quota enabled are an error (lenient: a
+// warning).
+func (l *loader) checkQuota(n, sec yamlx.Node, p PolicySettings) error {
+	if !p.Redis.Quota.Enabled {
+		return l.unusedQuotaKeys(n, "quota is not enabled (set quota.enabled: true)")
+	}
+	why := quotaRefused(p)
+	if why == "" {
+		return nil
+	}
+	_, fromEnv := l.fromEnv[n.Path+".quota.enabled"]
+	if qn, ok, _ := n.Get("quota"); fromEnv || ok {
+		if _, set, _ := qn.Get("enabled"); fromEnv || set {
+			return l.at(n, "quota.enabled", "policy %q: %s", p.Name, why)
+		}
+	}
+	where := fmt.Sprintf("set at %s, line %d", sec.Path+".quota.enabled", sec.LineOf("quota.enabled"))
+	if name, ok := l.fromEnv[sec.Path+".quota.enabled"]; ok {
+		where = "set by the environment variable " + name
+	}
+	return n.Errorf("quota.enabled is true (%s) but policy %q: %s; set quota: {enabled: false} on the policy", where, p.Name, why)
+}
+
 // checkRedisPolicy checks that the Redis limiter keys of policy p (node n, section node sec)
-// apply to it: none on the memory backend (strict: an error; lenient: a warning), and
-// java-compatible only on a single sliding or token-bucket limit (always an error: the
-// engine has no Java layout for anything else).
+// apply to it: none on the memory backend (strict: an error; lenient: a warning),
+// java-compatible only on a single sliding or token-bucket limit, and quota only where the
+// engine has leases (always errors: the engine refuses anything else).
 func (l *loader) checkRedisPolicy(n, sec yamlx.Node, p PolicySettings) error {
 	if p.Backend != BackendRedis {
 		for _, v := range setRedisKeys(n) {
@@ -741,6 +842,9 @@ func (l *loader) checkRedisPolicy(n, sec yamlx.Node, p PolicySettings) error {
 			l.warn(v, fmt.Sprintf("does not apply to the memory backend (policy %q); ignored", p.Name))
 		}
 		return nil
+	}
+	if err := l.checkQuota(n, sec, p); err != nil {
+		return err
 	}
 	if !p.Redis.JavaCompatible {
 		return nil
@@ -769,7 +873,11 @@ func (l *loader) checkRedisSection(sec yamlx.Node, s RateLimitSettings) error {
 		used = used || p.Backend == BackendRedis
 	}
 	if used {
-		return nil
+		if s.Redis.Quota.Enabled || slices.ContainsFunc(s.Policies, func(p PolicySettings) bool { return p.Backend == BackendRedis && p.Redis.Quota.Enabled }) {
+			return nil
+		}
+		// The section's quota keys are the defaults of policies enabling it; none does.
+		return l.unusedQuotaKeys(sec, "quota is enabled neither here nor on any Redis policy")
 	}
 	for _, v := range setRedisKeys(sec) {
 		if err := l.strict(v, "does not apply: no limiter of the section uses the redis backend"); err != nil {

@@ -71,6 +71,7 @@ func TestRedisLimiterKeys(t *testing.T) {
 var defaultRedis = config.RedisLimiterSettings{
 	Timeout: redisbackend.DefaultTimeout, LocalDenials: true,
 	Breaker: redstream.BreakerOptions{Failures: 3, ErrorRate: 0.5, MinCalls: 20, Window: 10 * time.Second, CoolDown: time.Second, Probes: 1},
+	Quota:   redisbackend.QuotaOptions{Duration: 100 * time.Millisecond, MaxShare: 0.1},
 }
 
 // TestRedisLimiterKeysReachTheEngine: on a real redis-server, breaker.failures: 1 opens the

@@ -21,6 +21,12 @@ var known = map[string]family{
 	// Redis limiters' local denials (package redisbackend), label prefix.
 	rateLimitLocalDeniedTotal: {TypeCounter, "Decisions a Redis limiter denied in process, without a Redis call, from an earlier denial of the same key."},
 
+	// Redis limiters' leased quota (package redisbackend, Options.Quota), label prefix.
+	rateLimitQuotaCallsTotal:        {TypeCounter, "Script calls a Redis limiter with leased quota made for keys no lease covered (each renews the key's lease)."},
+	rateLimitQuotaGrantedTotal:      {TypeCounter, "Units those calls took from Redis, the asking request's cost included."},
+	rateLimitQuotaReturnedTotal:     {TypeCounter, "Unused units of leases given back to Redis by the next call on their key."},
+	rateLimitQuotaLocalAllowedTotal: {TypeCounter, "Decisions a Redis limiter admitted in process from a lease, without a Redis call."},
+
 	// Package reliability, label name (and outcome).
 	reliabilityOutcomesTotal:          {TypeCounter, "Elements a failure processor handled, by outcome (success, retried, failed, skipped, dead_letter, ignored, rejected)."},
 	reliabilityRetriesTotal:           {TypeCounter, "Retries (tries after the first) of a failure processor."},

@@ -90,6 +90,60 @@ func LocalDeniedCounter(prefix string) *Counter {
 	return RateLimit.GetOrCreateCounter(Name(rateLimitLocalDeniedTotal, "prefix", prefix))
 }
 
+// Leased quota of the Redis limiters (package redisbackend, Options.Quota), label prefix:
+// the limiter's key prefix.
+const (
+	// rateLimitQuotaCallsTotal counts the script calls a Redis limiter with leased quota made
+	// for a key no lease of it covered: each gives back the previous lease's unused units and
+	// takes the next lease (or admits or denies the request alone).
+	rateLimitQuotaCallsTotal = "redis_streaming_rl_quota_calls_total"
+	// rateLimitQuotaGrantedTotal counts the units those calls took, the asking request's
+	// cost included (a call that denies takes none).
+	rateLimitQuotaGrantedTotal = "redis_streaming_rl_quota_granted_total"
+	// rateLimitQuotaReturnedTotal counts the units of leases given back unused by the next
+	// call on their key.
+	rateLimitQuotaReturnedTotal = "redis_streaming_rl_quota_returned_total"
+	// rateLimitQuotaLocalAllowedTotal counts decisions a Redis limiter admitted in process
+	// from a lease, without a Redis call. A Named limiter counts them among its admissions
+	// too.
+	rateLimitQuotaLocalAllowedTotal = "redis_streaming_rl_quota_local_allowed_total"
+)
+
+// QuotaCounters are the leased-quota counters of the Redis limiters of one key prefix (see
+// redisbackend.QuotaOptions). Units granted and not admitted are either returned or, when
+// the key went quiet past its lease or the process forgot the lease, stay spent in Redis:
+// Granted minus Returned is what the leases admitted plus what they left spent.
+type QuotaCounters struct {
+	// Calls is redis_streaming_rl_quota_calls_total{prefix}: script calls made for keys no
+	// lease covered (one per lease renewal).
+	Calls *Counter
+	// Granted is redis_streaming_rl_quota_granted_total{prefix}: units the calls took,
+	// the asking request's cost included.
+	Granted *Counter
+	// Returned is redis_streaming_rl_quota_returned_total{prefix}: unused units of leases
+	// given back by the next call on their key, counted when the call's time shows the
+	// script took them back (before a token bucket's lease ended, within a window
+	// algorithm's lease window). Units of a key another client deleted or moved to a later
+	// window meanwhile are counted though they stayed spent.
+	Returned *Counter
+	// LocalAllowed is redis_streaming_rl_quota_local_allowed_total{prefix}: decisions
+	// admitted in process from a lease, without a Redis call.
+	LocalAllowed *Counter
+}
+
+// LeasedQuotaCounters returns the leased-quota counters of the Redis limiters with key
+// prefix prefix, creating them on first use. Limiters sharing a prefix share them. It is
+// safe for concurrent use.
+func LeasedQuotaCounters(prefix string) QuotaCounters {
+	c := func(family string) *Counter { return RateLimit.GetOrCreateCounter(Name(family, "prefix", prefix)) }
+	return QuotaCounters{
+		Calls:        c(rateLimitQuotaCallsTotal),
+		Granted:      c(rateLimitQuotaGrantedTotal),
+		Returned:     c(rateLimitQuotaReturnedTotal),
+		LocalAllowed: c(rateLimitQuotaLocalAllowedTotal),
+	}
+}
+
 // Metric names of degraded rate limiting (a backend failing, a circuit breaker open).
 // Each carries a name="..." label, the limiter's name.
 const (

@@ -22,7 +22,7 @@ type ConcurrencyFactory func(specs []redstream.Spec) (redstream.ConcurrencyLimit
 // ExtendLease.
 func TestConcurrencyLimiter(t *testing.T, f ConcurrencyFactory, o Options) {
 	t.Helper()
-	n := checkConcurrency(t, f, o.checks(), o.maxSteps())
+	n := CheckConcurrencyLimiter(t, f, o.checks(), o.maxSteps())
 	t.Logf("concurrency: %d cases", n)
 }
 
@@ -117,8 +117,10 @@ func drawLeaseSpecs(rt *rapid.T) ([]redstream.Spec, int) {
 	return []redstream.Spec{c, r}, 0
 }
 
-// checkConcurrency runs at least checks cases of the lease suite.
-func checkConcurrency(t rapid.TB, f ConcurrencyFactory, checks, maxSteps int) int {
+// CheckConcurrencyLimiter runs at least checks cases of the lease suite (TestConcurrencyLimiter),
+// each of at most maxSteps operations, and returns the number run. t may be any rapid.TB, so
+// the suite runs outside go test too (redstream conformance).
+func CheckConcurrencyLimiter(t rapid.TB, f ConcurrencyFactory, checks, maxSteps int) int {
 	t.Helper()
 	return repeat(t, checks, func(rt *rapid.T) {
 		specs, ci := drawLeaseSpecs(rt)

@@ -116,7 +116,7 @@ func TestLeaseMutantsAreCaught(t *testing.T) {
 	for _, m := range []string{"release frees one unit too few", "second release frees again",
 		"lease outlives its expiry by 1µs", "expiry reported 1µs late"} {
 		t.Run(m, func(t *testing.T) {
-			failed, out := caught(func(r *recTB) { checkConcurrency(r, leaserFactory(m), 300, 60) })
+			failed, out := caught(func(r *recTB) { CheckConcurrencyLimiter(r, leaserFactory(m), 300, 60) })
 			if !failed {
 				t.Fatalf("mutant %q survived 300 cases", m)
 			}

@@ -50,7 +50,7 @@
 // [Options.DisableLocalDenials] turns them off.
 //
 // Leased quota (off by default, [Options.Quota], a [QuotaOptions]): for a hot key under its
-// limit, the limiter takes a slice of the key's budget in one script call (lease.lua) and
+// limit, the limiter takes a slice of the key's budget in one script call (quota.lua) and
 // admits requests from it in process until it is spent or three quarters of its life have
 // passed; the next request gives back the unused units and takes the next lease in the same
 // call. A lease takes its units from the key's state as a request of that cost would, so no
@@ -61,8 +61,9 @@
 // lease is recorded as taken at its end; a window algorithm's ends with its window. Token
 // bucket, fixed window and sliding counter have leases; the leaky bucket, the sliding log,
 // multi-limit and JavaCompatible limiters refuse them. Peek and AllowBatch read Redis, where
-// leased units count as spent. docs/limiters.md, "Hot keys under their limit", has the
-// details.
+// leased units count as spent. metrics.LeasedQuotaCounters counts calls, units granted and
+// given back, and decisions admitted from leases, per key prefix. docs/limiters.md, "Hot
+// keys under their limit", has the details.
 //
 // Failures: every Redis call has a deadline of its own, [Options.Timeout] (default
 // [DefaultTimeout], 100 ms), whatever the caller's context allows, and a circuit breaker

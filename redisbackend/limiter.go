@@ -226,7 +226,7 @@ func newSingle(spec redstream.Spec, opts Options) (*Limiter, error) {
 	if opts.Quota.Enabled && len(opts.Previous) > 0 {
 		return nil, fmt.Errorf("redisbackend: %w: Quota.Enabled: a limiter carrying state from Previous specs has no leased quota (quota.lua does not seed)", errInvalidConfig)
 	}
-	if l.quota, err = newQuotaTable(p, opts.Quota, margin); err != nil {
+	if l.quota, err = newQuotaTable(p, opts.Quota, l.prefix, margin); err != nil {
 		return nil, err
 	}
 	return l, nil

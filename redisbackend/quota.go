@@ -13,6 +13,7 @@ import (
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/engine"
+	"github.com/redstream-go/redstream/metrics"
 )
 
 // DefaultQuotaDuration is the default of QuotaOptions.Duration.
@@ -34,23 +35,26 @@ const leaseEntries = 8192
 // lease instead of one per request. The zero value leaves leases off. Across processes the
 // limit holds exactly: a lease takes its units from the key's state as a request of that
 // cost would, and what it did not use is given back (or, if its process died, stays spent).
-// See "Leased quota" in the package documentation for what each algorithm does.
+// See "Leased quota" in the package documentation for what each algorithm does. The
+// counters of metrics.LeasedQuotaCounters (redis_streaming_rl_quota_*_total, label prefix:
+// the limiter's key prefix) show the leases at work. The yaml tags are the keys of a
+// rate-limit policy's quota.* in package config.
 type QuotaOptions struct {
 	// Enabled turns leases on. Default false. A leaky bucket (its decisions carry a
 	// shaping delay), a sliding log (it records each admission's time), a multi-limit
 	// limiter and a JavaCompatible one refuse it: NewLimiter returns an error wrapping
 	// redstream.ErrInvalidConfig.
-	Enabled bool
+	Enabled bool `yaml:"enabled"`
 	// Duration is the longest a lease lasts (default DefaultQuotaDuration, at most a
 	// minute). A window algorithm's lease also ends with its window; a token bucket's
 	// lasts at most the bucket's full refill time (Capacity / Rate).
-	Duration time.Duration
+	Duration time.Duration `yaml:"duration-ms" unit:"ms"`
 	// MaxShare is the largest part of the limit one lease takes, in (0, 1] (default
 	// DefaultQuotaMaxShare): the most a process holds of a key's budget, so that other
 	// processes, and the key once it cools, are not starved. A lease is sized by the rate
 	// the process admitted on the key during its previous lease, times Duration: a cold
 	// key takes just the request's cost, as without leases.
-	MaxShare float64
+	MaxShare float64 `yaml:"max-share"`
 }
 
 // quotaCodes names the algorithms leases support, by their code in quota.lua (optional: an
@@ -74,12 +78,14 @@ var scriptQuota = newScript("quota.lua")
 // off) holds nothing.
 type quotaTable struct {
 	limit    int64
+	window   int64    // a window algorithm's window (µs); 0 for the token bucket
 	share    int64    // the largest slice
 	dur      int64    // QuotaOptions.Duration, µs
 	args     []string // quota.lua's ARGV[4..9]
 	perShard int
 	seed     maphash.Seed
 	calls    atomic.Int64 // quota.lua calls made (for tests)
+	counters metrics.QuotaCounters
 	shards   [localShards]leaseShard
 }
 
@@ -108,9 +114,10 @@ type lease struct {
 	at      int64 // µs: the take's now on the script's clock
 }
 
-// newQuotaTable returns the lease table of a single-limit limiter of p, or an error
-// wrapping redstream.ErrInvalidConfig naming the field, or nil when o leaves leases off.
-func newQuotaTable(p core.Limit, o QuotaOptions, margin string) (*quotaTable, error) {
+// newQuotaTable returns the lease table of a single-limit limiter of p with key prefix
+// prefix, or an error wrapping redstream.ErrInvalidConfig naming the field, or nil when o
+// leaves leases off.
+func newQuotaTable(p core.Limit, o QuotaOptions, prefix, margin string) (*quotaTable, error) {
 	if !o.Enabled {
 		return nil, nil
 	}
@@ -136,7 +143,11 @@ func newQuotaTable(p core.Limit, o QuotaOptions, margin string) (*quotaTable, er
 	case !(share > 0 && share <= 1):
 		return nil, fmt.Errorf("redisbackend: %w: Quota.MaxShare = %v, want in (0, 1]", errInvalidConfig, share)
 	}
-	t := &quotaTable{limit: p.Max(), dur: d.Microseconds(), seed: maphash.MakeSeed(), perShard: max(1, leaseEntries/localShards)}
+	t := &quotaTable{limit: p.Max(), dur: d.Microseconds(), seed: maphash.MakeSeed(), perShard: max(1, leaseEntries/localShards),
+		counters: metrics.LeasedQuotaCounters(prefix)}
+	if code != "tb" {
+		t.window = p.Ints()[0] // fixed_window.lua's and sliding_counter.lua's W
+	}
 	t.share = max(1, int64(math.Floor(float64(t.limit)*share)))
 	t.args = append(append([]string{code}, paddedParams(p)...), margin, strconv.FormatInt(t.dur, 10))
 	for i := range t.shards {
@@ -217,6 +228,7 @@ func (e *lease) spend(t *quotaTable, at int64, mono bool, n int64) (redstream.De
 		return redstream.Decision{}, false
 	}
 	e.left -= n
+	t.counters.LocalAllowed.Inc()
 	return engine.Decision(core.Decision{Allowed: true, Limit: t.limit, Remaining: e.rem + e.left, ResetAfter: max(0, e.reset-el)}), true
 }
 
@@ -244,11 +256,40 @@ func (t *quotaTable) leaseArgs(e *lease, now time.Time, n, want int64) []string 
 	}
 	a = append(a, strconv.FormatInt(n, 10), strconv.FormatInt(want, 10))
 	a = append(a, t.args...)
-	back, used, end := int64(0), int64(0), int64(0)
-	if e.granted > 0 && e.left > 0 && e.mono == now.IsZero() {
-		back, used, end = e.left, e.granted-e.left, e.end
-	}
+	back, used, end := e.giveBack(now)
 	return append(a, strconv.FormatInt(back, 10), strconv.FormatInt(used, 10), strconv.FormatInt(end, 10))
+}
+
+// giveBack returns what a call at now gives back of e: its unused and used units and its
+// end, or zeros when it has nothing unused or served the other clock (its end is not on the
+// script's clock of now).
+func (e *lease) giveBack(now time.Time) (back, used, end int64) {
+	if e.granted > 0 && e.left > 0 && e.mono == now.IsZero() {
+		return e.left, e.granted - e.left, e.end
+	}
+	return 0, 0, 0
+}
+
+// returned is how many of the units back that a call gave back from e (a lease ending at
+// e.end on the script's clock) quota.lua returned, by the reply's now: a token bucket's
+// while now < end, a window's while now is in the lease's window. (A key another client
+// deleted or moved to a later window meanwhile keeps them though: quota.lua's reply does not
+// say.)
+func (t *quotaTable) returned(e *lease, back, now int64) int64 {
+	if back == 0 {
+		return 0
+	}
+	if t.window == 0 {
+		if now < e.end {
+			return back
+		}
+		return 0
+	}
+	start := (e.end - 1) - (e.end-1)%t.window
+	if now >= start && now < start+t.window {
+		return back
+	}
+	return 0
 }
 
 // allowLeased decides a request of cost n for key at now from key's lease, renewing the
@@ -267,17 +308,22 @@ func (l *Limiter) allowLeased(ctx context.Context, key string, now time.Time, n 
 	if mono {
 		at = monoMicros() // the moment the call is sent: the lease's time starts no later
 	}
+	prev := e.lease
+	back, _, _ := prev.giveBack(now)
 	// Whatever the call's outcome, the previous lease is over: its give-back is sent (a
 	// call that failed may have run it), so it must never be sent again.
 	e.granted, e.left = 0, 0
 	t.calls.Add(1)
+	t.counters.Calls.Inc()
 	vs, err := l.runLease(ctx, key, args)
 	if err != nil {
 		return redstream.Decision{}, err
 	}
+	t.counters.Returned.Add(int(t.returned(&prev, back, vs[7])))
 	cd := coreDecision(vs)
 	e.at = vs[7]
 	if granted := vs[6]; cd.Allowed && granted >= n {
+		t.counters.Granted.Add(int(granted))
 		life := vs[8] - vs[7]
 		e.lease = lease{mono: mono, t0: at, life: life - life/4, end: vs[8], granted: granted, left: granted - n, rem: cd.Remaining, reset: cd.ResetAfter, at: vs[7]}
 		cd.Remaining += e.left

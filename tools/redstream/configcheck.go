@@ -31,7 +31,7 @@ const configUsage = `usage: redstream config check FILE [--profile P[,Q]] [--len
 
   Reads FILE (application.yml, or application.properties) as the application would and
   prints the configuration that runs: every limiter with its algorithm and parameters
-  (on Redis also its timeout, circuit breaker, key layout and local denials),
+  (on Redis also its timeout, circuit breaker, key layout, local denials and leased quota),
   the stream and cache settings with defaults filled in, the Redis connection. An error
   is printed with its key and line, and the exit status is 1. ${NAME} placeholders read
   the environment.
@@ -223,6 +223,11 @@ func printPolicy(out io.Writer, p config.PolicySettings) {
 	where := "backend " + p.Backend
 	if p.Backend == config.BackendRedis {
 		where += fmt.Sprintf(", key-prefix %s, failure-policy %s\n      redis: %s", p.KeyPrefix, p.FailurePolicy, describeRedis(p.Redis))
+	}
+	if p.Backend == config.BackendRedis && p.Redis.Quota.Enabled {
+		q := p.Redis.Quota
+		where += fmt.Sprintf("\n      quota: duration-ms %s, max-share %g (leases of a hot key's budget, admitted in process)",
+			yamlx.FormatDuration(q.Duration, "ms"), q.MaxShare)
 	}
 	if p.Shadow {
 		where += "\n      shadow: true (decided and counted, every request admitted)"

@@ -123,7 +123,8 @@ func TestConfigCheckErrors(t *testing.T) {
 }
 
 // TestConfigCheckRedisLimiterKeys: config check prints each Redis policy's timeout, breaker,
-// Java layout and local denials, defaults filled in, and the key and line of a bad value.
+// Java layout, local denials and leased quota (where enabled), defaults filled in, and the
+// key and line of a bad value.
 func TestConfigCheckRedisLimiterKeys(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "application.yml")
@@ -139,17 +140,24 @@ func TestConfigCheckRedisLimiterKeys(t *testing.T) {
       login: {limit: 5, timeout-ms: 250, local-denials: false, breaker: {cool-down-ms: 3000}}
       off: {limit: 5, timeout-ms: -1, breaker: {disabled: true}}
       mem: {backend: memory, limit: 5}
+      hot: {algorithm: fixed, limit: 5000, quota: {enabled: true, duration-ms: 250, max-share: 0.2}}
 `
 	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out := mustCheck(t, file)
+	if strings.Count(out, "quota:") != 1 {
+		t.Errorf("output shows quota %d times, want once (only hot enables it):\n%s", strings.Count(out, "quota:"), out)
+	}
 	for _, want := range []string{
 		"    api: token-bucket, capacity 5, rate-per-second 1; backend redis, key-prefix streaming:rl, failure-policy fail-closed\n" + // java-compatible: the Java starter's prefix, no name
 			"      redis: timeout-ms 100, breaker {failures -1, error-rate 0.5, min-calls 20, window-ms 10000, cool-down-ms 1000, probes 1}, java-compatible true, local-denials true\n",
 		"      redis: timeout-ms 250, breaker {failures -1, error-rate 0.5, min-calls 20, window-ms 10000, cool-down-ms 3000, probes 1}, java-compatible false, local-denials false\n",
 		"      redis: timeout-ms -1 (the caller's context), breaker disabled, java-compatible false, local-denials true\n",
 		"    mem: sliding, window-ms 1000, limit 5; backend memory\n",
+		"    hot: fixed, window-ms 1000, limit 5000; backend redis, key-prefix streaming:rl:hot, failure-policy fail-closed\n" +
+			"      redis: timeout-ms 100, breaker {failures -1, error-rate 0.5, min-calls 20, window-ms 10000, cool-down-ms 1000, probes 1}, java-compatible false, local-denials true\n" +
+			"      quota: duration-ms 250, max-share 0.2 (leases of a hot key's budget, admitted in process)\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -162,5 +170,15 @@ func TestConfigCheckRedisLimiterKeys(t *testing.T) {
 	out, err := configCheck(t, file)
 	if want := "config: redis-streaming.ratelimit.breaker.failures (line 7): must be at least 1 consecutive failure, or -1 to disable the rule; got 0"; err == nil || !strings.Contains(out, want) {
 		t.Errorf("bad failures: %v, output lacks %q:\n%s", err, want, out)
+	}
+	// Quota where the engine has no leases is refused without a Redis client too.
+	bad = strings.Replace(doc, "hot: {algorithm: fixed,", "hot: {algorithm: leaky-bucket, capacity: 5,", 1)
+	bad = strings.Replace(bad, "limit: 5000, quota", "quota", 1)
+	if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = configCheck(t, file)
+	if want := `config: redis-streaming.ratelimit.policies.hot.quota.enabled (line 13): policy "hot": the leaky-bucket algorithm has no leased quota`; err == nil || !strings.Contains(out, want) {
+		t.Errorf("quota on a leaky bucket: %v, output lacks %q:\n%s", err, want, out)
 	}
 }

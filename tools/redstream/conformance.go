@@ -40,7 +40,8 @@ failure. Keys are created under a unique prefix and deleted afterwards.
 flags:
 `
 
-// suite is one conformance suite: an algorithm, the multi-limiter or a dedup strategy.
+// suite is one conformance suite: an algorithm, the multi-limiter, reservations, concurrency
+// leases or a dedup strategy.
 type suite struct {
 	name string
 	run  func(t *recorder, checks int) int
@@ -57,7 +58,7 @@ func runConformance(ctx context.Context, args []string, out io.Writer) error {
 	fs.Lookup("timeout").Usage = "deadline of connecting and of the cluster check (the suites' Redis calls are bounded by the engines' own timeouts)"
 	checks := fs.Int("checks", 100, "minimum number of generated cases per suite")
 	asJSON := fs.Bool("json", false, "print one JSON document instead of the table")
-	only := fs.String("only", "", "comma-separated suites to run (default all), e.g. token-bucket,multi,dedup/bloom")
+	only := fs.String("only", "", "comma-separated suites to run (default all), e.g. token-bucket,multi,reserve,concurrency/leases,dedup/bloom")
 	fs.Usage = usageFunc(fs, conformanceUsage)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -111,7 +112,11 @@ func runConformance(ctx context.Context, args []string, out io.Writer) error {
 		text = io.Discard
 	}
 	fmt.Fprintf(text, "conformance of the Redis engines against core on %s, at least %d cases per suite\n\n", target, *checks)
-	const row = "%-16s %-6s %6v %10v\n"
+	width := 16 // the suite column: as wide as the longest name
+	for _, s := range suites {
+		width = max(width, len(s.name))
+	}
+	row := "%-" + strconv.Itoa(width) + "s %-6s %6v %10v\n"
 	fmt.Fprintf(text, row, "SUITE", "RESULT", "CASES", "TIME")
 	doc := conformanceJSON{Target: target, Checks: *checks, Suites: []suiteJSON{}}
 	var failures []*recorder
@@ -234,6 +239,25 @@ func conformanceSuites(client rueidis.Client, prefix string) []suite {
 			o := conformanceOptions
 			o.KeyPrefix = next("multi")
 			return redisbackend.NewMultiLimiter(client, specs, o)
+		}, checks, 60)
+	}})
+	// Reserve, then settle: ReserveN and Settle of one to three limits on a key, against
+	// core's ChargeOf and SettleState.
+	suites = append(suites, suite{name: "reserve", run: func(t *recorder, checks int) int {
+		return proptest.CheckReserver(t, func(specs []redstream.Spec) (redstream.Limiter, error) {
+			o := conformanceOptions
+			o.KeyPrefix = next("reserve")
+			return redisbackend.NewMultiLimiter(client, specs, o)
+		}, checks, 60)
+	}})
+	// Concurrency leases: Acquire, Release and Extend (of live, expired, released and forged
+	// leases), against core's ReleaseLease and ExtendLease. (The "concurrency" suite above
+	// is the algorithm's AllowN.)
+	suites = append(suites, suite{name: "concurrency/leases", run: func(t *recorder, checks int) int {
+		return proptest.CheckConcurrencyLimiter(t, func(specs []redstream.Spec) (redstream.ConcurrencyLimiter, error) {
+			o := conformanceOptions
+			o.KeyPrefix = next("leases")
+			return redisbackend.NewConcurrencyLimiter(client, specs, o)
 		}, checks, 60)
 	}})
 	for _, s := range []redstream.DedupStrategy{redstream.DedupSet, redstream.DedupBloom, redstream.DedupWindowed} {
