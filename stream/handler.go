@@ -61,8 +61,9 @@ type handlerParams struct {
 	noRetry              bool
 	timeout              time.Duration
 	startID              string
-	ordered              bool // Handler.OrderedByKey
-	deleteOnAck          bool // Handler.DeleteOnAck
+	ordered              bool           // Handler.OrderedByKey
+	deleteOnAck          bool           // Handler.DeleteOnAck
+	results              *ResultOptions // Handler.Results, checked; nil for none
 	log                  *slog.Logger
 }
 
@@ -83,6 +84,7 @@ type handlerRT struct {
 	dl     *deadLetterer
 	house  *housekeeper
 	mv     *mover
+	res    *resulter // nil without Handler.Results
 
 	runCancel, hardStop context.CancelFunc
 	stopped             chan struct{} // closed when every goroutine of the handler has exited
@@ -136,6 +138,7 @@ func newHandlerRT(c *Consumer, p handlerParams, process func(ctx context.Context
 		leases: newLeaseKeeper(s, disp.heldIDs),
 		acks:   newAcker(s, capacity, p.deleteOnAck, disp.release),
 		mv:     newMover(s, c.cfg.Delay.PollInterval, !c.cfg.Delay.Disabled && !p.deadLetters),
+		res:    newResulter(s, p.results),
 	}
 }
 
@@ -348,7 +351,9 @@ func processTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call
 		if h.OnFailure != nil {
 			notify = func(ctx context.Context) { h.OnFailure(ctx, nil, raw, err) }
 		}
-		rt.dl.deadLetterOrWait(ctx, id, j.fence, "poison: "+err.Error(), notify)
+		reason := "poison: " + err.Error()
+		key, _ := j.e.get(fieldKey)
+		rt.dl.deadLetterOrWait(ctx, id, j.fence, reason, rt.recordFailure(id, key, j.fence, reason, notify))
 		return
 	}
 	if h.Filter != nil && h.Filter(m) {
@@ -391,6 +396,16 @@ func handleTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call 
 		rt.m.duplicates.Inc()
 		return rt.acks.enqueue(id, j.fence)
 	}
+	if err == nil && rt.res != nil && !d.acked.Load() {
+		// The result is recorded, fenced, before the acknowledgement; if it cannot be, the
+		// delivery fails (and is retried) rather than complete without it.
+		if rerr := rt.res.complete(ctx, d, m.Key); errors.Is(rerr, ErrStaleDelivery) {
+			rt.m.errors.Inc()
+			return false // superseded: the current delivery records the outcome
+		} else if rerr != nil {
+			err = rerr
+		}
+	}
 	if err == nil {
 		rt.m.consumed.Inc()
 		if h.OnSuccess != nil {
@@ -426,8 +441,23 @@ func handleTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call 
 	if h.OnFailure != nil {
 		notify = func(ctx context.Context) { h.OnFailure(ctx, m, raw, ferr) }
 	}
-	rt.dl.deadLetterOrWait(ctx, id, j.fence, deadLetterReason(ferr), notify)
+	reason := deadLetterReason(ferr)
+	rt.dl.deadLetterOrWait(ctx, id, j.fence, reason, rt.recordFailure(id, m.Key, j.fence, reason, notify))
 	return false
+}
+
+// recordFailure returns notify (called once the entry is dead-lettered) preceded by the
+// failure's result record, when the handler records results.
+func (h *handlerRT) recordFailure(id, key string, fence *atomic.Int64, reason string, notify func(context.Context)) func(context.Context) {
+	if h.res == nil {
+		return notify
+	}
+	return func(ctx context.Context) {
+		h.res.failed(id, key, fence.Load(), reason)
+		if notify != nil {
+			notify(ctx)
+		}
+	}
 }
 
 // expireTyped dead-letters an entry the scan found delivered max times and idle (its
@@ -436,7 +466,12 @@ func expireTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], e ent
 	c := rt.c
 	ferr := error(&maxRetryError{Deliveries: deliveries, Max: rt.maxd})
 	// deliveries guards the move too: a redelivery by another consumer in between wins.
-	if status, _ := rt.dl.deadLetter(e.id, ferr.Error(), minIdle, "", deliveries); status != 1 || h.OnFailure == nil {
+	status, _ := rt.dl.deadLetter(e.id, ferr.Error(), minIdle, "", deliveries)
+	if status == 1 && rt.res != nil {
+		key, _ := e.get(fieldKey)
+		rt.res.failed(e.id, key, deliveries, ferr.Error())
+	}
+	if status != 1 || h.OnFailure == nil {
 		return
 	}
 	defer func() {

@@ -152,6 +152,17 @@ type delivery struct {
 	bodyErr  error         // the body's decoding error (lenient handlers only)
 	deferred atomic.Bool
 	acked    atomic.Bool
+	result   atomic.Pointer[string] // the JSON of Message.SetResult's value
+}
+
+// fieldOf returns the value of field name in fields (name, value pairs), "" when absent.
+func fieldOf(fields []string, name string) string {
+	for i := 0; i+1 < len(fields); i += 2 {
+		if fields[i] == name {
+			return fields[i+1]
+		}
+	}
+	return ""
 }
 
 func (d *delivery) deadLetter(ctx context.Context, reason string) error {
@@ -174,6 +185,9 @@ func (d *delivery) deadLetter(ctx context.Context, reason string) error {
 	case 1:
 		h.m.deadLettered.Inc()
 		h.m.acked.Inc()
+		if h.res != nil {
+			h.res.failed(d.id, fieldOf(d.fields, fieldKey), fence, reason)
+		}
 		return nil
 	case -1:
 		h.trimmedWhilePending([]string{d.id})

@@ -53,6 +53,9 @@ const (
 	metricDeletedOnAck = "redis_streaming_mq_deleted_on_ack_total" // acknowledged entries deleted from the stream
 	// Fenced deliveries, labels topic, group and op (ack, dead_letter, guard).
 	metricStaleRefused = "redis_streaming_mq_stale_refused_total" // writes of stale deliveries refused
+	// Result records (Handler.Results), labels topic, group and (for the first) state.
+	metricResults      = "redis_streaming_mq_results_total"       // result records written, by state (active, completed, failed)
+	metricResultErrors = "redis_streaming_mq_result_errors_total" // result writes that failed (Redis)
 )
 
 // families are the metric families of the package, in the order of docs/metrics.md.
@@ -95,6 +98,8 @@ var families = []metrics.Family{
 	{Name: metricDelayed, Type: metrics.TypeGauge, Help: "Scheduled messages waiting for their due time."},
 	{Name: metricDeletedOnAck, Type: metrics.TypeCounter, Help: "Acknowledged entries deleted from the stream (Handler.DeleteOnAck, single-group topics)."},
 	{Name: metricStaleRefused, Type: metrics.TypeCounter, Help: "Writes of stale deliveries refused (taken over or delivered again), by operation."},
+	{Name: metricResults, Type: metrics.TypeCounter, Help: "Result records written (Handler.Results), by the state written: active (progress), completed, failed."},
+	{Name: metricResultErrors, Type: metrics.TypeCounter, Help: "Result record writes that failed (Handler.Results)."},
 }
 
 // MetricFamilies returns every metric family the package creates, for bridges to other
@@ -122,7 +127,9 @@ type handlerMetrics struct {
 	duration                                                handlerHistogram
 	pending, lag, dlqSize, inflight, queued, dlWaiting      gauge
 	maxInflight                                             gauge
-	staleAck, staleDL, staleGuard                           *metrics.Counter
+	staleAck, staleDL, staleGuard, staleResult              *metrics.Counter
+	resultErrors                                            *metrics.Counter
+	resultsActive, resultsCompleted, resultsFailed          *metrics.Counter
 }
 
 type handlerHistogram interface{ Update(v float64) }
@@ -178,7 +185,12 @@ func newHandlerMetrics(set *metrics.Set, topic string, part int, group string, c
 	stale := func(op string) *metrics.Counter {
 		return set.GetOrCreateCounter(metrics.Name(metricStaleRefused, topicLabels(topic, part, "group", group, "op", op)...))
 	}
-	m.staleAck, m.staleDL, m.staleGuard = stale(opAck), stale(opDeadLetter), stale(opGuard)
+	m.staleAck, m.staleDL, m.staleGuard, m.staleResult = stale(opAck), stale(opDeadLetter), stale(opGuard), stale(opResult)
+	m.resultErrors = c(metricResultErrors)
+	res := func(state ResultState) *metrics.Counter {
+		return set.GetOrCreateCounter(metrics.Name(metricResults, topicLabels(topic, part, "group", group, "state", string(state))...))
+	}
+	m.resultsActive, m.resultsCompleted, m.resultsFailed = res(ResultActive), res(ResultCompleted), res(ResultFailed)
 	m.maxInflight.Set(float64(concurrency))
 	return m
 }
@@ -190,8 +202,21 @@ func (m *handlerMetrics) staleRefused(op string) *metrics.Counter {
 		return m.staleAck
 	case opDeadLetter:
 		return m.staleDL
+	case opResult:
+		return m.staleResult
 	}
 	return m.staleGuard
+}
+
+// results returns the counter of result records written in mode (result.lua's modes).
+func (m *handlerMetrics) results(mode string) *metrics.Counter {
+	switch mode {
+	case "progress":
+		return m.resultsActive
+	case "completed":
+		return m.resultsCompleted
+	}
+	return m.resultsFailed
 }
 
 // backgroundError counts one failed background call of op.

@@ -128,6 +128,11 @@ type Handler[T any] struct {
 	// stream) or "$" (only entries added from now on). A group lost with a Redis restart is
 	// always recreated at "0", so that nothing written since is skipped.
 	StartID string
+	// Results, if set, records the outcome of every entry the handler takes: its progress
+	// reports (Message.Progress), its result (Message.SetResult) when Handle returns nil,
+	// or the reason it was dead-lettered, for Producer.Result and Producer.WaitResult (see
+	// ResultOptions). Unpartitioned topics only. Nil records nothing.
+	Results *ResultOptions
 
 	deadLetters bool // RegisterDeadLetters: consume the topic's dead-letter stream
 	lenient     bool // an undecodable body is no poison: the delivery carries the error
@@ -145,6 +150,17 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 	streams, err := PartitionStreams(c.cfg, h.Topic)
 	if err != nil {
 		return err
+	}
+	var results *ResultOptions
+	if h.Results != nil {
+		if len(streams) > 1 || h.deadLetters {
+			return errInvalid("handler %s/%s: Results: results are recorded for the handlers of unpartitioned topics only (the id Send returns does not name a partition)", h.Topic, h.Group)
+		}
+		o, err := h.Results.check(h.Topic, h.Group)
+		if err != nil {
+			return err
+		}
+		results = &o
 	}
 	topic := h.Topic
 	if h.deadLetters {
@@ -174,7 +190,7 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 		p := handlerParams{topic: topic, group: h.Group, stream: streams[i], partition: -1, log: log,
 			deadLetters: h.deadLetters, takeover: takeover, concurrency: max(h.Concurrency, defaultConcurrency),
 			policy: policy, maxd: maxd, noRetry: h.NoRetry, timeout: timeout, startID: startID,
-			ordered: h.OrderedByKey, deleteOnAck: h.DeleteOnAck}
+			ordered: h.OrderedByKey, deleteOnAck: h.DeleteOnAck, results: results}
 		if len(streams) > 1 {
 			p.partition, p.log = i, log.With("partition", i)
 		}

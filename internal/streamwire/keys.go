@@ -123,6 +123,16 @@ func DeadLetterMarkKey(dlq string) string { return dlq + ":mark" }
 // stream's slot. It holds the entry id and expires after 100 s.
 func SentKey(stream, id string) string { return SlotPrefix(stream) + ":sent:" + id }
 
+// ResultKeys returns the keys of the results a handler of group records for the entries of
+// stream (stream.Handler.Results): the prefix of each entry's record, a hash at prefix + id
+// ("{orders}:result:billing:1700000000000-0"), and the sorted set indexing the records by
+// expiry (ms), which bounds their number ("{orders}:results:billing"). All are in stream's
+// slot.
+func ResultKeys(stream, group string) (recordPrefix, index string) {
+	p := SlotPrefix(stream)
+	return p + ":result:" + group + ":", p + ":results:" + group
+}
+
 // IDMPProbeKey returns the key a producer probes XADD IDMP on (with NOMKSTREAM: it is never
 // created), in stream's slot.
 func IDMPProbeKey(stream string) string { return SlotPrefix(stream) + ":idmp-probe" }
