@@ -64,6 +64,9 @@ func (p *Producer) SendBatch(ctx context.Context, topic string, msgs []Sendable,
 	if err := o.checkUnique(true); err != nil {
 		return nil, err
 	}
+	if err := o.checkPriority(topic, t); err != nil {
+		return nil, err
+	}
 	f := p.send.Load()
 	outs := make([]*Outgoing, len(msgs))
 	for i, m := range msgs {

@@ -87,6 +87,16 @@ type Config struct {
 	// per topic (a topic whose name holds a '.' cannot be written there: YAML keys with dots
 	// are paths).
 	Partitions map[string]int `yaml:"partitions"`
+	// Priorities maps a topic (before env isolation) to its number of priority levels, 0 to
+	// 16. A topic of L > 1 levels is L streams in the topic's hash slot: level 0 is the
+	// topic's own stream (where a message sent without WithPriority goes, as every other
+	// producer writes it), level p > 0 the stream "{<topic>}:prio:<p>" (WIRE.md). A producer
+	// writes a message to the level WithPriority names; a consumer's handler of the topic
+	// reads every level and hands its messages to Handle by the levels' weights
+	// (Handler.PriorityWeights) or strictly (Handler.StrictPriority). A topic cannot be both
+	// partitioned and prioritised. Producers and consumers of a topic must agree. In YAML,
+	// `priorities:` with one `topic: levels` entry per topic.
+	Priorities map[string]int `yaml:"priorities"`
 	// PartitionLease is the time to live of a partition lease and of a member's heartbeat
 	// when handlers own partitions (Handler.OwnPartitions): a consumer that stops renewing
 	// (killed, cut off) loses its partitions to the others after this long, and stops
@@ -378,6 +388,19 @@ func (c Config) validateNames(bad func(key string, v any, want string) error) er
 	}
 	if c.EnvIsolation && strings.IndexByte(c.Env, '}') >= 0 {
 		return bad("env", strconv.Quote(c.Env), "no '}'")
+	}
+	for _, topic := range slices.Sorted(maps.Keys(c.Priorities)) {
+		key := "priorities." + topic
+		n := c.Priorities[topic]
+		if n < 0 || n > streamwire.MaxPriorities {
+			return bad(key, n, fmt.Sprintf("0 to %d (0 or 1: one level)", streamwire.MaxPriorities))
+		}
+		if err := checkName("topic", topic); err != nil {
+			return bad(key, strconv.Quote(topic), "a valid topic name")
+		}
+		if n > 1 && c.Partitions[topic] > 1 {
+			return bad(key, n, "0 or 1 for a partitioned topic (a topic is partitioned or prioritised, not both)")
+		}
 	}
 	for _, topic := range slices.Sorted(maps.Keys(c.Partitions)) {
 		key := "partitions." + topic

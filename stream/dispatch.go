@@ -21,7 +21,7 @@ type dispatcher struct {
 	retries     *retrySet     // consulted: an entry waiting for its retry is still the head of its line
 	dl          *deadLetterer // consulted: an entry waiting for its dead-letter write is leased, not in hand
 
-	work chan job // held entries waiting for a worker
+	q workQueue // held entries waiting for a worker: the handler's own, or its share of a Pool
 
 	// mu guards what follows; it is taken before the locks of retries and dl.
 	mu         sync.Mutex
@@ -39,44 +39,36 @@ type dispatcher struct {
 	// slots and every freed slot triggers the next claim (reclaim.go).
 	stranded atomic.Bool
 	running  atomic.Int64 // Handle calls in progress
-	workers  sync.WaitGroup
 }
 
 func newDispatcher(s *scope, concurrency, capacity int, ordered bool, retries *retrySet, dl *deadLetterer,
-	wake, wakeScan chan<- struct{}, process func(ctx context.Context, j job)) *dispatcher {
+	q workQueue, wake, wakeScan chan<- struct{}, process func(ctx context.Context, j job)) *dispatcher {
 	return &dispatcher{scope: s, concurrency: concurrency, capacity: capacity, ordered: ordered, process: process,
-		retries: retries, dl: dl, work: make(chan job, capacity), held: map[string]*atomic.Int64{}, lines: newKeyLines(),
+		retries: retries, dl: dl, q: q, held: map[string]*atomic.Int64{}, lines: newKeyLines(),
 		wake: wake, wakeScan: wakeScan}
 }
 
 // start starts the workers.
-func (h *dispatcher) start() {
-	h.workers.Add(h.concurrency)
-	for i := 0; i < h.concurrency; i++ {
-		go h.worker()
-	}
-}
+func (h *dispatcher) start() { h.q.start(h.run) }
 
-// stop closes work once the producers have exited: the workers drain it and exit.
+// stop closes the work queue once the producers have exited: the workers drain it.
 func (h *dispatcher) stop() {
 	h.mu.Lock()
 	h.workClosed = true
-	close(h.work)
+	h.q.close()
 	h.mu.Unlock()
 }
 
-// wait waits until the workers have exited.
-func (h *dispatcher) wait() { h.workers.Wait() }
+// wait waits until the work queue is closed and drained.
+func (h *dispatcher) wait() { h.q.wait() }
 
-func (h *dispatcher) worker() {
-	defer h.workers.Done()
-	for j := range h.work {
-		if h.hardCtx.Err() != nil {
-			h.release(j.e.id) // cut short by the shutdown: stays pending
-			continue
-		}
-		h.process(h.hardCtx, j)
+// run handles one job of the work queue.
+func (h *dispatcher) run(j job) {
+	if h.hardCtx.Err() != nil {
+		h.release(j.e.id) // cut short by the shutdown: stays pending
+		return
 	}
+	h.process(h.hardCtx, j)
 }
 
 // begin counts a Handle call starting and returns the calls running.
@@ -200,7 +192,7 @@ func (h *dispatcher) dispatch(j job) {
 	}
 	h.m.queued.Set(float64(max(queued, 0)))
 	if run {
-		h.work <- j // never blocks: the entries in hand not parked are at most capacity = cap(work)
+		h.q.put(j) // never blocks: the entries in hand not parked are at most capacity
 	} else {
 		h.signal() // parked: its slot is free again
 	}
@@ -254,22 +246,15 @@ func (h *dispatcher) queueLocked(j job) {
 	if h.workClosed {
 		return
 	}
-	select {
-	case h.work <- j:
-	default:
+	if !h.q.tryPut(j) {
 		h.ready = append(h.ready, j)
 	}
 }
 
 // flushReady moves the heads waiting in ready to work as far as it has room; h.mu is held.
 func (h *dispatcher) flushReady() {
-	for len(h.ready) > 0 && !h.workClosed {
-		select {
-		case h.work <- h.ready[0]:
-			h.ready = h.ready[1:]
-		default:
-			return
-		}
+	for len(h.ready) > 0 && !h.workClosed && h.q.tryPut(h.ready[0]) {
+		h.ready = h.ready[1:]
 	}
 }
 

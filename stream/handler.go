@@ -39,6 +39,7 @@ type scope struct {
 	c            *Consumer
 	topic, group string
 	partition    int  // the partition of a partitioned topic read; -1 for an unpartitioned one
+	level        int  // the priority level read (Config.Priorities); -1 for a topic without levels
 	deadLetters  bool // a dead-letter handler (RegisterDeadLetters)
 	stream, dlq  string
 	log          *slog.Logger
@@ -64,6 +65,11 @@ type handlerParams struct {
 	ordered              bool           // Handler.OrderedByKey
 	deleteOnAck          bool           // Handler.DeleteOnAck
 	results              *ResultOptions // Handler.Results, checked; nil for none
+	pool                 *Pool          // the pool whose workers handle the entries (Handler.Pool, priority levels); nil for own workers
+	weight               int            // the runtime's weight in pool
+	level                int            // the priority level read, -1 for a topic without levels
+	capacity             int            // the most entries held at once, when not Concurrency + ReadCount (a weighted level's share)
+	dlq                  string         // the dead-letter stream when not the stream's own (a level's: its topic's)
 	log                  *slog.Logger
 }
 
@@ -110,14 +116,21 @@ type retryEntry struct {
 // expired dead-letters an entry the scan found delivered max times.
 func newHandlerRT(c *Consumer, p handlerParams, process func(ctx context.Context, j job),
 	expired func(ctx context.Context, e entry, deliveries, minIdle int64)) *handlerRT {
-	s := &scope{c: c, topic: p.topic, group: p.group, partition: p.partition, deadLetters: p.deadLetters,
-		stream: p.stream, dlq: streamwire.DeadLetterStreamName(p.stream), log: p.log,
-		m: newHandlerMetrics(c.cfg.Metrics, p.topic, p.partition, p.group, p.concurrency)}
+	dlq := p.dlq
+	if dlq == "" {
+		dlq = streamwire.DeadLetterStreamName(p.stream)
+	}
+	s := &scope{c: c, topic: p.topic, group: p.group, partition: p.partition, level: p.level, deadLetters: p.deadLetters,
+		stream: p.stream, dlq: dlq, log: p.log,
+		m: newHandlerMetrics(c.cfg.Metrics, p.topic, p.partition, p.level, p.group, p.concurrency)}
 	capacity := p.concurrency + c.cfg.ReadCount // most entries held at once
-	wake := make(chan struct{}, 1)              // a slot was freed (for the reader)
-	wakeScan := make(chan struct{}, 1)          // a slot was freed (for the scanner)
-	scanNow := make(chan struct{}, 1)           // a retry or dead-letter attempt is due earlier
-	var caughtUp chan struct{}                  // closed when a takeover's catch-up is done
+	if p.capacity > 0 {
+		capacity = p.capacity
+	}
+	wake := make(chan struct{}, 1)     // a slot was freed (for the reader)
+	wakeScan := make(chan struct{}, 1) // a slot was freed (for the scanner)
+	scanNow := make(chan struct{}, 1)  // a retry or dead-letter attempt is due earlier
+	var caughtUp chan struct{}         // closed when a takeover's catch-up is done
 	if p.takeover {
 		caughtUp = make(chan struct{})
 	}
@@ -127,7 +140,11 @@ func newHandlerRT(c *Consumer, p handlerParams, process func(ctx context.Context
 	claims := new(sync.Mutex)
 	retries := newRetrySet()
 	dl := newDeadLetterer(s, scanNow)
-	disp := newDispatcher(s, p.concurrency, capacity, p.ordered, retries, dl, wake, wakeScan, process)
+	var q workQueue = newOwnWorkers(p.concurrency, capacity)
+	if p.pool != nil {
+		q = p.pool.share(p.stream+"/"+p.group, p.weight, capacity)
+	}
+	disp := newDispatcher(s, p.concurrency, capacity, p.ordered, retries, dl, q, wake, wakeScan, process)
 	rd := newReader(s, disp, claims, wake, caughtUp)
 	house := newHousekeeper(s)
 	retr := newRetrier(s, retrierParams{d: disp, retries: retries, dl: dl, house: house, claims: claims,

@@ -70,6 +70,28 @@ func PartitionStreams(cfg Config, topic string) ([]string, error) {
 	return out, nil
 }
 
+// topicStreams returns every stream of topic under cfg: its partitions (PartitionStreams),
+// or for a topic with priority levels (Config.Priorities) its levels' streams, level p at
+// index p, and whether they are levels.
+func topicStreams(cfg Config, topic string) ([]string, bool, error) {
+	streams, err := PartitionStreams(cfg, topic)
+	if err != nil {
+		return nil, false, err
+	}
+	n := cfg.Priorities[topic]
+	if n <= 1 || len(streams) > 1 {
+		return streams, false, nil
+	}
+	if n > streamwire.MaxPriorities {
+		return nil, false, errInvalid("topic %q: %d priority levels: want 0 to %d", topic, n, streamwire.MaxPriorities)
+	}
+	out := make([]string, n)
+	for p := range out {
+		out[p] = streamwire.PriorityName(streams[0], p)
+	}
+	return out, true, nil
+}
+
 // checkPartitions validates a partition count.
 func checkPartitions(topic string, n int) error {
 	if n < 0 || n > streamwire.MaxPartitions {

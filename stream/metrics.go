@@ -146,9 +146,14 @@ func topicLabels(topic string, part int, more ...string) []string {
 	return append(l, more...)
 }
 
-// newHandlerMetrics returns the metrics of a handler of concurrency slots.
-func newHandlerMetrics(set *metrics.Set, topic string, part int, group string, concurrency int) *handlerMetrics {
-	tg := topicLabels(topic, part, "group", group)
+// newHandlerMetrics returns the metrics of a handler of concurrency slots reading priority
+// level (-1 for a topic without levels).
+func newHandlerMetrics(set *metrics.Set, topic string, part, level int, group string, concurrency int) *handlerMetrics {
+	var lv []string
+	if level >= 0 {
+		lv = []string{"priority", strconv.Itoa(level)}
+	}
+	tg := topicLabels(topic, part, append(lv, "group", group)...)
 	tl := topicLabels(topic, part)
 	c := func(name string) *metrics.Counter {
 		return set.GetOrCreateCounter(metrics.Name(name, tg...))
@@ -183,12 +188,12 @@ func newHandlerMetrics(set *metrics.Set, topic string, part int, group string, c
 		dlqSize:          set.GetOrCreateGauge(metrics.Name(metricDeadLetterSize, tl...), nil),
 	}
 	stale := func(op string) *metrics.Counter {
-		return set.GetOrCreateCounter(metrics.Name(metricStaleRefused, topicLabels(topic, part, "group", group, "op", op)...))
+		return set.GetOrCreateCounter(metrics.Name(metricStaleRefused, topicLabels(topic, part, append(lv, "group", group, "op", op)...)...))
 	}
 	m.staleAck, m.staleDL, m.staleGuard, m.staleResult = stale(opAck), stale(opDeadLetter), stale(opGuard), stale(opResult)
 	m.resultErrors = c(metricResultErrors)
 	res := func(state ResultState) *metrics.Counter {
-		return set.GetOrCreateCounter(metrics.Name(metricResults, topicLabels(topic, part, "group", group, "state", string(state))...))
+		return set.GetOrCreateCounter(metrics.Name(metricResults, topicLabels(topic, part, append(lv, "group", group, "state", string(state))...)...))
 	}
 	m.resultsActive, m.resultsCompleted, m.resultsFailed = res(ResultActive), res(ResultCompleted), res(ResultFailed)
 	m.maxInflight.Set(float64(concurrency))

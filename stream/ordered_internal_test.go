@@ -10,9 +10,9 @@ import (
 )
 
 func newOrderedRT(capacity int) *dispatcher {
-	s := &scope{log: slog.New(slog.NewTextHandler(io.Discard, nil)), m: newHandlerMetrics(vm.NewSet(), "t", -1, "g", 1)}
+	s := &scope{log: slog.New(slog.NewTextHandler(io.Discard, nil)), m: newHandlerMetrics(vm.NewSet(), "t", -1, -1, "g", 1)}
 	return newDispatcher(s, 1, capacity, true, newRetrySet(), newDeadLetterer(s, make(chan struct{}, 1)),
-		make(chan struct{}, 1), make(chan struct{}, 1), nil)
+		newOwnWorkers(1, capacity), make(chan struct{}, 1), make(chan struct{}, 1), nil)
 }
 
 func keyed(id, key string) job {
@@ -22,7 +22,7 @@ func keyed(id, key string) job {
 // take returns the next queued job's id, or "" when none is queued.
 func take(h *dispatcher) string {
 	select {
-	case j := <-h.work:
+	case j := <-h.q.(*ownWorkers).ch:
 		return j.e.id
 	default:
 		return ""

@@ -83,7 +83,8 @@ func (p *Producer) Use(mw ...SendMiddleware) {
 
 type producerTopic struct {
 	stream     string   // the topic's streamName
-	streams    []string // its partitions' streams (PartitionStreams); streams[0] == stream when unpartitioned
+	streams    []string // its partitions' or priority levels' streams (topicStreams); streams[0] == stream when unpartitioned
+	levels     bool     // streams are priority levels (Config.Priorities), level p at index p
 	rr         atomic.Uint64
 	produced   *metrics.Counter
 	scheduled  *metrics.Counter
@@ -117,6 +118,32 @@ type sendOptions struct {
 	idemErr   error         // an invalid key
 	unique    *uniqueSend   // WithUnique
 	uniqueErr error         // an invalid WithUnique
+	priority  int           // WithPriority
+}
+
+// WithPriority sends the message at priority level p of a topic with levels
+// (Config.Priorities): 0, the default, is the topic's own stream; a higher level is handled
+// before (StrictPriority) or more often than (PriorityWeights) a lower one by the topic's
+// handlers. A level outside the topic's levels (any p but 0 for a topic without levels) is
+// an error of Send wrapping redstream.ErrInvalidConfig, as is WithPriority with WithUnique
+// (a unique id would be unique per level only).
+func WithPriority(p int) SendOption { return func(o *sendOptions) { o.priority = p } }
+
+// checkPriority validates o's priority level for topic t.
+func (o *sendOptions) checkPriority(topic string, t *producerTopic) error {
+	if o.priority == 0 && (!t.levels || o.unique == nil) {
+		return nil
+	}
+	if !t.levels {
+		return errInvalid("WithPriority(%d): topic %q has no priority levels (Config.Priorities)", o.priority, topic)
+	}
+	if o.priority < 0 || o.priority >= len(t.streams) {
+		return errInvalid("WithPriority(%d): topic %q has levels 0 to %d", o.priority, topic, len(t.streams)-1)
+	}
+	if o.unique != nil {
+		return errInvalid("WithUnique on topic %q, which has priority levels: a unique id would be unique per level only", topic)
+	}
+	return nil
 }
 
 // WithGzip sends the body compressed: enc=gzip, body=base64(gzip(JSON)).
@@ -166,6 +193,9 @@ func (p *Producer) Send(ctx context.Context, topic string, msg Sendable, opts ..
 		return "", err
 	}
 	if err := o.checkUnique(false); err != nil {
+		return "", err
+	}
+	if err := o.checkPriority(topic, t); err != nil {
 		return "", err
 	}
 	f := p.send.Load()
@@ -314,12 +344,12 @@ func (p *Producer) topic(topic string) (*producerTopic, error) {
 	if t, ok := p.topics.Load(topic); ok {
 		return t.(*producerTopic), nil
 	}
-	streams, err := PartitionStreams(p.cfg, topic)
+	streams, levels, err := topicStreams(p.cfg, topic)
 	if err != nil {
 		return nil, err
 	}
 	s, _ := streamName(p.cfg, topic)
-	t := &producerTopic{stream: s, streams: streams,
+	t := &producerTopic{stream: s, streams: streams, levels: levels,
 		produced:   p.cfg.Metrics.GetOrCreateCounter(metrics.Name(metricProduced, "topic", topic)),
 		scheduled:  p.cfg.Metrics.GetOrCreateCounter(metrics.Name(metricScheduled, "topic", topic)),
 		duplicates: p.cfg.Metrics.GetOrCreateCounter(metrics.Name(metricDuplicateSends, "topic", topic))}

@@ -128,6 +128,23 @@ type Handler[T any] struct {
 	// stream) or "$" (only entries added from now on). A group lost with a Redis restart is
 	// always recreated at "0", so that nothing written since is skipped.
 	StartID string
+	// Pool, if set, handles the handler's messages on the pool's goroutines, shared with the
+	// other handlers of the pool, by Weight (see Pool); Concurrency then only sizes the
+	// entries the handler holds in hand. Nil: the handler's own Concurrency goroutines. Not
+	// with a topic of priority levels, whose levels share a pool of their own.
+	Pool *Pool
+	// Weight is the handler's weight in Pool, 1 to 1000. Default 1.
+	Weight int
+	// PriorityWeights are the weights of the levels of a topic with priority levels
+	// (Config.Priorities), level 0 first, each 1 to 1000: under load, each level is handed
+	// to Handle in proportion to its weight (a smooth weighted round robin over the levels
+	// with messages waiting, so no level is starved; see Pool). Nil means 2^p for level p
+	// (1, 2, 4, ...). The levels share Concurrency goroutines.
+	PriorityWeights []int
+	// StrictPriority hands a higher level's messages to Handle before any lower level's,
+	// whatever the weights: a lower level waits while a higher one has messages in hand, so
+	// a flood of urgent messages starves the rest. Default false: weighted.
+	StrictPriority bool
 	// Results, if set, records the outcome of every entry the handler takes: its progress
 	// reports (Message.Progress), its result (Message.SetResult) when Handle returns nil,
 	// or the reason it was dead-lettered, for Producer.Result and Producer.WaitResult (see
@@ -147,14 +164,22 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 	if err := h.check(); err != nil {
 		return err
 	}
-	streams, err := PartitionStreams(c.cfg, h.Topic)
+	streams, levels, err := topicStreams(c.cfg, h.Topic)
+	if h.deadLetters {
+		streams, levels = nil, false
+		streams, err = PartitionStreams(c.cfg, h.Topic) // a topic's levels share one dead-letter stream
+	}
+	if err != nil {
+		return err
+	}
+	pool, weights, err := h.pool(levels, len(streams))
 	if err != nil {
 		return err
 	}
 	var results *ResultOptions
 	if h.Results != nil {
 		if len(streams) > 1 || h.deadLetters {
-			return errInvalid("handler %s/%s: Results: results are recorded for the handlers of unpartitioned topics only (the id Send returns does not name a partition)", h.Topic, h.Group)
+			return errInvalid("handler %s/%s: Results: results are recorded for the handlers of topics of one stream only, not partitioned or prioritised (the id Send returns does not name the stream)", h.Topic, h.Group)
 		}
 		o, err := h.Results.check(h.Topic, h.Group)
 		if err != nil {
@@ -190,9 +215,23 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 		p := handlerParams{topic: topic, group: h.Group, stream: streams[i], partition: -1, log: log,
 			deadLetters: h.deadLetters, takeover: takeover, concurrency: max(h.Concurrency, defaultConcurrency),
 			policy: policy, maxd: maxd, noRetry: h.NoRetry, timeout: timeout, startID: startID,
-			ordered: h.OrderedByKey, deleteOnAck: h.DeleteOnAck, results: results}
-		if len(streams) > 1 {
+			ordered: h.OrderedByKey, deleteOnAck: h.DeleteOnAck, results: results, level: -1, pool: pool}
+		switch {
+		case levels:
+			p.level, p.log, p.weight = i, log.With("priority", i), weights[i]
+			p.dlq = streamwire.DeadLetterStreamName(streams[0]) // every level's dead letters in the topic's
+			if !h.StrictPriority {
+				// A weighted level holds entries in hand in proportion to its weight, so that
+				// its share holds also when reading and acknowledging, not the handlers, are
+				// what limits the rate.
+				full := p.concurrency + c.cfg.ReadCount
+				p.capacity = max(1, (full*weights[i]+maxOf(weights)-1)/maxOf(weights))
+			}
+		case len(streams) > 1:
 			p.partition, p.log = i, log.With("partition", i)
+		}
+		if pool != nil && !levels {
+			p.weight = weights[0]
 		}
 		var rt *handlerRT
 		rcall := call
@@ -214,6 +253,54 @@ func Register[T any](c *Consumer, h Handler[T]) error {
 	}
 	return c.addHandlers(rts, log)
 }
+
+// pool returns the pool of h's runtimes and each one's weight: a pool of its own over the
+// levels of a topic with priority levels (n of them), Handler.Pool, or none.
+func (h *Handler[T]) pool(levels bool, n int) (*Pool, []int, error) {
+	if h.Weight < 0 || h.Weight > maxWeight {
+		return nil, nil, errInvalid("handler %s/%s: Weight %d: want 1 to %d (0 for 1)", h.Topic, h.Group, h.Weight, maxWeight)
+	}
+	if !levels {
+		if h.PriorityWeights != nil || h.StrictPriority {
+			return nil, nil, errInvalid("handler %s/%s: PriorityWeights and StrictPriority need a topic with priority levels (Config.Priorities)", h.Topic, h.Group)
+		}
+		if h.Pool == nil {
+			return nil, nil, nil
+		}
+		return h.Pool, []int{max(h.Weight, 1)}, nil
+	}
+	if h.Pool != nil {
+		return nil, nil, errInvalid("handler %s/%s: Pool: a topic with priority levels shares the handler's Concurrency over its levels; it cannot join another pool", h.Topic, h.Group)
+	}
+	weights := h.PriorityWeights
+	if weights == nil {
+		weights = make([]int, n)
+		for p := range weights {
+			weights[p] = 1 << p
+		}
+	}
+	if len(weights) != n {
+		return nil, nil, errInvalid("handler %s/%s: PriorityWeights: %d weights for %d levels", h.Topic, h.Group, len(weights), n)
+	}
+	for p, w := range weights {
+		if w < 1 || w > maxWeight {
+			return nil, nil, errInvalid("handler %s/%s: PriorityWeights[%d] = %d: want 1 to %d", h.Topic, h.Group, p, w, maxWeight)
+		}
+	}
+	return newPool(max(h.Concurrency, defaultConcurrency), h.StrictPriority), weights, nil
+}
+
+// maxOf returns the largest of ws (at least one).
+func maxOf(ws []int) int {
+	m := ws[0]
+	for _, w := range ws[1:] {
+		m = max(m, w)
+	}
+	return m
+}
+
+// maxWeight bounds Handler.Weight and Handler.PriorityWeights.
+const maxWeight = 1000
 
 // check validates h's settings.
 func (h *Handler[T]) check() error {
@@ -366,7 +453,7 @@ func (c *Consumer) Unregister(ctx context.Context, topic, group string) error {
 	var hs []*handlerRT // the handler's runtimes: one per partition
 	kept := c.handlers[:0:0]
 	for _, o := range c.handlers {
-		if (o.stream == stream || (o.deadLetters || o.partition >= 0) && o.topic == topic) && o.group == group {
+		if (o.stream == stream || (o.deadLetters || o.partition >= 0 || o.level >= 0) && o.topic == topic) && o.group == group {
 			hs = append(hs, o)
 			continue
 		}

@@ -248,7 +248,7 @@ func (p *Producer) resultStream(topic string) (string, error) {
 		return "", err
 	}
 	if len(t.streams) > 1 {
-		return "", errInvalid("topic %q is partitioned: results are recorded for unpartitioned topics only (the id Send returns does not name the partition)", topic)
+		return "", errInvalid("topic %q is partitioned or has priority levels: results are recorded for topics of one stream only (the id Send returns does not name the stream)", topic)
 	}
 	return t.streams[0], nil
 }

@@ -255,6 +255,9 @@ func (p *Producer) writeIdemScript(ctx context.Context, out *Outgoing, fields []
 // key and a Key the producer made up, by the idempotency key, so that every retry of it
 // goes to the same partition.
 func (t *producerTopic) routeOut(out *Outgoing) string {
+	if t.levels {
+		return t.streams[out.opts.priority]
+	}
 	if out.idem != "" && out.Key == out.autoKey && len(t.streams) > 1 {
 		return t.streams[streamwire.PartitionOf(out.idem, len(t.streams))]
 	}

@@ -133,6 +133,19 @@ func ResultKeys(stream, group string) (recordPrefix, index string) {
 	return p + ":result:" + group + ":", p + ":results:" + group
 }
 
+// MaxPriorities is the most priority levels a topic may have (stream.Config.Priorities).
+const MaxPriorities = 16
+
+// PriorityName returns the stream of priority level p (1 to MaxPriorities-1) of the topic
+// whose stream key is stream: "{orders}:prio:2" for "orders", in the stream's slot. Level 0
+// is stream itself.
+func PriorityName(stream string, p int) string {
+	if p == 0 {
+		return stream
+	}
+	return SlotPrefix(stream) + ":prio:" + strconv.Itoa(p)
+}
+
 // IDMPProbeKey returns the key a producer probes XADD IDMP on (with NOMKSTREAM: it is never
 // created), in stream's slot.
 func IDMPProbeKey(stream string) string { return SlotPrefix(stream) + ":idmp-probe" }
