@@ -67,6 +67,11 @@ redis-stream:
     audit-log: 1
   partition-lease-ms: 5000
 `, stream.Config{Partitions: map[string]int{"orders": 4, "audit-log": 1}, PartitionLease: 5 * time.Second}},
+		{"priorities", `
+redis-stream:
+  priorities:
+    emails: 3
+`, stream.Config{Priorities: map[string]int{"emails": 3}}},
 		{"duration strings, as Spring reads them", `
 redis-stream:
   block-ms: 1s

@@ -79,6 +79,8 @@ var known = map[string]family{
 	"redis_streaming_periodic_errors_total":  {TypeCounter, "Failed Redis calls of a schedule's delivery in this process (the ticks wait)."},
 	// Package stream: fenced deliveries (labels topic, group, op).
 	"redis_streaming_mq_stale_refused_total": {TypeCounter, "Writes of stale deliveries refused (taken over or delivered again), by operation."},
+	"redis_streaming_mq_results_total":       {TypeCounter, "Result records written (Handler.Results), by the state written: active (progress), completed, failed."},
+	"redis_streaming_mq_result_errors_total": {TypeCounter, "Result record writes that failed (Handler.Results)."},
 
 	// Package cache, label name.
 	"redis_cache_hits_total":            {TypeCounter, "Cache reads that found a value."},
