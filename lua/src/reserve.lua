@@ -37,9 +37,6 @@ end
 --@include lib/expire.lua
 --@include lib/decided.lua
 --@algorithms
---@seeds
---@include lib/seed.lua
---@include lib/carried.lua
 local m = #KEYS
 if carried then
   if fmod(#KEYS, 2) ~= 0 then return redis.error_reply('ERR reserve: bad arguments') end
@@ -56,6 +53,11 @@ for i = 1, m do
 end
 
 if carried then
+  -- The seeding step, defined in this block so that a reservation that carries nothing
+  -- creates none of its closures.
+--@seeds
+--@include lib/seed.lua
+--@include lib/carried.lua
   local bad, prop = carry_check(m)
   if bad then return bad end
   carry_seed(m, prop)
