@@ -77,9 +77,13 @@ func (a Algorithm) Seed() string {
 }
 
 // CheckCarry reports whether a key's state under from can be carried into l by c: nil, or
-// an error wrapping ErrInvalidConfig that says why. CarryReset always can. The others need
-// the same algorithm, one that carries its state (Algorithm.Seed), the same window for the
-// window shape, and for CarryProportional products below 2^53 (burst × burst', L × L').
+// an error wrapping ErrInvalidConfig that says why (an unknown c is always an error).
+// CarryReset always can, and so does a limit that did not change ([Limit.Same]), whatever
+// its algorithm: its state goes on as it is (SeedState keeps it), so an unchanged sliding
+// log or concurrency limit beside a changed limit is no reason to refuse. Otherwise
+// CarryAsIs and CarryProportional need the same algorithm, one that carries its state
+// (Algorithm.Seed), the same window for the window shape, and for CarryProportional
+// products below 2^53 (burst × burst', L × L').
 func (l Limit) CheckCarry(from Limit, c Carry) error {
 	switch c {
 	case CarryReset:
@@ -87,6 +91,9 @@ func (l Limit) CheckCarry(from Limit, c Carry) error {
 	case CarryAsIs, CarryProportional:
 	default:
 		return fmt.Errorf("%w: unknown carry strategy %d", ErrInvalidConfig, int(c))
+	}
+	if l.alg != nil && l.Same(from) {
+		return nil
 	}
 	if from.alg == nil || l.alg == nil {
 		return fmt.Errorf("%w: carry between unbuilt limits", ErrInvalidConfig)

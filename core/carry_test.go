@@ -66,7 +66,7 @@ func TestSeedState(t *testing.T) {
 }
 
 // TestCheckCarry: the pairs and strategies a change cannot carry are errors wrapping
-// ErrInvalidConfig, and reset is always possible.
+// ErrInvalidConfig; reset is always possible, and so is an unchanged limit of any algorithm.
 func TestCheckCarry(t *testing.T) {
 	fw := mustLimit(t, "fixed", core.Params{Window: 60e6, Limit: 10})
 	fwLong := mustLimit(t, "fixed", core.Params{Window: 120e6, Limit: 10})
@@ -74,6 +74,9 @@ func TestCheckCarry(t *testing.T) {
 	sl2 := mustLimit(t, "sliding", core.Params{Window: 60e6, Limit: 20})
 	tb := mustLimit(t, "token-bucket", core.Params{Capacity: 10, Rate: 1})
 	big := mustLimit(t, "fixed", core.Params{Window: 60e6, Limit: core.MaxCount})
+	big2 := mustLimit(t, "fixed", core.Params{Window: 60e6, Limit: core.MaxCount - 1})
+	cc := mustLimit(t, "concurrency", core.Params{Window: 30e6, Limit: 5})
+	cc2 := mustLimit(t, "concurrency", core.Params{Window: 30e6, Limit: 8})
 	for _, tc := range []struct {
 		name     string
 		from, to core.Limit
@@ -85,8 +88,15 @@ func TestCheckCarry(t *testing.T) {
 		{"algorithm change", tb, fw, core.CarryAsIs, false},
 		{"window change", fw, fwLong, core.CarryProportional, false},
 		{"sliding log", sl, sl2, core.CarryAsIs, false},
-		{"proportional overflow", big, big, core.CarryProportional, false},
-		{"as-is of large limits", big, big, core.CarryAsIs, true},
+		{"unchanged sliding log", sl, sl, core.CarryAsIs, true},
+		{"unchanged sliding log, proportional", sl2, sl2, core.CarryProportional, true},
+		{"unchanged concurrency limit", cc, cc, core.CarryAsIs, true},
+		{"changed concurrency limit", cc, cc2, core.CarryAsIs, false},
+		{"unchanged, unknown strategy", sl, sl, core.Carry(7), false},
+		{"unbuilt limits", core.Limit{}, core.Limit{}, core.CarryAsIs, false},
+		{"proportional overflow", big2, big, core.CarryProportional, false},
+		{"unchanged large limit, proportional", big, big, core.CarryProportional, true},
+		{"as-is of large limits", big2, big, core.CarryAsIs, true},
 		{"unknown strategy", fw, fw, core.Carry(7), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

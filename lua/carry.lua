@@ -2,10 +2,10 @@
 -- carry.lua: one or more limits on one key whose limits changed, all-or-nothing, in one
 -- round trip, keeping the state the key has under the previous limits. For each limit i
 -- whose key does not exist, the key of its previous limit, when it holds state, seeds it
--- (core.Limit.SeedState: lib/seed.lua); the previous key is left as it is (processes still
--- deciding with the previous limits keep counting there) and expires on its own. A key is
--- seeded once: from then on it exists. Then the request is decided exactly as multi.lua
--- decides it.
+-- (core.Limit.SeedState: lib/seed.lua; the step is lib/carried.lua, which reserve.lua
+-- shares); the previous key is left as it is (processes still deciding with the previous
+-- limits keep counting there) and expires on its own. A key is seeded once: from then on it
+-- exists. Then the request is decided exactly as multi.lua decides it.
 --
 -- KEYS[i]      the state of limit i (i = 1..m, m = #KEYS / 2), as in multi.lua
 -- KEYS[m + i]  the state of limit i's previous limit; the keys of one call share a hash
@@ -361,36 +361,35 @@ local function seed(roles, v, prop, o1, o2, o3, p1, p2, p3)
   return table.concat(out, ':'), held
 end
 
-if fmod(#KEYS, 2) ~= 0 then return redis.error_reply('ERR carry: bad arguments') end
-
-local prop = ARGV[4 * m + 4] == 'proportional'
-if not prop and ARGV[4 * m + 4] ~= 'as-is' then return redis.error_reply('ERR carry: unknown strategy') end
-
--- Every limit is checked before any is seeded or decided: a malformed limit fails the call
--- whole.
-for i = 1, m do
-  local a, b = 4 * i, 4 * m + 4 * i + 1
-  local alg = ARGV[a]
-  local known, limit = algorithm_limit(alg, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
-  if not known then return redis.error_reply('ERR carry: unknown algorithm') end
-  if not limit or n > limit then return redis.error_reply('ERR carry: cost out of range') end
-  if ARGV[b] ~= '' and (ARGV[b] ~= alg or not tonumber(ARGV[b + 1]) or not tonumber(ARGV[b + 2]) or not tonumber(ARGV[b + 3])) then
-    return redis.error_reply('ERR carry: bad previous limit')
+-- carry_check returns an error reply for an unknown strategy or a malformed previous limit
+-- (checked before anything is written), or nil and whether the strategy is proportional.
+local function carry_check(m)
+  local s = ARGV[4 * m + 4]
+  if s ~= 'proportional' and s ~= 'as-is' then return redis.error_reply('ERR carry: unknown strategy') end
+  for i = 1, m do
+    local a, b = 4 * i, 4 * m + 4 * i + 1
+    if ARGV[b] ~= '' and (ARGV[b] ~= ARGV[a] or not tonumber(ARGV[b + 1]) or not tonumber(ARGV[b + 2]) or not tonumber(ARGV[b + 3])) then
+      return redis.error_reply('ERR carry: bad previous limit')
+    end
   end
+  return nil, s == 'proportional'
 end
 
--- Seed the limits whose key is new from their previous limit's key, once.
-for i = 1, m do
-  local a, b = 4 * i, 4 * m + 4 * i + 1
-  local roles = algorithm_seed(ARGV[a])
-  if ARGV[b] ~= '' and roles ~= '' and redis.call('EXISTS', KEYS[i]) == 0 then
-    local old = KEYS[m + i]
-    local got = redis.pcall('GET', old)
-    if type(got) == 'string' then
-      local v, held = seed(roles, got, prop, tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]),
-        tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
-      if v then
-        if held then
+-- carry_seed seeds each limit whose key does not exist from its previous limit's key, when
+-- that holds state (core.Limit.SeedState), once: from then on the key exists. The previous
+-- key is left as it is (processes still deciding with the previous limits keep counting
+-- there) and expires on its own; one in a format of no algorithm seeds nothing.
+local function carry_seed(m, prop)
+  for i = 1, m do
+    local a, b = 4 * i, 4 * m + 4 * i + 1
+    local roles = algorithm_seed(ARGV[a])
+    if ARGV[b] ~= '' and roles ~= '' and redis.call('EXISTS', KEYS[i]) == 0 then
+      local old = KEYS[m + i]
+      local got = redis.pcall('GET', old)
+      if type(got) == 'string' then
+        local v, held = seed(roles, got, prop, tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]),
+          tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
+        if v and held then
           if roles == 'd' then
             redis.call('SET', KEYS[i], v, 'PX', pexpire(tonumber(v) - now))
           else
@@ -402,6 +401,22 @@ for i = 1, m do
     end
   end
 end
+
+if fmod(#KEYS, 2) ~= 0 then return redis.error_reply('ERR carry: bad arguments') end
+
+-- Every limit is checked before any is seeded or decided: a malformed limit fails the call
+-- whole.
+for i = 1, m do
+  local a = 4 * i
+  local known, limit = algorithm_limit(ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
+  if not known then return redis.error_reply('ERR carry: unknown algorithm') end
+  if not limit or n > limit then return redis.error_reply('ERR carry: cost out of range') end
+end
+local bad, prop = carry_check(m)
+if bad then return bad end
+
+-- Seed the limits whose key is new from their previous limit's key, once.
+carry_seed(m, prop)
 
 -- Decide every limit, then record the request in all of them only if all admit it.
 local out, commits, all = {}, {}, true

@@ -10,15 +10,19 @@ import (
 
 // Successor returns a limiter of specs (one per spec of l, index for index, as
 // NewMultiLimiter takes them) that replaces l without losing its keys' state: the first
-// decision on a key the successor does not hold reads the key's state in l and seeds it by
-// c (core.Carry: as-is, proportional or reset, core.Limit.SeedState), once, under the
-// successor's lock for that key; from then on the successor holds the key. l keeps its
+// decision or reservation (ReserveN) on a key the successor does not hold reads the key's
+// state in l and seeds it by c (core.Carry: as-is, proportional or reset,
+// core.Limit.SeedState), once, under the successor's lock for that key; from then on the
+// successor holds the key. A request refused before it is decided (a cost above a limit)
+// seeds nothing. A limit that did not change keeps the key's state as it is, a sliding
+// log's or concurrency limit's log included (copied: l's own goes on apart). l keeps its
 // state and still decides its own requests, which the successor no longer sees: decide
 // with the successor from the change on.
 //
 // The successor has l's Options. It returns an error wrapping redstream.ErrInvalidConfig
 // for specs l cannot carry into by c (core.Limit.CheckCarry: another algorithm, another
-// window, the sliding log; reset always works) or a number of specs other than l's. A
+// window, a changed sliding log or concurrency limit; reset and an unchanged limit always
+// work) or a number of specs other than l's. A
 // successor of a single token or leaky bucket decides under the shard lock (the lock-free
 // path holds no predecessor).
 func (l *Limiter) Successor(c core.Carry, specs ...redstream.Spec) (*Limiter, error) {

@@ -36,13 +36,20 @@ func carryPair(rt *rapid.T) (redstream.Spec, redstream.Spec) {
 }
 
 // TestCarryMemoryEqualsLua: across a change of spec, a memory successor
-// (memory.Limiter.Successor) and a Redis limiter with Options.Previous (carry.lua) give the
-// same decisions, request for request, on a real redis-server, for every algorithm that
-// carries state and both strategies, with the previous limiter still deciding its own keys
-// before the change.
+// (memory.Limiter.Successor) and a Redis limiter with Options.Previous (carry.lua, and
+// reserve.lua in carry.lua's layout) give the same decisions, request for request, on a real
+// redis-server, for every algorithm that carries state and both strategies, with the
+// previous limiter still deciding its own keys before the change. The requests mix
+// decisions, reservations (a reservation may be the first request on a key after the
+// change, and must seed it as a decision does) and settlements of earlier reservations,
+// made before or after the change, each settled by the limiter that made it.
 func TestCarryMemoryEqualsLua(t *testing.T) {
 	c := redistest.Client(t)
 	ctx := context.Background()
+	type reserving interface {
+		redstream.Limiter
+		ReserveN(ctx context.Context, key string, now time.Time, n int64) (*redstream.Reservation, error)
+	}
 	rapid.Check(t, func(rt *rapid.T) {
 		oldSpec, newSpec := carryPair(rt)
 		carry := rapid.SampledFrom([]core.Carry{core.CarryAsIs, core.CarryProportional}).Draw(rt, "carry")
@@ -57,13 +64,36 @@ func TestCarryMemoryEqualsLua(t *testing.T) {
 		}
 		now := time.Unix(1_900_000_000, 0)
 		keys := []string{"a", "b", "c{x}"}
-		step := func(label string, l1, l2 redstream.Limiter) {
+		var open [][2]*redstream.Reservation // admitted reservations not settled yet: memory's, Redis's
+		step := func(label string, l1, l2 reserving) {
 			now = now.Add(time.Duration(rapid.Int64Range(0, 800).Draw(rt, label+" ms")) * time.Millisecond)
 			key := rapid.SampledFrom(keys).Draw(rt, label+" key")
-			d1, err1 := l1.AllowN(ctx, key, now, 1)
-			d2, err2 := l2.AllowN(ctx, key, now, 1)
-			if (err1 == nil) != (err2 == nil) || d1 != d2 {
-				rt.Fatalf("%s at %v on %s: memory %+v, %v; Redis %+v, %v", label, now, key, d1, err1, d2, err2)
+			switch op := rapid.SampledFrom([]string{"allow", "allow", "reserve", "settle"}).Draw(rt, label+" op"); {
+			case op == "reserve":
+				n := rapid.Int64Range(1, 2).Draw(rt, label+" estimate")
+				r1, err1 := l1.ReserveN(ctx, key, now, n)
+				r2, err2 := l2.ReserveN(ctx, key, now, n)
+				if (err1 == nil) != (err2 == nil) || (err1 == nil && r1.Decision != r2.Decision) {
+					rt.Fatalf("%s: reserve %d at %v on %s: memory %+v, %v; Redis %+v, %v", label, n, now, key, r1, err1, r2, err2)
+				}
+				if err1 == nil && r1.Allowed {
+					open = append(open, [2]*redstream.Reservation{r1, r2})
+				}
+			case op == "settle" && len(open) > 0:
+				i := rapid.IntRange(0, len(open)-1).Draw(rt, label+" reservation")
+				actual := rapid.Int64Range(0, 4).Draw(rt, label+" actual")
+				err1, err2 := open[i][0].Settle(ctx, actual), open[i][1].Settle(ctx, actual)
+				if err1 != nil || err2 != nil {
+					rt.Fatalf("%s: settle %d: memory %v; Redis %v", label, actual, err1, err2)
+				}
+				open = append(open[:i], open[i+1:]...)
+			default:
+				n := rapid.Int64Range(1, 2).Draw(rt, label+" cost") // a cost above the limit seeds nothing
+				d1, err1 := l1.AllowN(ctx, key, now, n)
+				d2, err2 := l2.AllowN(ctx, key, now, n)
+				if (err1 == nil) != (err2 == nil) || d1 != d2 {
+					rt.Fatalf("%s: %d at %v on %s: memory %+v, %v; Redis %+v, %v", label, n, now, key, d1, err1, d2, err2)
+				}
 			}
 		}
 		for i := range rapid.IntRange(0, 20).Draw(rt, "before") {
@@ -126,6 +156,59 @@ func TestCarryOnce(t *testing.T) {
 			}
 			if got := admitted(t, m2, "k", now, 20); got != 0 {
 				t.Errorf("bucket 4 -> 8 after 4 admitted, proportional: %d admitted, want 0 (all of it consumed)", got)
+			}
+		})
+	}
+}
+
+// TestCarryReserve: a reservation that is the first request on a key after a change seeds
+// the key from the previous spec's key exactly as a decision does (reserve.lua in carry.lua's
+// layout), and settles on the new key, on a real redis-server and a 3-master cluster, for a
+// single limit and a multi-limit.
+func TestCarryReserve(t *testing.T) {
+	for _, b := range backends[1:] {
+		t.Run(b.name, func(t *testing.T) {
+			c := b.client(t)
+			now := time.Unix(1_900_000_000, 0)
+			prefix := uniq("carryreserve")
+			old := redstream.FixedWindow(time.Hour, 10)
+			l10, _ := NewLimiter(c, old, Options{Timeout: 5 * time.Second, KeyPrefix: prefix, DisableLocalDenials: true})
+			admitted(t, l10, "user{1}", now, 4)
+			l20, err := NewLimiter(c, redstream.FixedWindow(time.Hour, 20), Options{Timeout: 5 * time.Second, KeyPrefix: prefix,
+				Previous: []redstream.Spec{old}, Carry: core.CarryAsIs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := l20.ReserveN(t.Context(), "user{1}", now, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.Allowed || r.Remaining != 13 {
+				t.Fatalf("first request after 10 -> 20 per hour (4 admitted, as-is) is a reservation of 3: %+v, want allowed with 13 remaining", r.Decision)
+			}
+			if err := r.Settle(t.Context(), 1); err != nil {
+				t.Fatal(err)
+			}
+			// 4 carried and 1 used: 15 left, and the previous key is not seeded again.
+			if got := admitted(t, l20, "user{1}", now, 30); got != 15 {
+				t.Errorf("after the reservation settled at 1: %d admitted, want 15", got)
+			}
+
+			// A multi-limit: limit 0 changes, limit 1 does not and keeps its key.
+			mo := []redstream.Spec{redstream.TokenBucket(4, 0.001), redstream.FixedWindow(time.Hour, 100)}
+			m1, _ := NewMultiLimiter(c, mo, Options{Timeout: 5 * time.Second, KeyPrefix: prefix + ":m"})
+			admitted(t, m1, "k", now, 4)
+			mn := []redstream.Spec{redstream.TokenBucket(8, 0.001), mo[1]}
+			m2, err := NewMultiLimiter(c, mn, Options{Timeout: 5 * time.Second, KeyPrefix: prefix + ":m", Previous: []redstream.Spec{mo[0], {}}, Carry: core.CarryProportional})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err = m2.ReserveN(t.Context(), "k", now, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Allowed {
+				t.Errorf("bucket 4 -> 8 after 4 admitted, proportional: a reservation was admitted (%+v), want denied (all of it consumed)", r.Decision)
 			}
 		})
 	}

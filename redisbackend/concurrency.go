@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/core"
 )
 
 var scriptLease = newScript("lease.lua")
@@ -38,11 +39,17 @@ var _ redstream.ConcurrencyLimiter = (*ConcurrencyLimiter)(nil)
 // algorithm is redstream.AlgorithmConcurrency; the other specs are rate limits charged by
 // every acquisition, all-or-nothing with it. Options.JavaCompatible and
 // Options.DisableLocalDenials do not apply. It returns an error wrapping
-// redstream.ErrInvalidConfig for an invalid spec or opts, or when specs holds no
-// concurrency spec or more than one. The client stays the caller's.
+// redstream.ErrInvalidConfig for an invalid spec or opts, when specs holds no
+// concurrency spec or more than one, and for Options.Previous or Options.Carry: a
+// concurrency limiter's leases do not carry across a limit change (an acquisition seeds no
+// key from a previous spec's, and a lease taken under the previous specs is released in
+// their keys). The client stays the caller's.
 func NewConcurrencyLimiter(client rueidis.Client, specs []redstream.Spec, opts Options) (*ConcurrencyLimiter, error) {
 	if client == nil {
 		return nil, fmt.Errorf("redisbackend: %w: nil client", errInvalidConfig)
+	}
+	if len(opts.Previous) > 0 || opts.Carry != core.CarryReset {
+		return nil, fmt.Errorf("redisbackend: %w: Options.Previous and Options.Carry do not apply to a concurrency limiter: its leases do not carry across a limit change", errInvalidConfig)
 	}
 	ci := -1
 	for i, s := range specs {

@@ -107,15 +107,16 @@ type Options struct {
 	// Previous lists the specs this limiter replaces, one per spec of the limiter (index
 	// for index; a zero Spec, or the spec itself, for a limit that did not change), and
 	// Carry (core.CarryAsIs or core.CarryProportional) how a key's state carries over.
-	// The first decision on a key whose state under the new spec does not exist yet seeds
-	// it from the key of the previous spec (same KeyPrefix and user key, so the same hash
-	// tag and cluster slot), atomically in the decision's script (carry.lua); the previous
+	// The first decision or reservation (ReserveN) on a key whose state under the new spec
+	// does not exist yet seeds it from the key of the previous spec (same KeyPrefix and user
+	// key, so the same hash tag and cluster slot), atomically in the request's script
+	// (carry.lua, or reserve.lua in carry.lua's layout); the previous
 	// key is left to processes still deciding with the previous spec and expires on its
 	// own. Each key is seeded once: from then on its new key exists. See core.Carry for
 	// what each strategy keeps per algorithm. Empty Previous, or core.CarryReset (the default), starts every key
 	// afresh. A pair core.Limit.CheckCarry refuses (another algorithm, another window,
-	// the sliding log) is an error wrapping redstream.ErrInvalidConfig, and so is Previous
-	// with JavaCompatible. A carrying limiter decides one key per script call (AllowBatch
+	// a changed sliding log) is an error wrapping redstream.ErrInvalidConfig, and so is
+	// Previous with JavaCompatible or on NewConcurrencyLimiter. A carrying limiter decides one key per script call (AllowBatch
 	// pipelines them); Peek reads the new keys as they are and seeds nothing.
 	Previous []redstream.Spec
 	Carry    core.Carry

@@ -25,7 +25,9 @@ var (
 // (see redstream.Reservation; redstream.Reserve is the short form at the server's clock).
 // With several specs (NewMultiLimiter) the reservation is admitted by every spec or by
 // none, and Settle adjusts each; the keys of one user key share a hash tag, so a
-// reservation and its settlement run on one node of a cluster.
+// reservation and its settlement run on one node of a cluster. A limiter carrying state
+// (Options.Previous) seeds a key that does not exist yet from its previous spec's key in the
+// same call, exactly as a decision does (carry.lua), before reserving.
 //
 // Deadline is the local clock at the call plus the longest period of the specs, and at
 // least a minute; Settle
@@ -50,14 +52,22 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, now time.Time, n int
 	if err != nil {
 		return nil, err
 	}
-	args := make([]string, 0, 3+4*len(limits))
+	args := make([]string, 0, 4+8*len(limits))
 	args = append(args, timeArg(now), strconv.FormatInt(n, 10), l.margin)
 	for i, p := range limits {
 		args = append(append(args, l.codes[i]), paddedParams(p)...)
 	}
 	keys := l.Keys(key)
+	callKeys := keys
+	if l.oldRoles != nil {
+		// carry.lua's layout (useCarry): the previous specs' keys after the keys, the
+		// strategy and the previous specs after the limits; reserve.lua seeds a new key from
+		// them first, in the same call.
+		callKeys = l.callKeys(key)
+		args = append(args, l.params[1+4*len(limits):]...)
+	}
 	start := time.Now()
-	r, err := l.call(ctx, scriptReserve, keys, args)
+	r, err := l.call(ctx, scriptReserve, callKeys, args)
 	if err != nil {
 		return nil, err
 	}

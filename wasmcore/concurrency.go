@@ -132,14 +132,16 @@ func (st *stepper) Seed(i int, old core.State, now int64) (core.State, error) {
 
 // Successor returns a limiter of specs (one per spec of l, index for index) that replaces
 // l without losing its keys' state, exactly as memory.Limiter.Successor does: the first
-// decision on a key the successor does not hold reads the key's state in l and seeds it by
-// c (core.Carry), once, in the module (redstream_limit_seed); from then on the successor
-// holds the key. l keeps its state and still decides its own requests, which the successor
+// decision or reservation (ReserveN) on a key the successor does not hold reads the key's
+// state in l and seeds it by c (core.Carry), once, in the module (redstream_limit_seed);
+// from then on the successor holds the key. A limit that did not change keeps the key's
+// state as it is, its log included (copied). l keeps its state and still decides its own requests, which the successor
 // no longer sees: decide with the successor from the change on.
 //
 // The successor has l's Options. It returns an error wrapping redstream.ErrInvalidConfig
 // for specs l cannot carry into by c (core.Limit.CheckCarry: another algorithm, another
-// window, the sliding log; reset always works) or a number of specs other than l's.
+// window, a changed sliding log or concurrency limit; reset and an unchanged limit always
+// work) or a number of specs other than l's.
 func (l *Limiter) Successor(c core.Carry, specs ...redstream.Spec) (*Limiter, error) {
 	if len(specs) != len(l.limits) {
 		return nil, fmt.Errorf("wasmcore: %w: Successor of %d specs for a limiter of %d", errInvalidConfig, len(specs), len(l.limits))

@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "c00bc89d8ac30bdb3eb50c9a821627ecba6f82bc4ab5851a380d9bf01bba6e7b"
+	ModuleSHA256 = "d0b0017d9f7e6fb5341d6a8f407ff63d151878053d9d9c7a5a36e30c9192a1f1"
 	// moduleSize is the size of core.wasm in bytes (len(Module())).
-	moduleSize = 2798688
+	moduleSize = 2798946
 )

@@ -27,10 +27,17 @@ type Seeder interface {
 
 // seeded returns the state of key (which l does not hold) carried from the previous
 // limits at now, seeded by st when it is a Seeder, and true when the previous limiter held
-// it. An error of the Seeder leaves the key unseeded.
-func (l *Limiter) seeded(st Stepper, key string, now int64) ([]core.State, bool, error) {
-	if l.carry == nil {
+// it. A request the step will refuse (a time outside [0, core.MaxTime], a cost n above a
+// limit's Max) seeds nothing, as the Redis scripts check both before they seed. An error of
+// the Seeder leaves the key unseeded.
+func (l *Limiter) seeded(st Stepper, key string, now, n int64) ([]core.State, bool, error) {
+	if l.carry == nil || core.CheckTime(now) != nil {
 		return nil, false, nil
+	}
+	for _, lim := range l.limits {
+		if n > lim.Max() {
+			return nil, false, nil
+		}
 	}
 	old, ok := l.carry.Load(key)
 	if !ok {
@@ -64,8 +71,9 @@ func (l *Limiter) insertOne(s *Shard[core.State], i int, key string, tag uint32,
 	return j
 }
 
-// Load returns a copy of the state of key and true; false when l does not hold key. A
-// sliding log's State shares its Log (no algorithm carries a log).
+// Load returns a copy of the state of key and true; false when l does not hold key. A log
+// (the sliding log's, the concurrency limit's) is copied too: a successor keeps the log of a
+// limit that did not change, and l may go on deciding with its own.
 func (l *Limiter) Load(key string) ([]core.State, bool) {
 	if len(l.limits) == 1 {
 		s, tag := l.one.Locate(key)
@@ -75,7 +83,7 @@ func (l *Limiter) Load(key string) ([]core.State, bool) {
 		if !ok {
 			return nil, false
 		}
-		return []core.State{*s.Val(i)}, true
+		return []core.State{copyState(*s.Val(i))}, true
 	}
 	s, tag := l.multi.Locate(key)
 	s.Lock()
@@ -84,7 +92,24 @@ func (l *Limiter) Load(key string) ([]core.State, bool) {
 	if !ok {
 		return nil, false
 	}
-	return append([]core.State(nil), *s.Val(i)...), true
+	out := make([]core.State, len(*s.Val(i)))
+	for j, v := range *s.Val(i) {
+		out[j] = copyState(v)
+	}
+	return out, true
+}
+
+// copyState returns v with a copy of its log, if it has one.
+func copyState(v core.State) core.State {
+	if v.Log == nil {
+		return v
+	}
+	lg := new(core.Log)
+	for i := 0; i < v.Log.Len(); i++ {
+		lg.Append(v.Log.At(i))
+	}
+	v.Log = lg
+	return v
 }
 
 // Load returns the state of key (its TAT) and true; false when b does not hold key.

@@ -136,7 +136,7 @@ func (l *Limiter) decideOne(out *redstream.Decision, st Stepper, key string, now
 	d, next := &s.scratch, &s.next
 	i, ok := s.Find(key, tag)
 	if !ok && l.carry != nil {
-		e, seeded, err := l.seeded(st, key, now)
+		e, seeded, err := l.seeded(st, key, now, n)
 		if err != nil {
 			return err
 		}
@@ -179,7 +179,7 @@ func (l *Limiter) decideOneNew(s *Shard[core.State], i int, key string, tag uint
 		next core.Next
 	)
 	if l.carry != nil {
-		if e, seeded, _ := l.seeded(nil, key, now); seeded { // native seeding never fails
+		if e, seeded, _ := l.seeded(nil, key, now, n); seeded { // native seeding never fails
 			j := l.insertOne(s, i, key, tag, e[0], now)
 			err := lim.StepState(s.Val(j), now, n, &d)
 			return d, err
@@ -199,7 +199,7 @@ func (l *Limiter) decideMulti(st Stepper, key string, now, n int64) (core.Decisi
 	defer s.Unlock()
 	i, ok := s.Find(key, tag)
 	if !ok && l.carry != nil {
-		e, seeded, err := l.seeded(st, key, now)
+		e, seeded, err := l.seeded(st, key, now, n)
 		if err != nil {
 			return core.Decision{}, err
 		}

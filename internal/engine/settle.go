@@ -31,18 +31,30 @@ func (ls Native) Settle(i int, s *core.State, c core.Charge, now, actual int64) 
 
 // Reserve decides a request of cost n for key at now like DecideNative and, when every
 // limit admits it, returns what it took from each limit (core.Limit.ChargeOf), in the
-// order of the limits; a denial takes nothing and returns no charges.
+// order of the limits; a denial takes nothing and returns no charges. A successor seeds a
+// key it does not hold first, exactly as a decision does (and stores it, whatever the
+// decision).
 func (l *Limiter) Reserve(key string, now, n int64) (core.Decision, []core.Charge, error) {
 	return l.ReserveWith(l.native, Native(l.limits), key, now, n)
 }
 
-// ReserveWith is Reserve deciding with st and charging with se.
+// ReserveWith is Reserve deciding with st (and seeding with it when it is a Seeder) and
+// charging with se.
 func (l *Limiter) ReserveWith(st Stepper, se Settler, key string, now, n int64) (core.Decision, []core.Charge, error) {
 	if len(l.limits) == 1 {
 		s, tag := l.one.Locate(key)
 		s.Lock()
 		defer s.Unlock()
 		i, ok := s.Find(key, tag)
+		if !ok && l.carry != nil {
+			e, seeded, err := l.seeded(st, key, now, n)
+			if err != nil {
+				return core.Decision{}, nil, err
+			}
+			if seeded {
+				i, ok = l.insertOne(s, i, key, tag, e[0], now), true
+			}
+		}
 		var v core.State
 		p := &v
 		if ok {
@@ -71,9 +83,21 @@ func (l *Limiter) ReserveWith(st Stepper, se Settler, key string, now, n int64) 
 	defer s.Unlock()
 	i, ok := s.Find(key, tag)
 	var e []core.State
-	if ok {
+	if !ok && l.carry != nil {
+		seed, seeded, err := l.seeded(st, key, now, n)
+		if err != nil {
+			return core.Decision{}, nil, err
+		}
+		if seeded {
+			l.multi.Insert(s, i, key, tag, seed, func(v []core.State) bool { return l.idle(v, now) })
+			e, ok = seed, true
+		}
+	}
+	switch {
+	case e != nil:
+	case ok:
 		e = *s.Val(i)
-	} else {
+	default:
 		e = make([]core.State, len(l.limits))
 	}
 	ds := make([]core.Decision, len(l.limits))

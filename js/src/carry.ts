@@ -62,10 +62,13 @@ export function same(a: Limit, b: Limit): boolean {
 /**
  * Throws INVALID_CONFIG when a key's state under from cannot be carried into to by c, with
  * Go's core.Limit.CheckCarry reasons: another algorithm, an algorithm that carries no state,
- * another window, or (proportional) limits whose product is not exact. 'reset' always can.
+ * another window, or (proportional) limits whose product is not exact. 'reset' always can,
+ * and so can a limit that did not change ({@link same}), whatever its algorithm: its state
+ * goes on as it is, so an unchanged sliding log or concurrency limit beside a changed limit
+ * is no reason to refuse.
  */
 export function checkCarry(to: Limit, from: Limit, c: Carry): void {
-  if (c === 'reset') {
+  if (c === 'reset' || same(to, from)) {
     return;
   }
   if (from.algorithm !== to.algorithm) {

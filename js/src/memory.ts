@@ -114,15 +114,16 @@ export class MemoryLimiter {
   /**
    * Returns a limiter of specs (one per limit of this one, index for index, as
    * {@link createMultiLimiter} takes them) that replaces this one without losing its keys'
-   * state (Go's memory.Limiter.Successor): the first decision on a key the successor does
-   * not hold reads the key's state here and seeds it by carry (see
-   * {@link Carry}), once, in the core module; from then on the successor holds the key. This
+   * state (Go's memory.Limiter.Successor): the first decision or reservation
+   * ({@link reserve}) on a key the successor does not hold reads the key's state here and
+   * seeds it by carry (see {@link Carry}), once, in the core module; from then on the
+   * successor holds the key. A limit that did not change keeps the key's state as it is. This
    * limiter keeps its state and still decides its own requests, which the successor no
-   * longer sees: decide with the successor from the change on. A reservation does not seed
-   * (as in Go's engines): reserve on a key the successor does not hold starts it afresh. The
-   * successor has this limiter's options. Throws INVALID_CONFIG for a bad carry or spec, another number of
+   * longer sees: decide with the successor from the change on. The successor has this
+   * limiter's options. Throws INVALID_CONFIG for a bad carry or spec, another number of
    * specs, or specs this limiter cannot carry into (Go's core.Limit.CheckCarry: another
-   * algorithm, another window, the sliding log, the concurrency limit; 'reset' always can).
+   * algorithm, another window, a changed sliding log or concurrency limit; 'reset' and an
+   * unchanged limit always can).
    */
   successor(carry: Carry, ...specs: Spec[]): MemoryLimiter {
     const c = carryOf(carry);
@@ -201,6 +202,7 @@ export class MemoryLimiter {
    * Reserves a request of cost options.n (the estimate) at options.now, admitted or denied
    * exactly as {@link allow} would (Go's memory.Limiter.ReserveN): its settle later applies
    * the actual cost, at the same explicit time or, without one, at the limiter's clock then.
+   * A successor's key it does not hold yet is seeded first, exactly as {@link allow} seeds it.
    * The deadline is the clock now plus the longest period of the limits, and at least a minute.
    */
   reserve(key: Bytes, options: AllowOptions = {}): MemoryReservation {
@@ -210,8 +212,7 @@ export class MemoryLimiter {
     const n = options.n ?? 1;
     checkCost(n, this.max);
     const now = toMicros(options.now ?? this.clock());
-    // As Go's memory and Redis engines: a reservation does not seed a successor's key.
-    const s = this.table.map.get(k);
+    const s = this.state(k, now);
     const steps = this.limits.map((l, i) => step(this.core, l, s?.[i], now, n));
     const d = decision(steps.length === 1 ? steps[0]!.d : combine(steps.map((x) => x.d)));
     if (!steps.every((x) => x.next)) {

@@ -72,13 +72,13 @@ export interface RedisLimiterOptions {
   /**
    * The specs this limiter replaces, one per limit of the limiter, index for index (null,
    * or the spec itself, for a limit that did not change): with {@link carry} 'as-is' or
-   * 'proportional', the first decision on a key whose state under the new spec does not
-   * exist yet seeds it from the key of the previous spec (same prefix and user key, so the
-   * same hash tag), atomically in the decision's script (carry.lua, Go's Options.Previous);
-   * the previous key is left to processes still deciding with the previous spec. Each key
-   * is seeded once. A pair that cannot carry (another algorithm, another window, the
-   * sliding log, the concurrency limit) is INVALID_CONFIG. Default none. Reservations and
-   * reset act on the new keys only.
+   * 'proportional', the first decision or reservation on a key whose state under the new
+   * spec does not exist yet seeds it from the key of the previous spec (same prefix and user
+   * key, so the same hash tag), atomically in the request's script (carry.lua, or reserve.lua
+   * in carry.lua's layout; Go's Options.Previous); the previous key is left to processes
+   * still deciding with the previous spec. Each key is seeded once. A pair that cannot carry
+   * (another algorithm, another window, a changed sliding log or concurrency limit) is
+   * INVALID_CONFIG. Default none. Settlements and reset act on the new keys only.
    */
   readonly previous?: readonly (Spec | null | undefined)[];
   /** How {@link previous} keys carry over: 'reset' (default: nothing carries), 'as-is' or 'proportional' (see {@link Carry}). */
@@ -413,7 +413,9 @@ export class RedisLimiter {
    * server's TIME), admitted or denied exactly as {@link allow} would, in one round trip
    * (reserve.lua; Go's redisbackend.Limiter.ReserveN, on the same keys): its settle later
    * applies the actual cost in one more (settle.lua), at the same explicit time or at the
-   * server's TIME then. The deadline is this process's clock now plus the longest period of
+   * server's TIME then. A limiter with {@link RedisLimiterOptions.previous} seeds a key that
+   * does not exist yet from its previous spec's key in the same call, exactly as allow does.
+   * The deadline is this process's clock now plus the longest period of
    * the limits, and at least a minute. No failure policy applies: a Redis failure rejects.
    */
   async reserve(key: Bytes, options: AllowOptions = {}): Promise<RedisReservation> {
@@ -426,8 +428,14 @@ export class RedisLimiter {
     const now = options.now === undefined ? '' : String(toMicros(options.now));
     const keys = this.keys(key);
     const k = this.limits.length;
+    // A carrying limiter reserves in carry.lua's layout (the previous keys after the keys,
+    // the strategy and previous limits after the limits): reserve.lua seeds a new key first.
+    const call =
+      this.oldRoles === undefined
+        ? { keys, args: [now, String(n), ...this.reserveParams] }
+        : { keys: this.callKeys(key), args: [now, String(n), ...this.reserveParams, ...this.params.slice(1 + 4 * k)] };
     const start = Date.now();
-    const r = ints('reserve', await deadline('reserve', this.timeout, script(this.client, 'reserve')(keys, [now, String(n), ...this.reserveParams])), 6 * k + 1);
+    const r = ints('reserve', await deadline('reserve', this.timeout, script(this.client, 'reserve')(call.keys, call.args)), 6 * k + 1);
     const at = r[6 * k]!;
     const ds = this.limits.map((_, i) => ({
       allowed: r[6 * i] === 1,

@@ -84,7 +84,10 @@ test('carry: each strategy on the token bucket, the fixed window and the sliding
 // Across a change of spec, a memory successor and a Redis limiter with previous give the
 // same decisions, request for request, for every algorithm that carries state and both
 // strategies, the previous limiters deciding their own keys alike before the change (Go's
-// TestCarryMemoryEqualsLua, here with the core module seeding).
+// TestCarryMemoryEqualsLua, here with the core module seeding). The requests mix decisions,
+// reservations (one may be the first request on a key after the change, and must seed it
+// as a decision does) and settlements of earlier reservations, each settled by the limiter
+// that made it.
 test('carry: the in-process successor and Redis decide alike across a change', async (t) => {
   const r = await startRedis(t);
   if (!r) return;
@@ -92,6 +95,7 @@ test('carry: the in-process successor and Redis decide alike across a change', a
   const rand = rng(4242);
   const pick = (xs) => xs[rand(xs.length)];
   let decisions = 0;
+  let reservations = 0;
   for (let round = 0; round < 40; round++) {
     const alg = pick(['token-bucket', 'leaky-bucket', 'fixed', 'sliding-counter']);
     const pair = () =>
@@ -105,11 +109,36 @@ test('carry: the in-process successor and Redis decide alike across a change', a
     const memOld = await createLimiter(from);
     const redOld = await createRedisLimiter(client, from, { keyPrefix: prefix });
     let now = 1_900_000_000_000_000;
+    const open = []; // admitted reservations not settled yet: [memory's, Redis's]
     const step = async (label, a, b) => {
       now += rand(800) * 1000;
       const key = pick(['a', 'b', 'c{x}']);
+      const what = `round ${round} ${label} (${JSON.stringify(from)} -> ${JSON.stringify(to)}, ${carry}) at ${now} on ${key}`;
+      const op = pick(['allow', 'allow', 'reserve', 'settle']);
+      if (op === 'reserve') {
+        const n = 1 + rand(2);
+        let want;
+        try {
+          want = a.reserve(key, { now, n });
+        } catch (e) {
+          await assert.rejects(b.reserve(key, { now, n }), { code: e.code }, `${what}: reserve ${n}`);
+          return;
+        }
+        const got = await b.reserve(key, { now, n });
+        assert.deepEqual(got.decision, want.decision, `${what}: reserve ${n}`);
+        if (want.decision.allowed) open.push([want, got]);
+        reservations++;
+        return;
+      }
+      if (op === 'settle' && open.length > 0) {
+        const [m, red] = open.splice(rand(open.length), 1)[0];
+        const actual = rand(5);
+        m.settle(actual);
+        await red.settle(actual);
+        return;
+      }
       const want = a.allow(key, { now });
-      assert.deepEqual(await b.allow(key, { now }), want, `round ${round} ${label} (${JSON.stringify(from)} -> ${JSON.stringify(to)}, ${carry}) at ${now} on ${key}`);
+      assert.deepEqual(await b.allow(key, { now }), want, what);
       decisions++;
     };
     for (let i = rand(21); i > 0; i--) await step(`before ${i}`, memOld, redOld);
@@ -117,7 +146,8 @@ test('carry: the in-process successor and Redis decide alike across a change', a
     const redNew = await createRedisLimiter(client, to, { keyPrefix: prefix, previous: [from], carry });
     for (let i = 1 + rand(30); i > 0; i--) await step(`after ${i}`, memNew, redNew);
   }
-  console.log(`the engines agree on ${decisions} decisions across changes`);
+  console.log(`the engines agree on ${decisions} decisions and ${reservations} reservations across changes`);
+  assert.ok(reservations > 40, `only ${reservations} reservations`);
 });
 
 test('carry: a key is seeded once, from the previous key as it is then', async (t) => {
@@ -141,6 +171,39 @@ test('carry: a key is seeded once, from the previous key as it is then', async (
   const same = await createRedisLimiter(client, before, { keyPrefix: 'once', previous: [before], carry: 'as-is' });
   assert.deepEqual(same.keys('user{1}'), l10.keys('user{1}'));
   assert.equal(await admitted(same, 'user{1}', t0, 5), 0);
+});
+
+// A reservation as the first request on a key after a change sees the carried state (Go's
+// TestCarryReserve and TestSuccessorReserveSeeds): in Redis, reserve.lua seeds in carry.lua's
+// layout; in process, reserve seeds as allow does.
+test('carry: a reservation as the first request after a change seeds the key', async (t) => {
+  const check = async (what, l10, l20, m1, m2) => {
+    assert.equal(await admitted(l10, 'user{1}', t0, 4), 4, what);
+    const r = await l20.reserve('user{1}', { now: t0, n: 3 });
+    assert.equal(r.decision.allowed, true, what);
+    assert.equal(r.decision.remaining, 13, `${what}: 10 -> 20 per hour after 4 admitted, as-is: a reservation of 3 leaves 13`);
+    await r.settle(1);
+    assert.equal(await admitted(l20, 'user{1}', t0, 30), 15, `${what}: 4 carried and 1 used, seeded once`);
+    assert.equal(await admitted(m1, 'k', t0, 4), 4, what);
+    const d = await m2.reserve('k', { now: t0 });
+    assert.equal(d.decision.allowed, false, `${what}: bucket 4 -> 8 after 4 admitted, proportional: all of it consumed`);
+  };
+  const before = fixedWindow(3_600_000, 10);
+  const mo = [tokenBucket(4, 0.001), fixedWindow(3_600_000, 100)];
+  const mn = [tokenBucket(8, 0.001), mo[1]];
+  const p10 = await createLimiter(before);
+  const pm = await createMultiLimiter(mo);
+  await check('in process', p10, p10.successor('as-is', fixedWindow(3_600_000, 20)), pm, pm.successor('proportional', ...mn));
+  const r = await startRedis(t);
+  if (!r) return;
+  const client = r.client();
+  await check(
+    'redis',
+    await createRedisLimiter(client, before, { keyPrefix: 'reserve' }),
+    await createRedisLimiter(client, fixedWindow(3_600_000, 20), { keyPrefix: 'reserve', previous: [before], carry: 'as-is' }),
+    await createRedisMultiLimiter(client, mo, { keyPrefix: 'reserve' }),
+    await createRedisMultiLimiter(client, mn, { keyPrefix: 'reserve', previous: [mo[0], null], carry: 'proportional' }),
+  );
 });
 
 test('carry: a multi-limit limiter carries the limits that changed', async (t) => {
@@ -209,6 +272,17 @@ test('carry: the in-process successor refuses what cannot carry', async () => {
   assert.throws(() => fw.successor('as-is', fixedWindow(60_000, 0)), bad(/invalid spec/));
   const log = await createLimiter(slidingWindow(60_000, 5));
   assert.throws(() => log.successor('as-is', slidingWindow(60_000, 10)), bad(/the sliding algorithm carries no state/));
+  // A limit that did not change carries whatever its algorithm (Go's core.Limit.CheckCarry):
+  // its state goes on as it is, beside a changed limit.
+  for (const unchanged of [slidingWindow(60_000, 5), concurrency(5, 60_000)]) {
+    const m = await createMultiLimiter([unchanged, fixedWindow(60_000, 10)]);
+    assert.equal(await admitted(m, 'k', t0, 3), 3);
+    for (const c of ['as-is', 'proportional']) {
+      const next = m.successor(c, unchanged, fixedWindow(60_000, 20));
+      assert.equal(await admitted(next, 'k', t0, 10), 2, `${unchanged.algorithm}, ${c}: the unchanged log's 2 left`);
+    }
+    assert.equal(await admitted(m, 'k', t0, 10), 2, `${unchanged.algorithm}: the previous limiter's own log`);
+  }
   // Reset always can, and starts every key afresh.
   for (let i = 0; i < 10; i++) fw.allow('k', { now: t0 });
   const reset = fw.successor('reset', tokenBucket(3, 0.001));

@@ -1,10 +1,10 @@
 -- carry.lua: one or more limits on one key whose limits changed, all-or-nothing, in one
 -- round trip, keeping the state the key has under the previous limits. For each limit i
 -- whose key does not exist, the key of its previous limit, when it holds state, seeds it
--- (core.Limit.SeedState: lib/seed.lua); the previous key is left as it is (processes still
--- deciding with the previous limits keep counting there) and expires on its own. A key is
--- seeded once: from then on it exists. Then the request is decided exactly as multi.lua
--- decides it.
+-- (core.Limit.SeedState: lib/seed.lua; the step is lib/carried.lua, which reserve.lua
+-- shares); the previous key is left as it is (processes still deciding with the previous
+-- limits keep counting there) and expires on its own. A key is seeded once: from then on it
+-- exists. Then the request is decided exactly as multi.lua decides it.
 --
 -- KEYS[i]      the state of limit i (i = 1..m, m = #KEYS / 2), as in multi.lua
 -- KEYS[m + i]  the state of limit i's previous limit; the keys of one call share a hash
@@ -37,47 +37,22 @@ end
 --@algorithms
 --@seeds
 --@include lib/seed.lua
+--@include lib/carried.lua
 if fmod(#KEYS, 2) ~= 0 then return redis.error_reply('ERR carry: bad arguments') end
-
-local prop = ARGV[4 * m + 4] == 'proportional'
-if not prop and ARGV[4 * m + 4] ~= 'as-is' then return redis.error_reply('ERR carry: unknown strategy') end
 
 -- Every limit is checked before any is seeded or decided: a malformed limit fails the call
 -- whole.
 for i = 1, m do
-  local a, b = 4 * i, 4 * m + 4 * i + 1
-  local alg = ARGV[a]
-  local known, limit = algorithm_limit(alg, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
+  local a = 4 * i
+  local known, limit = algorithm_limit(ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
   if not known then return redis.error_reply('ERR carry: unknown algorithm') end
   if not limit or n > limit then return redis.error_reply('ERR carry: cost out of range') end
-  if ARGV[b] ~= '' and (ARGV[b] ~= alg or not tonumber(ARGV[b + 1]) or not tonumber(ARGV[b + 2]) or not tonumber(ARGV[b + 3])) then
-    return redis.error_reply('ERR carry: bad previous limit')
-  end
 end
+local bad, prop = carry_check(m)
+if bad then return bad end
 
 -- Seed the limits whose key is new from their previous limit's key, once.
-for i = 1, m do
-  local a, b = 4 * i, 4 * m + 4 * i + 1
-  local roles = algorithm_seed(ARGV[a])
-  if ARGV[b] ~= '' and roles ~= '' and redis.call('EXISTS', KEYS[i]) == 0 then
-    local old = KEYS[m + i]
-    local got = redis.pcall('GET', old)
-    if type(got) == 'string' then
-      local v, held = seed(roles, got, prop, tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]),
-        tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
-      if v then
-        if held then
-          if roles == 'd' then
-            redis.call('SET', KEYS[i], v, 'PX', pexpire(tonumber(v) - now))
-          else
-            local ttl = redis.call('PTTL', old)
-            if ttl > 0 then redis.call('SET', KEYS[i], v, 'PX', fmt('%d', ttl)) end
-          end
-        end
-      end
-    end
-  end
-end
+carry_seed(m, prop)
 
 -- Decide every limit, then record the request in all of them only if all admit it.
 local out, commits, all = {}, {}, true

@@ -12,15 +12,23 @@
 -- ARGV[4*i .. 4*i+3]  limit i: an algorithm's code and three parameters, as in multi.lua
 --          (the dispatch over core's registry is generated: --@algorithms)
 --
--- Reply: 6 integers per limit, in KEYS order, as multi.lua's (allowed (1|0), limit,
+-- A limiter whose limits changed keeping state (carry.lua) reserves in carry.lua's layout:
+-- m = #KEYS / 2 limits, KEYS[m + i] the state of limit i's previous limit, and after the
+-- limits ARGV[4*m + 4] the strategy ('as-is' or 'proportional') and ARGV[4*m + 4*i + 1 ..
+-- 4*m + 4*i + 4] limit i's previous limit ('' and three '0' when it has none); #ARGV is then
+-- 4 + 4 * #KEYS. A key that does not exist is first seeded from its previous limit's key,
+-- exactly as carry.lua seeds it (lib/carried.lua), then the reservation is decided.
+--
+-- Reply: 6 integers per limit, in the limits' order, as multi.lua's (allowed (1|0), limit,
 --        remaining, retry_after (µs), reset_after (µs), delay (µs)), then now (µs)
 -- Errors: 'ERR reserve: ...' for malformed arguments; a foreign-state error naming the key
 --         for a key holding state this script cannot read (lib/decided.lua); nothing is
---         written then.
+--         written then but the keys a call in carry.lua's layout seeded (as carry.lua).
 
 --@include lib/prelude.lua
 local n, margin = tonumber(ARGV[2]), tonumber(ARGV[3])
-if not n or n < 1 or #KEYS < 1 or #ARGV ~= 3 + 4 * #KEYS then
+local carried = #ARGV == 4 + 4 * #KEYS
+if not n or n < 1 or #KEYS < 1 or (#ARGV ~= 3 + 4 * #KEYS and not carried) then
   return redis.error_reply('ERR reserve: bad arguments')
 end
 --@include lib/math.lua
@@ -29,16 +37,34 @@ end
 --@include lib/expire.lua
 --@include lib/decided.lua
 --@algorithms
+local m = #KEYS
+if carried then
+  if fmod(#KEYS, 2) ~= 0 then return redis.error_reply('ERR reserve: bad arguments') end
+  m = #KEYS / 2
+end
 
-for i = 1, #KEYS do
+-- Every limit is checked before any is seeded or decided: a malformed limit fails the call
+-- whole.
+for i = 1, m do
   local a = 4 * i
   local known, limit = algorithm_limit(ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
   if not known then return redis.error_reply('ERR reserve: unknown algorithm') end
   if not limit or n > limit then return redis.error_reply('ERR reserve: cost out of range') end
 end
 
+if carried then
+  -- The seeding step, defined in this block so that a reservation that carries nothing
+  -- creates none of its closures.
+--@seeds
+--@include lib/seed.lua
+--@include lib/carried.lua
+  local bad, prop = carry_check(m)
+  if bad then return bad end
+  carry_seed(m, prop)
+end
+
 local out, commits, all = {}, {}, true
-for i = 1, #KEYS do
+for i = 1, m do
   local a = 4 * i
   local ok, d, commit = algorithm_decide(ARGV[a], KEYS[i], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
   if not ok then return d end
