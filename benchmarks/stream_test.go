@@ -763,3 +763,52 @@ func xlenOf(b *testing.B, key string) int64 {
 	}
 	return n
 }
+
+// BenchmarkStreamPrioritySend: sends at three priority levels in turn (redstream's
+// WithPriority on a topic of 3 levels; asynq's priorities are weighted queues, so a task goes
+// to the queue of its level; BullMQ's per-job priority option), interleaved, 16 goroutines.
+//
+//	(cd bullmq && npm ci) && go test -run '^$' -bench StreamPrioritySend -benchtime 20000x
+func BenchmarkStreamPrioritySend(b *testing.B) {
+	ctx := context.Background()
+	topic := streamTopic("prio")
+	cfg := stream.Config{Priorities: map[string]int{topic: 3}}
+	p, err := stream.NewProducer(redisClient(b), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	aq := asynq.NewClientFromRedisClient(goRedis(b))
+	queues := []string{streamTopic("prio-low"), streamTopic("prio-default"), streamTopic("prio-critical")}
+	bq := startBullMQ(b, redisAddr(b))
+	bqQueue := streamTopic("prio-bq")
+	libs := []benchLib{
+		{name: "redstream", send: func(i int) error {
+			_, err := p.Send(ctx, topic, stream.NewMessage(benchEvent{OrderID: int64(i)}), stream.WithPriority(i%3))
+			return err
+		}},
+		{name: "asynq", send: func(i int) error {
+			_, err := aq.Enqueue(asynq.NewTask("bench", []byte(strconv.Itoa(i))), asynq.Queue(queues[i%3]))
+			return err
+		}},
+	}
+	if bq != nil {
+		libs = append(libs, bq.lib("add-priority", bqQueue, false))
+	}
+	interleaved(b, libs)
+	var n int64
+	for level := range 3 {
+		key := topic
+		if level > 0 {
+			key = "{" + topic + "}:prio:" + strconv.Itoa(level)
+		}
+		n += xlenOf(b, key)
+	}
+	if n != int64(b.N) {
+		b.Fatalf("fixture: %d entries over the levels, want %d", n, b.N)
+	}
+	if bq != nil {
+		if c, err := bq.count(bqQueue); err != nil || c != b.N {
+			b.Fatalf("bullmq fixture: %d jobs, %v; want %d", c, err, b.N)
+		}
+	}
+}

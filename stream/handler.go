@@ -463,6 +463,9 @@ func handleTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call 
 	return false
 }
 
+// results returns h's resulter, nil when the handler records no results.
+func (h *handlerRT) results() *resulter { return h.res }
+
 // recordFailure returns notify (called once the entry is dead-lettered) preceded by the
 // failure's result record, when the handler records results.
 func (h *handlerRT) recordFailure(id, key string, fence *atomic.Int64, reason string, notify func(context.Context)) func(context.Context) {

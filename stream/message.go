@@ -185,8 +185,8 @@ func (d *delivery) deadLetter(ctx context.Context, reason string) error {
 	case 1:
 		h.m.deadLettered.Inc()
 		h.m.acked.Inc()
-		if h.res != nil {
-			h.res.failed(d.id, fieldOf(d.fields, fieldKey), fence, reason)
+		if h.results() != nil {
+			h.results().failed(d.id, fieldOf(d.fields, fieldKey), fence, reason)
 		}
 		return nil
 	case -1:

@@ -225,10 +225,10 @@ func (m *Message[T]) resulter(what string) (*delivery, *resulter, error) {
 	if m.d == nil {
 		return nil, nil, fmt.Errorf("stream: %s: the message was not delivered by a Consumer", what)
 	}
-	if m.d.h.res == nil {
+	if m.d.h.results() == nil {
 		return nil, nil, fmt.Errorf("stream: %s: the handler of %s/%s records no results (Handler.Results)", what, m.d.h.topic, m.d.h.group)
 	}
-	return m.d, m.d.h.res, nil
+	return m.d, m.d.h.results(), nil
 }
 
 // complete records the completed delivery d (Handle returned nil), with the result it set.

@@ -309,7 +309,7 @@ func TestResultsErrors(t *testing.T) {
 			t.Errorf("Results %+v: %v, want ErrInvalidConfig", o, err)
 		}
 	}
-	if err := stream.Register(c, resultHandler("parts", &stream.ResultOptions{}, nil, nil)); !errors.Is(err, redstream.ErrInvalidConfig) || !strings.Contains(err.Error(), "unpartitioned") {
+	if err := stream.Register(c, resultHandler("parts", &stream.ResultOptions{}, nil, nil)); !errors.Is(err, redstream.ErrInvalidConfig) || !strings.Contains(err.Error(), "not partitioned") {
 		t.Errorf("Results on a partitioned topic: %v, want ErrInvalidConfig", err)
 	}
 	p := newProducer(t, client, cfg)

@@ -1,7 +1,7 @@
 // peer.mjs: the BullMQ side of the interleaved stream benchmarks (../bullmq_test.go). It reads
 // one JSON command per line on stdin and answers one JSON line on stdout when done:
 //
-//   {"op": "add" | "add-delayed" | "add-unique", "queue": "<name>", "start": i, "n": n, "dup": bool}
+//   {"op": "add" | "add-delayed" | "add-unique" | "add-priority", "queue": "<name>", "start": i, "n": n, "dup": bool}
 //     -> {"ok": true, "added": <jobs created>}  (n adds, 16 in flight at a time, as the Go side)
 //   {"op": "count", "queue": "<name>"} -> {"ok": true, "count": <jobs in the queue, any state>}
 //
@@ -33,6 +33,9 @@ async function add(cmd) {
     let opts = {};
     if (cmd.op === 'add-delayed') {
       opts = { delay: 3600_000 };
+    } else if (cmd.op === 'add-priority') {
+      // Three levels in turn, as the Go side sends them (BullMQ: 1 is the highest).
+      opts = { priority: 3 - (k % 3) };
     } else if (cmd.op === 'add-unique') {
       // Deduplication in throttle mode (a TTL), the mode WithUnique's Throttle matches.
       opts = { deduplication: { id: cmd.dup ? 'job-0' : `job-${k + 1}`, ttl: 3600_000 } };
