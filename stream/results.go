@@ -16,14 +16,11 @@ import (
 	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
-// Defaults and bounds of ResultOptions.
+// Defaults of ResultOptions.
 const (
-	// DefaultResultTTL is how long a result record is kept after its last write.
-	DefaultResultTTL = 24 * time.Hour
-	// DefaultResultMaxBytes bounds the JSON of one progress report or result.
-	DefaultResultMaxBytes = 1 << 20
-	// DefaultResultMaxRecords bounds the records kept per topic and group.
-	DefaultResultMaxRecords = 100_000
+	defaultResultTTL        = 24 * time.Hour // how long a record is kept after its last write
+	defaultResultMaxBytes   = 1 << 20        // the JSON of one progress report or result
+	defaultResultMaxRecords = 100_000        // the records kept per topic and group
 )
 
 // ResultOptions turns on result records for a handler (Handler.Results): the consumer
@@ -36,14 +33,13 @@ const (
 // ErrStaleDelivery): a delivery taken over by another consumer cannot overwrite the outcome
 // of the delivery that superseded it. The zero value means the defaults.
 type ResultOptions struct {
-	// TTL is how long a record is kept after its last write, 1 ms to 30 days. Default
-	// DefaultResultTTL.
+	// TTL is how long a record is kept after its last write, 1 ms to 30 days. Default 24 h.
 	TTL time.Duration
 	// MaxBytes bounds the JSON of one progress report or result, 1 byte to 64 MiB: a
-	// larger one is an error of Progress or SetResult. Default DefaultResultMaxBytes.
+	// larger one is an error of Progress or SetResult. Default 1 MiB.
 	MaxBytes int
 	// MaxRecords bounds the records one topic and group keep, 1 to 10,000,000: each write
-	// beyond it deletes up to 16 of the oldest. Default DefaultResultMaxRecords.
+	// beyond it deletes up to 16 of the oldest. Default 100,000.
 	MaxRecords int64
 }
 
@@ -51,20 +47,20 @@ type ResultOptions struct {
 func (o ResultOptions) check(topic, group string) (ResultOptions, error) {
 	switch {
 	case o.TTL < 0 || o.TTL > maxDuration || (o.TTL > 0 && o.TTL < time.Millisecond):
-		return o, errInvalid("handler %s/%s: Results.TTL %v: want 1ms to %v (0 for %v)", topic, group, o.TTL, maxDuration, DefaultResultTTL)
+		return o, errInvalid("handler %s/%s: Results.TTL %v: want 1ms to %v (0 for %v)", topic, group, o.TTL, maxDuration, defaultResultTTL)
 	case o.MaxBytes < 0 || o.MaxBytes > 64<<20:
-		return o, errInvalid("handler %s/%s: Results.MaxBytes %d: want 1 to %d (0 for %d)", topic, group, o.MaxBytes, 64<<20, DefaultResultMaxBytes)
+		return o, errInvalid("handler %s/%s: Results.MaxBytes %d: want 1 to %d (0 for %d)", topic, group, o.MaxBytes, 64<<20, defaultResultMaxBytes)
 	case o.MaxRecords < 0 || o.MaxRecords > 10_000_000:
-		return o, errInvalid("handler %s/%s: Results.MaxRecords %d: want 1 to 10000000 (0 for %d)", topic, group, o.MaxRecords, DefaultResultMaxRecords)
+		return o, errInvalid("handler %s/%s: Results.MaxRecords %d: want 1 to 10000000 (0 for %d)", topic, group, o.MaxRecords, defaultResultMaxRecords)
 	}
 	if o.TTL == 0 {
-		o.TTL = DefaultResultTTL
+		o.TTL = defaultResultTTL
 	}
 	if o.MaxBytes == 0 {
-		o.MaxBytes = DefaultResultMaxBytes
+		o.MaxBytes = defaultResultMaxBytes
 	}
 	if o.MaxRecords == 0 {
-		o.MaxRecords = DefaultResultMaxRecords
+		o.MaxRecords = defaultResultMaxRecords
 	}
 	return o, nil
 }
@@ -296,19 +292,19 @@ func parseResult(id string, m map[string]string) Result {
 	return r
 }
 
-// DefaultResultWait bounds Producer.WaitResult for a ctx without deadline.
-const DefaultResultWait = time.Minute
+// defaultResultWait bounds Producer.WaitResult for a ctx without deadline.
+const defaultResultWait = time.Minute
 
 // WaitResult waits until the entry id of topic handled by group has completed or failed
 // (Result.Done) and returns its record, polling Result from every 10 ms up to every 500 ms
-// (doubling). It returns ctx's error, or context.DeadlineExceeded after DefaultResultWait
-// for a ctx without deadline, when the entry is not done by then, with the last record
+// (doubling). It returns ctx's error, or context.DeadlineExceeded after a minute for a ctx
+// without deadline, when the entry is not done by then, with the last record
 // read (progress included) if there was one. A record not written yet (the entry not
 // handled yet) is waited for; other errors are Result's.
 func (p *Producer) WaitResult(ctx context.Context, topic, group, id string) (Result, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultResultWait)
+		ctx, cancel = context.WithTimeout(ctx, defaultResultWait)
 		defer cancel()
 	}
 	var last Result
