@@ -100,16 +100,7 @@ func (l *ConcurrencyLimiter) Extend(ctx context.Context, lease redstream.Lease, 
 
 // with runs f with an instance's stepper bound to ctx and the limiter's limits.
 func (l *ConcurrencyLimiter) with(ctx context.Context, f func(st *stepper) error) error {
-	in, err := l.opts.rt.acquire(ctx)
-	if err != nil {
-		return err
-	}
-	st := &in.stepper
-	st.ctx, st.limits = ctx, l.abi
-	err = f(st)
-	st.ctx, st.limits = nil, nil
-	l.opts.rt.release(in)
-	return err
+	return withStepper(ctx, l.opts.rt, l.abi, nil, core.CarryReset, f)
 }
 
 // Release frees a lease of limit i (engine.LeaseStepper) in the instance.

@@ -297,23 +297,7 @@ func (in *instance) limitSettle(ctx context.Context, l *abiLimit, s *core.State,
 		s.Words = [3]int64{slot(b, wasmabi.SlotSettle), slot(b, wasmabi.SlotSettle+1), slot(b, wasmabi.SlotSettle+2)}
 		return nil
 	}
-	n := slot(b, wasmabi.SlotLogLen)
-	if n < 0 || n > l.max {
-		in.broken = true
-		return fmt.Errorf("%w: %s returned a log of %d entries", ErrTrapped, fnNames[fnLimitSettle], n)
-	}
-	out := in.bytes(int(8 * n))
-	if s.Log == nil {
-		s.Log = new(core.Log)
-	}
-	s.Log.Reset()
-	for i := range int(n) {
-		if !s.Log.Append(int64(binary.LittleEndian.Uint64(out[8*i:]))) {
-			in.broken = true
-			return fmt.Errorf("%w: %s returned an unordered log", ErrTrapped, fnNames[fnLimitSettle])
-		}
-	}
-	return nil
+	return in.getLog(s, fnLimitSettle, slot(b, wasmabi.SlotLogLen), l.max)
 }
 
 // putLog copies the log of s (oldest first) into the scratch buffer and returns its length.
@@ -338,11 +322,11 @@ func (in *instance) putLog(ctx context.Context, s *core.State) (int, error) {
 }
 
 // getLog replaces the log of s with the n entries at the start of the scratch buffer, the
-// new log an export wrote there (at most was entries: a lease only removes or moves them).
-func (in *instance) getLog(s *core.State, f fn, n int64, was int) error {
-	if n < 0 || n > int64(was) {
+// new log export f wrote there, which holds at most most entries.
+func (in *instance) getLog(s *core.State, f fn, n, most int64) error {
+	if n < 0 || n > most {
 		in.broken = true
-		return fmt.Errorf("%w: %s returned a log of %d entries from %d", ErrTrapped, fnNames[f], n, was)
+		return fmt.Errorf("%w: %s returned a log of %d entries, at most %d", ErrTrapped, fnNames[f], n, most)
 	}
 	if n == 0 {
 		if s.Log != nil {
@@ -391,7 +375,7 @@ func (in *instance) lease(ctx context.Context, f fn, l *abiLimit, s *core.State,
 	if !done {
 		return false, 0, nil
 	}
-	return true, newAt, in.getLog(s, f, length, entries)
+	return true, newAt, in.getLog(s, f, length, int64(entries)) // a lease only removes or moves entries
 }
 
 // limitSeed calls redstream_limit_seed: the state of a key under l seeded at now from its

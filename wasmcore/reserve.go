@@ -62,14 +62,20 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, now time.Time, n int
 
 // withStepper runs f with an instance's stepper bound to ctx and the limiter's limits.
 func (l *Limiter) withStepper(ctx context.Context, f func(st *stepper) error) error {
-	in, err := l.opts.rt.acquire(ctx)
+	return withStepper(ctx, l.opts.rt, l.abi, l.from, l.carry, f)
+}
+
+// withStepper runs f with a stepper of an instance of rt bound to ctx and the limits
+// (with a successor's previous limits from and strategy c).
+func withStepper(ctx context.Context, rt *Runtime, limits, from []abiLimit, c core.Carry, f func(st *stepper) error) error {
+	in, err := rt.acquire(ctx)
 	if err != nil {
 		return err
 	}
 	st := &in.stepper
-	st.ctx, st.limits, st.from, st.carry = ctx, l.abi, l.from, l.carry
+	st.ctx, st.limits, st.from, st.carry = ctx, limits, from, c
 	err = f(st)
 	st.ctx, st.limits, st.from = nil, nil, nil
-	l.opts.rt.release(in)
+	rt.release(in)
 	return err
 }
