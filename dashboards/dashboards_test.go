@@ -314,6 +314,19 @@ func exposition(t *testing.T) map[string]map[string]bool {
 			t.Fatal(err)
 		}
 	}
+	// Leased quota: a hot key leases a slice, admits from it, and renews it before the
+	// lease's end (giving back what it did not use), at explicit times.
+	ql, err := redisbackend.NewLimiter(client, redstream.FixedWindow(time.Hour, 1000), redisbackend.Options{KeyPrefix: "dash-quota",
+		Quota: redisbackend.QuotaOptions{Enabled: true, Duration: time.Second, MaxShare: 0.1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.UnixMicro(1_767_225_600_000_000).Add(time.Minute)
+	for _, at := range []time.Duration{0, 100 * time.Microsecond, 200 * time.Microsecond, 800 * time.Millisecond} {
+		if d, err := ql.AllowN(ctx, "hot", t0.Add(at), 1); err != nil || !d.Allowed {
+			t.Fatalf("leased quota at +%v: %+v, %v", at, d, err)
+		}
+	}
 	// Dedup: a Redis deduplicator (its failure counters exist from its construction).
 	dd, err := redisbackend.NewDeduplicator(client, "dash-dedup", redstream.DedupSpec{Strategy: redstream.DedupSet}, redisbackend.DedupOptions{})
 	if err != nil {
