@@ -38,8 +38,9 @@ func Example_quickStart() {
 		panic(err)
 	}
 	defer client.Close() // yours: nothing below closes it
-	// 3 payments per customer per minute, counted in Redis for every replica.
-	limiter, _ := redisbackend.NewLimiter(client, redstream.SlidingWindow(time.Minute, 3), redisbackend.Options{})
+	// 3 payments per customer per minute, counted in Redis for every replica; each decision
+	// waits for Redis at most Timeout (default 100 ms), then fails.
+	limiter, _ := redisbackend.NewLimiter(client, redstream.SlidingWindow(time.Minute, 3), redisbackend.Options{Timeout: time.Second})
 	// Cache-aside: a customer's name is loaded once, then read from Redis.
 	names, _ := cache.New(client, cache.DefaultConfig())
 	defer names.Close()
@@ -70,7 +71,12 @@ func Example_quickStart() {
 	producer, _ := stream.NewProducer(client, stream.Config{})
 	var limited []int
 	for id, cents := range []int64{3_000, 7_000, 50_000, 2_000} {
-		if d, _ := redstream.Allow(ctx, limiter, "customer-7"); !d.Allowed {
+		d, err := redstream.Allow(ctx, limiter, "customer-7")
+		if err != nil { // Redis unreachable, or slower than Timeout
+			fmt.Println("limiter:", err)
+			continue
+		}
+		if !d.Allowed {
 			limited = append(limited, id) // d.RetryAfter says when to try again
 			continue
 		}
