@@ -63,7 +63,7 @@ test('shadow: memory limiters, single and multi-limit', async () => {
   await check('multi', await createMultiLimiter(specs), await createMultiLimiter(specs), true);
 });
 
-test('shadow: Redis limiters, single and multi-limit', async (t) => {
+test('shadow: Redis limiters, single, multi-limit and leased', async (t) => {
   const r = await startRedis(t);
   if (!r) return;
   const c = r.client();
@@ -72,6 +72,8 @@ test('shadow: Redis limiters, single and multi-limit', async (t) => {
   }
   const specs = [tokenBucket(5, 2), fixedWindow(1000, 4)];
   await check('multi', await createMultiLimiter(specs), await createRedisMultiLimiter(c, specs, { keyPrefix: 'sh:multi' }), false);
+  // A leased limiter decides as without leases for a key this slow.
+  await check('quota', await createLimiter(fixedWindow(1000, 5)), await createRedisLimiter(c, fixedWindow(1000, 5), { keyPrefix: 'sh:q', quota: { enabled: true } }), false);
   // A Redis failure is not admitted by shadow mode.
   const dead = r.client({ lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
   const s = shadow(await createRedisLimiter(dead, tokenBucket(1, 1), { logger: null }));

@@ -37,6 +37,7 @@ test('wait: memory, multi-limit and Redis limiters wait out the limit', async (t
   if (!r) return;
   const c = r.client();
   await waitsOut('redis', await createRedisLimiter(c, tokenBucket(1, 25), { keyPrefix: 'wait' }));
+  await waitsOut('redis quota', await createRedisLimiter(c, tokenBucket(1, 25), { keyPrefix: 'waitq', quota: { enabled: true } }));
 });
 
 test('wait: an admitted request returns at once; a shadow limiter never waits', async () => {

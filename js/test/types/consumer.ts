@@ -20,6 +20,7 @@ import {
   type Decision,
   type ErrorCode,
   type Lease,
+  type QuotaStats,
   type Spec,
 } from '@redstream-go/redstream';
 
@@ -51,7 +52,9 @@ export async function use(redis: Redis, cluster: Cluster): Promise<number> {
   const sd: Decision = trial.allow('user:1'); // synchronous, as mem's
   const sr: Decision = await shadow(onRedis).allow('user:1');
   const waited: Decision = await wait(onRedis, 'user:1', { n: 1, timeoutMs: 500, signal: AbortSignal.timeout(1000) });
-  void [sd, sr, waited, trial.shadowDenied];
+  const hot = await createRedisLimiter(redis, fixedWindow(1000, 1e6), { quota: { enabled: true, durationMs: 50, maxShare: 0.2 } });
+  const stats: QuotaStats | undefined = hot.quotaStats;
+  void [sd, sr, waited, stats, trial.shadowDenied];
   const win = await createWindowDeduplicator(3_600_000);
   win.checkAndMark('e');
   try {
