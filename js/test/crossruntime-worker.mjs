@@ -6,7 +6,8 @@
 //
 // It prints "ready" once connected and starts when a line arrives on stdin, so that both
 // runtimes start together. A config with ops instead of tasks runs them in order at once (Go
-// runs before and after it, on the same keys) and prints one JSON line: each op's result.
+// runs before and after it, on the same keys) and prints one JSON line: each op's result. A
+// config with quota decides limiters with leased quota window by window (runQuota).
 import { createInterface } from 'node:readline';
 
 import Redis from 'ioredis';
@@ -54,6 +55,41 @@ if (cfg.ops) {
   console.log(JSON.stringify(await runOps(cfg)));
   client.disconnect();
   process.exit(0);
+}
+
+if (cfg.quota) {
+  await runQuota(cfg.quota);
+  client.disconnect();
+  process.exit(0);
+}
+
+// runQuota decides cfg's tasks (limiters with leased quota on one key) window by window, in
+// step with Go: on each line "<w>" from stdin it makes each task's attempts at explicit
+// times in window w (t0 + w*window + i*step + 1, width at a time) and prints one JSON line:
+// each task's admissions in the window and its quotaStats.
+async function runQuota(cfg) {
+  const ls = {};
+  for (const tk of cfg.tasks) {
+    ls[tk.id] = await createRedisLimiter(client, tk.spec, { keyPrefix: tk.prefix, timeoutMs: 10000, quota: cfg.options });
+  }
+  await client.ping();
+  console.log('ready');
+  for await (const line of createInterface({ input: process.stdin })) {
+    const w = Number(line);
+    const out = {};
+    await Promise.all(cfg.tasks.map(async (tk) => {
+      let i = 0;
+      let admitted = 0;
+      await Promise.all(Array.from({ length: cfg.width }, async () => {
+        while (i < cfg.attempts) {
+          const now = cfg.t0 + w * tk.windowUs + (i++) * cfg.stepUs + 1;
+          if ((await ls[tk.id].allow(cfg.key, { now })).allowed) admitted++;
+        }
+      }));
+      out[tk.id] = { admitted, stats: ls[tk.id].quotaStats };
+    }));
+    console.log(JSON.stringify(out));
+  }
 }
 
 // runOps builds cfg.limiters and runs cfg.ops in order: acquire (times leases of n at now),
