@@ -47,7 +47,7 @@ export class RedstreamError extends Error {
   /** What went wrong. */
   readonly code: ErrorCode;
   /** The denial a DEADLINE_EXCEEDED or ABORTED error of {@link wait} gives up on; else absent. */
-  readonly decision?: Decision;
+  declare readonly decision?: Decision;
 
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown; decision?: Decision }) {
     super(`redstream: ${message}`, options?.cause === undefined ? undefined : { cause: options.cause });
