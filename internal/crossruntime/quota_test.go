@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -204,5 +206,179 @@ func crossQuota(t *testing.T, c rueidis.Client, addrs []string, cluster bool) {
 	// admissions: most of Node.js's are made in process.
 	if 2*nodeLocal < nodeAll {
 		t.Errorf("Node.js admitted %d, %d of them in process: no leases", nodeAll, nodeLocal)
+	}
+}
+
+// monitor records the commands a redis-server at addr runs (MONITOR) until stop, as their
+// arguments.
+func monitor(t *testing.T, addr string) (stop func() [][]string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := r.ReadString('\n'); err != nil || l != "+OK\r\n" {
+		t.Fatalf("MONITOR: %q, %v", l, err)
+	}
+	var mu sync.Mutex
+	var cmds [][]string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			l, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			// +<time> [<db> <client>] "ARG" "ARG" ...
+			_, rest, ok := strings.Cut(strings.TrimRight(l, "\r\n"), "] ")
+			if !ok {
+				continue
+			}
+			var args []string
+			for rest != "" {
+				q, err := strconv.QuotedPrefix(rest)
+				if err != nil {
+					break
+				}
+				a, _ := strconv.Unquote(q)
+				args = append(args, a)
+				rest = strings.TrimPrefix(rest[len(q):], " ")
+			}
+			mu.Lock()
+			cmds = append(cmds, args)
+			mu.Unlock()
+		}
+	}()
+	return func() [][]string {
+		_ = conn.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return cmds
+	}
+}
+
+// leaseCalls returns the ARGV of the script calls on keys starting with prefix in cmds,
+// each once (an EVALSHA refused with NOSCRIPT is followed by the EVAL of the same call).
+func leaseCalls(cmds [][]string, prefix string) [][]string {
+	var out [][]string
+	for _, c := range cmds {
+		if len(c) < 4 || !strings.EqualFold(c[0], "evalsha") && !strings.EqualFold(c[0], "eval") || !strings.HasPrefix(c[3], prefix) {
+			continue
+		}
+		argv := c[4:]
+		if len(out) > 0 && slices.Equal(out[len(out)-1], argv) {
+			continue
+		}
+		out = append(out, argv)
+	}
+	return out
+}
+
+// TestCrossRuntimeQuotaArgs: for the same requests (explicit times, costs 1 to 3, gaps past
+// a lease's life, a step back), a Go and a Node.js limiter with leased quota send quota.lua
+// the same ARGV, call for call (what each gives back and asks for follows from the replies,
+// so this is the reply handling too), and decide alike. Go's local denials are off: Node.js
+// has none, and they save calls only for denials, not leases.
+func TestCrossRuntimeQuotaArgs(t *testing.T) {
+	addr := redistest.Addr(t)
+	c := redistest.NewClient(t, addr)
+	opts := redisbackend.QuotaOptions{Enabled: true, Duration: 20 * time.Millisecond, MaxShare: 0.3}
+	prefix := fmt.Sprintf("xqa%d", time.Now().UnixNano())
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro() + 400_000
+	var seq [][2]int64
+	at := t0
+	for i := range 400 {
+		switch {
+		case i%97 == 96:
+			at -= 5_000 // a step back
+		case i%41 == 40:
+			at += 40_000 // past the lease's life
+		default:
+			at += 300 + int64(i%7)*50
+		}
+		seq = append(seq, [2]int64{at, 1 + int64(i%3)})
+	}
+	for _, s := range []redstream.Spec{redstream.TokenBucket(200, 1000), redstream.FixedWindow(100*time.Millisecond, 120), redstream.SlidingCounter(100*time.Millisecond, 120)} {
+		t.Run(string(s.Algorithm), func(t *testing.T) {
+			goPrefix, nodePrefix := prefix+":go:"+string(s.Algorithm), prefix+":node:"+string(s.Algorithm)
+			stop := monitor(t, addr)
+			l, err := redisbackend.NewLimiter(c, s, redisbackend.Options{KeyPrefix: goPrefix, Timeout: callTimeout, Quota: opts, DisableLocalDenials: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var goDs []redstream.Decision
+			for _, r := range seq {
+				d, err := l.AllowN(context.Background(), "k", time.UnixMicro(r[0]), r[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				goDs = append(goDs, d)
+			}
+			spec := map[string]any{"algorithm": s.Algorithm, "capacity": s.Capacity, "rate": s.Rate}
+			if s.Window > 0 {
+				spec = map[string]any{"algorithm": s.Algorithm, "windowMs": s.Window.Milliseconds(), "limit": s.Limit}
+			}
+			var nodeDs []struct {
+				Allowed    bool  `json:"allowed"`
+				Remaining  int64 `json:"remaining"`
+				RetryAfter int64 `json:"retryAfter"`
+				ResetAfter int64 `json:"resetAfter"`
+			}
+			runOps(t, []string{addr}, false, map[string]any{
+				"limiters": map[string]any{"q": map[string]any{"prefix": nodePrefix, "spec": spec,
+					"quota": map[string]any{"enabled": true, "durationMs": opts.Duration.Milliseconds(), "maxShare": opts.MaxShare}}},
+				"ops": []any{map[string]any{"op": "decide", "limiter": "q", "key": "k", "seq": seq}},
+			}, &nodeDs)
+			cmds := stop()
+			goCalls, nodeCalls := leaseCalls(cmds, goPrefix), leaseCalls(cmds, nodePrefix)
+			t.Logf("%d requests: Go made %d script calls, Node.js %d", len(seq), len(goCalls), len(nodeCalls))
+			if len(goCalls) < 20 || len(goCalls) > len(seq)/2 {
+				t.Errorf("Go made %d calls for %d requests, want leases and renewals both", len(goCalls), len(seq))
+			}
+			backs := 0
+			for _, a := range goCalls {
+				if len(a) == 12 && a[9] != "0" { // ARGV[10]: the units given back
+					backs++
+				}
+			}
+			if backs == 0 {
+				t.Error("no call gave units back")
+			}
+			for i := range max(len(goCalls), len(nodeCalls)) {
+				if i >= len(goCalls) || i >= len(nodeCalls) || !slices.Equal(goCalls[i], nodeCalls[i]) {
+					var g, n []string
+					if i < len(goCalls) {
+						g = goCalls[i]
+					}
+					if i < len(nodeCalls) {
+						n = nodeCalls[i]
+					}
+					t.Fatalf("call %d: Go sent %q, Node.js %q", i, g, n)
+				}
+			}
+			denied := 0
+			if len(nodeDs) != len(goDs) {
+				t.Fatalf("Node.js made %d decisions, Go %d", len(nodeDs), len(goDs))
+			}
+			for i, g := range goDs {
+				n := nodeDs[i]
+				if g.Allowed != n.Allowed || g.Remaining != n.Remaining || g.RetryAfter.Microseconds() != n.RetryAfter || g.ResetAfter.Microseconds() != n.ResetAfter {
+					t.Fatalf("request %d %v: Go %+v, Node.js %+v", i, seq[i], g, n)
+				}
+				if !g.Allowed {
+					denied++
+				}
+			}
+			t.Logf("%d of %d requests denied", denied, len(goDs))
+			if denied == 0 {
+				t.Error("no request was denied: the sequence never reached the limit")
+			}
+		})
 	}
 }

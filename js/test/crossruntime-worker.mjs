@@ -94,15 +94,15 @@ async function runQuota(cfg) {
 
 // runOps builds cfg.limiters and runs cfg.ops in order: acquire (times leases of n at now),
 // release and extend (each of leases at now), allow (times requests at now, counting the
-// admitted); each op's result is the leases, the booleans, the leases or { lost: true },
-// or the count.
+// admitted), decide (a request per [now, n] of seq, in order); each op's result is the
+// leases, the booleans, the leases or { lost: true }, the count, or the decisions.
 async function runOps(cfg) {
   const ls = {};
   for (const [id, o] of Object.entries(cfg.limiters)) {
     const opts = { keyPrefix: o.prefix, timeoutMs: 10000 };
     if (o.concurrency) ls[id] = await createRedisConcurrencyLimiter(client, o.concurrency, opts);
     else if (o.multi) ls[id] = await createRedisMultiLimiter(client, o.multi, { ...opts, previous: o.previous, carry: o.carry });
-    else ls[id] = await createRedisLimiter(client, o.spec, { ...opts, previous: o.previous, carry: o.carry });
+    else ls[id] = await createRedisLimiter(client, o.spec, { ...opts, previous: o.previous, carry: o.carry, quota: o.quota });
   }
   const out = [];
   for (const op of cfg.ops) {
@@ -126,6 +126,10 @@ async function runOps(cfg) {
           got.push({ lost: true });
         }
       }
+      out.push(got);
+    } else if (op.op === 'decide') {
+      const got = [];
+      for (const [now, n] of op.seq) got.push(await l.allow(op.key, { now, n }));
       out.push(got);
     } else if (op.op === 'allow') {
       let n = 0;
