@@ -232,3 +232,40 @@ test('quota: reset forgets the lease; a Redis failure follows the failure policy
   assert.deepEqual(await fb.allow('k', { now }), mem.allow('other', { now }));
   assert.equal(fb.health.failures, 1);
 });
+
+test('quota: while Redis hangs a live lease admits in process; the call that times out ends it, and nothing is given back twice', async (t) => {
+  const r = await startRedis(t);
+  if (!r) return;
+  const client = r.client({ maxRetriesPerRequest: 1 });
+  const spec = fixedWindow(3_600_000, 1000);
+  const l = await createRedisLimiter(client, spec, { keyPrefix: 'hung', timeoutMs: 200, logger: null, quota: { enabled: true, durationMs: 1000, maxShare: 0.1 } });
+  const plain = await createRedisLimiter(client, spec, { keyPrefix: 'hung' });
+  const W = 3_600_000_000;
+  let at = 1_700_000_000_000_000 - (1_700_000_000_000_000 % W);
+  let admitted = 0;
+  const allow = async () => {
+    at += 100;
+    const d = await l.allow('k', { now: at });
+    if (d.allowed) admitted++;
+    return d;
+  };
+  for (let i = 0; i < 20; i++) assert.ok((await allow()).allowed, `warm-up ${i}`);
+  const e = l.quota.entry('k'); // the lease (the table's key of 'k' is 'k')
+  assert.ok(e.left >= 10, `the lease holds ${e.left} units, want at least 10`);
+  process.kill(r.pid, 'SIGSTOP');
+  try {
+    for (let i = 0; i < 5; i++) assert.ok((await allow()).allowed, 'from the lease while Redis hangs');
+    at += e.life; // past the lease's life
+    await assert.rejects(allow(), code('TIMEOUT'));
+  } finally {
+    process.kill(r.pid, 'SIGCONT');
+  }
+  for (let i = 0; i < 50; i++) await allow();
+  at += 2 * e.life; // the last lease ends; this call gives back what it did not use
+  await allow();
+  const d = await plain.allow('k', { now: at });
+  const left = d.allowed ? d.remaining + 1 : d.remaining;
+  t.diagnostic(`admitted ${admitted}, ${left} left in Redis (the units the call that timed out took stay spent)`);
+  assert.ok(admitted + left <= 1000, `admitted ${admitted}, Redis has ${left} left: more than the limit 1000`);
+  assert.ok(admitted >= 76, `admitted ${admitted}`);
+});
