@@ -1,3 +1,5 @@
+import type { Decision } from './spec.js';
+
 /**
  * What went wrong, as a stable string. The first six are the core module's status codes
  * (wasmcore/ABI.md) and Go's sentinel errors of the same meaning.
@@ -18,6 +20,10 @@
  *   deadline (`ErrReservationDone`).
  * - `LEASE_LOST`: a lease to extend no longer holds its units: it expired, was released,
  *   or its token is stale (`ErrLeaseLost`).
+ * - `DEADLINE_EXCEEDED`: {@link wait}'s deadline comes before the key admits the request
+ *   (Go: `context.DeadlineExceeded` from `redstream.Wait`); the error's decision is the denial.
+ * - `ABORTED`: {@link wait}'s signal aborted it (Go: `context.Canceled`); the error's
+ *   decision is the last denial and its cause the signal's reason.
  */
 export type ErrorCode =
   | 'INVALID_CONFIG'
@@ -32,17 +38,24 @@ export type ErrorCode =
   | 'REDIS'
   | 'INTERNAL'
   | 'RESERVATION_DONE'
-  | 'LEASE_LOST';
+  | 'LEASE_LOST'
+  | 'DEADLINE_EXCEEDED'
+  | 'ABORTED';
 
 /** The error every function of the package throws (or rejects with). */
 export class RedstreamError extends Error {
   /** What went wrong. */
   readonly code: ErrorCode;
+  /** The denial a DEADLINE_EXCEEDED or ABORTED error of {@link wait} gives up on; else absent. */
+  declare readonly decision?: Decision;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
-    super(`redstream: ${message}`, options);
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; decision?: Decision }) {
+    super(`redstream: ${message}`, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'RedstreamError';
     this.code = code;
+    if (options?.decision !== undefined) {
+      this.decision = options.decision;
+    }
   }
 }
 

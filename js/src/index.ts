@@ -10,6 +10,9 @@
  * - Concurrency leases ({@link createConcurrencyLimiter} in process,
  *   {@link createRedisConcurrencyLimiter} on Redis): at most N units held at once per key,
  *   each lease released, extended, or freeing itself after its TTL.
+ * - Any limiter in shadow mode ({@link shadow}: denials admitted and marked) or waited on
+ *   ({@link wait}: sleeps retryAfter and asks again, within a deadline); a Redis limiter's
+ *   hot keys on leased quota (its `quota` option).
  * - On Redis ({@link createRedisLimiter}, ...): the Go engine's Lua scripts, key schema and
  *   arguments, generated from the Go code, on an ioredis client or cluster, so a Node.js
  *   service and a Go service share one limit on the same keys.
@@ -85,6 +88,9 @@ export { fingerprint, redisKey } from './keys.js';
 export { carries, type Carry } from './carry.js';
 export { type Lease, type LeaseOptions } from './lease.js';
 export { MemoryReservation, RedisReservation } from './reserve.js';
+export { ShadowLimiter, shadow, type Limiter, type ShadowOptions } from './shadow.js';
+export { wait, type WaitOptions } from './wait.js';
+export { DEFAULT_QUOTA_DURATION_MS, DEFAULT_QUOTA_MAX_SHARE, type QuotaOptions, type QuotaStats } from './quota.js';
 export { ABI_VERSION, Core, Status, instantiate, loadCore, type BloomParams, type RawDecision } from './wasm.js';
 export { scripts, type ScriptSource } from './generated/scripts.js';
 export { schema } from './generated/schema.js';

@@ -24,7 +24,7 @@ export const memoryKeys = ['clock', 'sweepThreshold'] as const;
 /** The fields of BloomOptions. */
 export const bloomKeys = ['insertions', 'fpRate', 'shards'] as const;
 /** The fields of RedisLimiterOptions. */
-export const redisLimiterKeys = ['keyPrefix', 'expiryMarginMs', 'timeoutMs', 'failurePolicy', 'logger', 'previous', 'carry'] as const;
+export const redisLimiterKeys = ['keyPrefix', 'expiryMarginMs', 'timeoutMs', 'failurePolicy', 'logger', 'previous', 'carry', 'quota'] as const;
 /** The fields of RedisConcurrencyOptions. */
 export const redisConcurrencyKeys = ['keyPrefix', 'expiryMarginMs', 'timeoutMs'] as const;
 /** The fields of RedisDedupOptions. */

@@ -12,7 +12,8 @@ import { issuable, leaseKeys, leaseLost, randomToken, type Lease, type LeaseOpti
 import { bloomParams, windowMicros, type AllowOptions, type BloomOptions, type MemoryLimiter } from './memory.js';
 import { MIN_DEADLINE_US, RedisReservation } from './reserve.js';
 import { chargeOf, checkSettles, combine, resolve, type Algorithm, type Decision, type Limit, type Spec } from './spec.js';
-import { checkCost, elementBytes, keyBytes, systemClock, toMicros, wire, type Bytes, type Time } from './time.js';
+import { giveBack, monoMicros, newQuotaTable, type QuotaOptions, type QuotaStats, type QuotaTable } from './quota.js';
+import { checkCost, elementBytes, keyBytes, systemClock, tableKey, toMicros, wire, type Bytes, type Time } from './time.js';
 import { loadCore, type BloomParams, type Core } from './wasm.js';
 
 /**
@@ -83,6 +84,14 @@ export interface RedisLimiterOptions {
   readonly previous?: readonly (Spec | null | undefined)[];
   /** How {@link previous} keys carry over: 'reset' (default: nothing carries), 'as-is' or 'proportional' (see {@link Carry}). */
   readonly carry?: Carry;
+  /**
+   * Leased quota for hot keys under their limit (see {@link QuotaOptions}; Go's
+   * Options.Quota): one quota.lua call takes a slice of the key's budget, which allow then
+   * admits from in process. Default off. A multi-limit limiter, one with previous specs, and
+   * the algorithms but the token bucket, the fixed window and the sliding counter refuse it
+   * with INVALID_CONFIG.
+   */
+  readonly quota?: QuotaOptions;
 }
 
 /** Options of a Redis concurrency limiter ({@link createRedisConcurrencyLimiter}). Every field is optional. */
@@ -244,6 +253,9 @@ export class RedisLimiter {
   private readonly longestUs: number;
   private failing = false;
   private failureCount = 0;
+  /** The leases (options.quota); undefined when off. */
+  private readonly quota?: QuotaTable;
+  private readonly quotaRun?: Run;
 
   /** Use {@link createRedisLimiter} or {@link createRedisMultiLimiter}. */
   constructor(
@@ -325,6 +337,11 @@ export class RedisLimiter {
       while (ps.length < schema.multi.params) ps.push('0');
       this.reserveParams.push(multiCodes[l.algorithm]!, ...ps);
     }
+    const q = newQuotaTable(options.quota, limits, multi, (options.previous?.length ?? 0) > 0, padded(limits[0]!), String(ms));
+    if (q !== undefined) {
+      this.quota = q;
+      this.quotaRun = script(client, 'quota');
+    }
     this.longestUs = Math.max(...limits.map((l) => core.limitParams(l.alg, l.params, l.ints.length).period));
     this.timeout = timeoutOf(options.timeoutMs);
     this.policy = options.failurePolicy ?? 'fail-closed';
@@ -382,19 +399,15 @@ export class RedisLimiter {
    * TOO_LARGE and sends nothing. A Redis failure follows the failure policy.
    */
   async allow(key: Bytes, options: AllowOptions = {}): Promise<Decision> {
+    if (this.quota !== undefined) {
+      return this.allowLeased(this.quota, key, options);
+    }
     const c = this.command(key, options);
     let r: number[];
     try {
       r = ints(c.script, await deadline(c.script, this.timeout, this.run(c.keys, c.args)), 6 * this.limits.length);
     } catch (e) {
-      this.failed(e);
-      if (this.policy === 'fail-open') {
-        return { allowed: true, limit: 0, remaining: 0, retryAfter: 0, resetAfter: 0, delay: 0 };
-      }
-      if (this.policy !== 'fail-closed') {
-        return this.policy.allow(key, options);
-      }
-      throw e;
+      return this.fallback(e, key, options);
     }
     this.answered();
     const ds = this.limits.map((_, i) => ({
@@ -406,6 +419,85 @@ export class RedisLimiter {
       delay: r[6 * i + 5]!,
     }));
     return ds.length === 1 ? ds[0]! : combine(ds);
+  }
+
+  // fallback is the decision of a request whose call failed with e, by the failure policy.
+  private fallback(e: unknown, key: Bytes, options: AllowOptions): Decision {
+    this.failed(e);
+    if (this.policy === 'fail-open') {
+      return { allowed: true, limit: 0, remaining: 0, retryAfter: 0, resetAfter: 0, delay: 0 };
+    }
+    if (this.policy !== 'fail-closed') {
+      return this.policy.allow(key, options);
+    }
+    throw e;
+  }
+
+  // allowLeased decides a request from key's lease (Go's Limiter.allowLeased), renewing the
+  // lease in one quota.lua call when it has ended or cannot cover the cost: the call gives
+  // back what the previous lease did not admit and takes the next. Requests for the key
+  // while a renewal is in flight wait for it, then spend from the new lease.
+  private async allowLeased(t: QuotaTable, key: Bytes, options: AllowOptions): Promise<Decision> {
+    checkOptions('allow', options, allowKeys);
+    const kb = keyBytes(key);
+    const n = options.n ?? 1;
+    checkCost(n, this.max);
+    const now = options.now === undefined ? '' : String(toMicros(options.now));
+    checkSize('key', kb.length + this.keyPrefix.length);
+    const e = t.entry(tableKey(key, kb));
+    while (e.busy !== undefined) {
+      await e.busy;
+    }
+    const mono = now === '';
+    let at = mono ? monoMicros() : Number(now);
+    const spent = t.spend(e, at, mono, n);
+    if (spent !== undefined) {
+      return spent;
+    }
+    const args = t.leaseArgs(e, now, n, t.want(e, at, mono, n));
+    if (mono) {
+      at = monoMicros(); // the moment the call is sent: the lease's time starts no later
+    }
+    const prev = { ...e };
+    const [back] = giveBack(prev, now);
+    // Whatever the call's outcome, the previous lease is over: its give-back is sent (a call
+    // that failed may have run it), so it must never be sent again.
+    e.granted = 0;
+    e.left = 0;
+    t.calls++;
+    let release = (): void => {};
+    e.busy = new Promise<void>((r) => (release = r));
+    let vs: number[];
+    try {
+      vs = ints('quota', await deadline('quota', this.timeout, this.quotaRun!(this.keys(key), args)), 9);
+    } catch (err) {
+      return this.fallback(err, key, options);
+    } finally {
+      e.busy = undefined;
+      release();
+    }
+    this.answered();
+    t.returnedUnits += t.returned(prev, back, vs[7]!);
+    const d = { allowed: vs[0] === 1, limit: vs[1]!, remaining: Math.max(vs[2]!, 0), retryAfter: vs[3]!, resetAfter: vs[4]!, delay: vs[5]! };
+    e.at = vs[7]!;
+    const granted = vs[6]!;
+    if (d.allowed && granted >= n) {
+      t.granted += granted;
+      const life = vs[8]! - vs[7]!;
+      Object.assign(e, { mono, t0: at, life: life - Math.floor(life / 4), end: vs[8]!, granted, left: granted - n, rem: d.remaining, reset: d.resetAfter, at: vs[7]! });
+      d.remaining += e.left;
+    } else {
+      d.allowed = false;
+    }
+    return d;
+  }
+
+  /**
+   * What the limiter's leased quota ({@link RedisLimiterOptions.quota}) did so far: calls,
+   * units granted and given back, requests admitted in process; undefined when it is off.
+   */
+  get quotaStats(): QuotaStats | undefined {
+    return this.quota?.stats();
   }
 
   /**
@@ -487,7 +579,8 @@ export class RedisLimiter {
 
   /** Deletes key's state, so its next request sees a new key. */
   async reset(key: Bytes): Promise<void> {
-    keyBytes(key);
+    const kb = keyBytes(key);
+    this.quota?.forget(tableKey(key, kb));
     await deadline('reset', this.timeout, this.client.del(...this.keys(key)));
   }
 }

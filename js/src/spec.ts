@@ -84,6 +84,12 @@ export interface Decision {
   readonly resetAfter: number;
   /** µs an admitted leaky-bucket request should wait to leave evenly spaced; else 0. */
   readonly delay: number;
+  /**
+   * A shadow denial: the limit denied the request and a limiter in shadow mode
+   * ({@link shadow}) admitted it anyway, so allowed is true and nothing was consumed; the
+   * other fields are the denial's (Go's Decision.Shadow). Absent on every other decision.
+   */
+  readonly shadow?: true;
 }
 
 /** A validated spec in core units. */

@@ -6,7 +6,8 @@
 //
 // It prints "ready" once connected and starts when a line arrives on stdin, so that both
 // runtimes start together. A config with ops instead of tasks runs them in order at once (Go
-// runs before and after it, on the same keys) and prints one JSON line: each op's result.
+// runs before and after it, on the same keys) and prints one JSON line: each op's result. A
+// config with quota decides limiters with leased quota window by window (runQuota).
 import { createInterface } from 'node:readline';
 
 import Redis from 'ioredis';
@@ -56,17 +57,52 @@ if (cfg.ops) {
   process.exit(0);
 }
 
+if (cfg.quota) {
+  await runQuota(cfg.quota);
+  client.disconnect();
+  process.exit(0);
+}
+
+// runQuota decides cfg's tasks (limiters with leased quota on one key) window by window, in
+// step with Go: on each line "<w>" from stdin it makes each task's attempts at explicit
+// times in window w (t0 + w*window + i*step + 1, width at a time) and prints one JSON line:
+// each task's admissions in the window and its quotaStats.
+async function runQuota(cfg) {
+  const ls = {};
+  for (const tk of cfg.tasks) {
+    ls[tk.id] = await createRedisLimiter(client, tk.spec, { keyPrefix: tk.prefix, timeoutMs: 10000, quota: cfg.options });
+  }
+  await client.ping();
+  console.log('ready');
+  for await (const line of createInterface({ input: process.stdin })) {
+    const w = Number(line);
+    const out = {};
+    await Promise.all(cfg.tasks.map(async (tk) => {
+      let i = 0;
+      let admitted = 0;
+      await Promise.all(Array.from({ length: cfg.width }, async () => {
+        while (i < cfg.attempts) {
+          const now = cfg.t0 + w * tk.windowUs + (i++) * cfg.stepUs + 1;
+          if ((await ls[tk.id].allow(cfg.key, { now })).allowed) admitted++;
+        }
+      }));
+      out[tk.id] = { admitted, stats: ls[tk.id].quotaStats };
+    }));
+    console.log(JSON.stringify(out));
+  }
+}
+
 // runOps builds cfg.limiters and runs cfg.ops in order: acquire (times leases of n at now),
 // release and extend (each of leases at now), allow (times requests at now, counting the
-// admitted); each op's result is the leases, the booleans, the leases or { lost: true },
-// or the count.
+// admitted), decide (a request per [now, n] of seq, in order); each op's result is the
+// leases, the booleans, the leases or { lost: true }, the count, or the decisions.
 async function runOps(cfg) {
   const ls = {};
   for (const [id, o] of Object.entries(cfg.limiters)) {
     const opts = { keyPrefix: o.prefix, timeoutMs: 10000 };
     if (o.concurrency) ls[id] = await createRedisConcurrencyLimiter(client, o.concurrency, opts);
     else if (o.multi) ls[id] = await createRedisMultiLimiter(client, o.multi, { ...opts, previous: o.previous, carry: o.carry });
-    else ls[id] = await createRedisLimiter(client, o.spec, { ...opts, previous: o.previous, carry: o.carry });
+    else ls[id] = await createRedisLimiter(client, o.spec, { ...opts, previous: o.previous, carry: o.carry, quota: o.quota });
   }
   const out = [];
   for (const op of cfg.ops) {
@@ -90,6 +126,10 @@ async function runOps(cfg) {
           got.push({ lost: true });
         }
       }
+      out.push(got);
+    } else if (op.op === 'decide') {
+      const got = [];
+      for (const [now, n] of op.seq) got.push(await l.allow(op.key, { now, n }));
       out.push(got);
     } else if (op.op === 'allow') {
       let n = 0;

@@ -56,3 +56,27 @@ test('examples/node/carry.mjs', async (t) => {
   assert.equal(run('examples/node/carry.mjs', { REDIS_URL: `redis://127.0.0.1:${r.port}` }), `allowed=true remaining=7
 `);
 });
+
+test('examples/node/shadow.mjs', () => {
+  assert.equal(run('examples/node/shadow.mjs'), `allowed=true shadow=false
+allowed=true shadow=false
+would deny alice: retry in 1000000 µs
+allowed=true shadow=true
+shadow denials: 1
+`);
+});
+
+test('examples/node/wait.mjs', () => {
+  assert.equal(run('examples/node/wait.mjs'), `request 0: allowed=true
+request 1: allowed=true
+request 2: allowed=true
+DEADLINE_EXCEEDED: retry in 10 s
+`);
+});
+
+test('examples/node/quota.mjs', async (t) => {
+  const r = await startRedis(t);
+  if (!r) return;
+  assert.equal(run('examples/node/quota.mjs', { REDIS_URL: `redis://127.0.0.1:${r.port}` }), `admitted 1000 of 1000 in 2 script calls (998 in process)
+`);
+});

@@ -38,7 +38,7 @@ test('Redis options', async (t) => {
   if (!r) return;
   const client = r.client();
   await rejects(() => createRedisLimiter(client, tokenBucket(5, 1), { timeout: 100 }),
-    'redstream: Redis limiter options: unknown option "timeout" (known: keyPrefix, expiryMarginMs, timeoutMs, failurePolicy, logger, previous, carry)');
+    'redstream: Redis limiter options: unknown option "timeout" (known: keyPrefix, expiryMarginMs, timeoutMs, failurePolicy, logger, previous, carry, quota)');
   const l = await createRedisLimiter(client, tokenBucket(5, 1));
   await rejects(() => l.allow('k', { cost: 2 }), 'redstream: allow: unknown option "cost" (known: n, now)');
   assert.equal((await l.allow('k', { n: 2 })).allowed, true);

@@ -11,13 +11,16 @@ import {
   createRedisBloomDeduplicator,
   createWindowDeduplicator,
   RedstreamError,
+  shadow,
   slidingWindow,
   tokenBucket,
   fixedWindow,
+  wait,
   type Carry,
   type Decision,
   type ErrorCode,
   type Lease,
+  type QuotaStats,
   type Spec,
 } from '@redstream-go/redstream';
 
@@ -45,6 +48,13 @@ export async function use(redis: Redis, cluster: Cluster): Promise<number> {
   void ok;
   const bloom = await createRedisBloomDeduplicator(cluster, 'orders', { insertions: 1e6, fpRate: 0.001 });
   const isNew: boolean = !(await bloom.checkAndMark('order-1'));
+  const trial = shadow(mem, { onShadowDenied: (key, dec) => void [key, dec.shadow] });
+  const sd: Decision = trial.allow('user:1'); // synchronous, as mem's
+  const sr: Decision = await shadow(onRedis).allow('user:1');
+  const waited: Decision = await wait(onRedis, 'user:1', { n: 1, timeoutMs: 500, signal: AbortSignal.timeout(1000) });
+  const hot = await createRedisLimiter(redis, fixedWindow(1000, 1e6), { quota: { enabled: true, durationMs: 50, maxShare: 0.2 } });
+  const stats: QuotaStats | undefined = hot.quotaStats;
+  void [sd, sr, waited, stats, trial.shadowDenied];
   const win = await createWindowDeduplicator(3_600_000);
   win.checkAndMark('e');
   try {
