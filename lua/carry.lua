@@ -376,17 +376,23 @@ local function carry_check(m)
 end
 
 -- carry_seed seeds each limit whose key does not exist from its previous limit's key, when
--- that holds state (core.Limit.SeedState), once: from then on the key exists. The previous
--- key is left as it is (processes still deciding with the previous limits keep counting
--- there) and expires on its own; one in a format of no algorithm seeds nothing.
+-- that holds state (core.Limit.SeedState), once: a marker (the key's name .. ':carried', in
+-- its slot) lives as long as the previous key did when it seeded, so that a key that
+-- expires or is refunded to full afterwards is not seeded again from consumption it already
+-- carried (as the in-process successor, which holds the key, never seeds twice). The
+-- previous key is left as it is (processes still deciding with the previous limits keep
+-- counting there) and expires on its own; one in a format of no algorithm seeds nothing.
 local function carry_seed(m, prop)
   for i = 1, m do
     local a, b = 4 * i, 4 * m + 4 * i + 1
     local roles = algorithm_seed(ARGV[a])
-    if ARGV[b] ~= '' and roles ~= '' and redis.call('EXISTS', KEYS[i]) == 0 then
+    local mark = KEYS[i] .. ':carried'
+    if ARGV[b] ~= '' and roles ~= '' and redis.call('EXISTS', KEYS[i]) == 0 and redis.call('EXISTS', mark) == 0 then
       local old = KEYS[m + i]
       local got = redis.pcall('GET', old)
       if type(got) == 'string' then
+        local left = redis.call('PTTL', old)
+        if left > 0 then redis.call('SET', mark, '1', 'PX', fmt('%d', left)) end
         local v, held = seed(roles, got, prop, tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]),
           tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
         if v and held then

@@ -108,6 +108,13 @@ func TestCarryMemoryEqualsLua(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
+		if oldSpec == newSpec {
+			// An unchanged spec keeps its Redis key, so the previous limiter's later writes
+			// (settling its reservations) reach the new limiter there, while a memory
+			// successor holds a copy taken at its first decision on the key: the engines
+			// differ by design (docs/limiters.md), so earlier reservations stay unsettled.
+			open = nil
+		}
 		for i := range rapid.IntRange(1, 30).Draw(rt, "after") {
 			step(fmt.Sprintf("after %d", i), memNew, redNew)
 		}
