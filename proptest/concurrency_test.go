@@ -38,7 +38,9 @@ func (l *modelLeaser) Acquire(_ context.Context, key string, now time.Time, n in
 	if l.mutant == "expiry reported 1µs late" {
 		lease.Expiry = lease.Expiry.Add(time.Microsecond)
 	}
-	l.byTok[lease.Token] = &modelLease{at: at, n: n, got: lease}
+	ml := &modelLease{at: at, n: n, got: lease}
+	l.byTok[lease.Token] = ml
+	l.m.leases = append(l.m.leases, ml) // so that the model's pruning ends it too
 	return lease, nil
 }
 
