@@ -253,7 +253,8 @@ func (p *Producer) resultStream(topic string) (string, error) {
 // (Handler.Results). It returns an error wrapping redstream.ErrNotFound when there is none
 // (not handled yet, no progress reported, expired, or the handler records no results), an
 // error wrapping redstream.ErrInvalidConfig for a bad topic or a partitioned one (results
-// are recorded for unpartitioned topics only), and a Redis failure. The call has
+// are recorded for unpartitioned topics only), an error naming the field for a record that is
+// not one the result script writes, and a Redis failure. The call has
 // Config.SendTimeout (or ctx's earlier deadline).
 func (p *Producer) Result(ctx context.Context, topic, group, id string) (Result, error) {
 	stream, err := p.resultStream(topic)
@@ -273,23 +274,53 @@ func (p *Producer) Result(ctx context.Context, topic, group, id string) (Result,
 	if len(m) == 0 {
 		return Result{}, fmt.Errorf("stream: Result of %s in %s/%s: no record: %w", id, topic, group, redstream.ErrNotFound)
 	}
-	return parseResult(id, m), nil
+	r, err := parseResult(id, m)
+	if err != nil {
+		return Result{}, fmt.Errorf("stream: Result of %s in %s/%s: %w", id, topic, group, err)
+	}
+	return r, nil
 }
 
-// parseResult reads a record's fields.
-func parseResult(id string, m map[string]string) Result {
+// parseResult reads a record's fields. A record whose fields are not what the result script
+// writes (a state it does not write, a value that is not JSON, a number that is not one) is
+// an error naming the field, never a Result that would fail later, in json.Marshal.
+func parseResult(id string, m map[string]string) (Result, error) {
+	bad := func(field, v string) (Result, error) {
+		return Result{}, fmt.Errorf("stream: the result record of %s is malformed: field %q holds %.64q", id, field, v)
+	}
 	r := Result{ID: id, Key: m["key"], State: ResultState(m["state"]), Error: m["error"]}
-	if v, ok := m["progress"]; ok {
-		r.Progress = json.RawMessage(v)
+	switch r.State {
+	case ResultActive, ResultCompleted, ResultFailed:
+	default:
+		return bad("state", m["state"])
 	}
-	if v, ok := m["result"]; ok {
-		r.Value = json.RawMessage(v)
+	for _, f := range []struct {
+		name string
+		to   *json.RawMessage
+	}{{"progress", &r.Progress}, {"result", &r.Value}} {
+		if v, ok := m[f.name]; ok {
+			if !json.Valid([]byte(v)) {
+				return bad(f.name, v)
+			}
+			*f.to = json.RawMessage(v)
+		}
 	}
-	r.DeliveryCount, _ = strconv.ParseInt(m["fence"], 10, 64)
-	if ms, err := strconv.ParseInt(m["updated"], 10, 64); err == nil {
-		r.Updated = time.UnixMilli(ms)
+	for _, f := range []struct {
+		name string
+		to   func(int64)
+	}{
+		{"fence", func(n int64) { r.DeliveryCount = n }},
+		{"updated", func(ms int64) { r.Updated = time.UnixMilli(ms) }},
+	} {
+		if v, ok := m[f.name]; ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return bad(f.name, v)
+			}
+			f.to(n)
+		}
 	}
-	return r
+	return r, nil
 }
 
 // defaultResultWait bounds Producer.WaitResult for a ctx without deadline.

@@ -344,7 +344,7 @@ func TestResultsErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	startConsumer(t, c)
-	send(t, p, topic, order{ID: 1})
+	id := send(t, p, topic, order{ID: 1})
 	got := <-errs
 	if got[0] == nil || !strings.Contains(got[0].Error(), "MaxBytes") || got[1] == nil || got[2] == nil || !strings.Contains(got[2].Error(), "MaxBytes") {
 		t.Errorf("oversized and unencodable values: %v", got)
@@ -353,5 +353,22 @@ func TestResultsErrors(t *testing.T) {
 	got = <-errs
 	if got[0] == nil || !strings.Contains(got[0].Error(), "Handler.Results") || got[1] == nil {
 		t.Errorf("results on a handler without Results: %v", got)
+	}
+
+	// A record that is not one the result script writes is an error naming the field.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := p.WaitResult(wctx, topic, "g", id); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := client.Do(ctx, client.B().Keys().Pattern("*"+topic+"*"+id).Build()).AsStrSlice()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("the record's key: %v, %v", keys, err)
+	}
+	if err := client.Do(ctx, client.B().Hset().Key(keys[0]).FieldValue().FieldValue("result", "{not json").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Result(ctx, topic, "g", id); err == nil || !strings.Contains(err.Error(), `field "result"`) {
+		t.Errorf("Result of a malformed record: %v, want an error naming the field", err)
 	}
 }
