@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -23,7 +24,9 @@ import (
 // the race detector (race_slack_test.go), which slows goroutines several times over in ways
 // the stall log below does not see (one goroutine of a thousand waiting for its turn while
 // the others run; on a 2-core machine running the other packages' tests at the same time, a
-// runnable goroutine was seen to wait 100 ms). A send left unbounded would be late by
+// runnable goroutine was seen to wait 100 ms). A call's lateness is counted net of the
+// longest stall of the process and the longest wait of a runnable goroutine (the runtime's
+// sampled histogram) seen during the call. A send left unbounded would be late by
 // Config.SendTimeout (2 s) or more.
 var sendSlack = 150 * time.Millisecond
 
@@ -79,23 +82,51 @@ func (s *stallLog) during(from, to time.Time) time.Duration {
 	return longest
 }
 
+// schedLatencies reads the runtime's histogram of how long goroutines waited to run once
+// runnable (sampled by the runtime: one transition in eight).
+func schedLatencies() *metrics.Float64Histogram {
+	sample := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil
+	}
+	return sample[0].Value.Float64Histogram()
+}
+
+// longestNewWait returns the lower bound of the highest bucket of the scheduling-latency
+// histogram that gained a count between before and after: a runnable goroutine of this
+// process waited at least that long, which the stall log (one goroutine that did run) does
+// not see.
+func longestNewWait(before, after *metrics.Float64Histogram) time.Duration {
+	if before == nil || after == nil || len(before.Counts) != len(after.Counts) {
+		return 0
+	}
+	for i := len(after.Counts) - 1; i >= 0; i-- {
+		if after.Counts[i] > before.Counts[i] {
+			return time.Duration(after.Buckets[i] * float64(time.Second))
+		}
+	}
+	return 0
+}
+
 // lateness collects how much later than its deadline each send returned.
 type lateness struct {
 	stalls *stallLog
 	mu     sync.Mutex
 	calls  int
 	raw    time.Duration // the latest return past a deadline
-	net    time.Duration // the same, less the process's stall during the call
+	net    time.Duration // the same, less the process's stall (or a goroutine's wait to run) during the call
 	worst  string
 }
 
 // time runs f, a send whose deadline is allowed after its start, and records its lateness.
 func (l *lateness) time(what string, allowed time.Duration, f func()) {
+	before := schedLatencies()
 	begin := time.Now()
 	f()
 	end := time.Now()
 	over := end.Sub(begin) - allowed
-	net := over - l.stalls.during(begin, end)
+	net := over - max(l.stalls.during(begin, end), longestNewWait(before, schedLatencies()))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.calls++
