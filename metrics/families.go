@@ -81,6 +81,7 @@ var known = map[string]family{
 	"redis_streaming_mq_stale_refused_total": {TypeCounter, "Writes of stale deliveries refused (taken over or delivered again), by operation."},
 	"redis_streaming_mq_results_total":       {TypeCounter, "Result records written (Handler.Results), by the state written: active (progress), completed, failed."},
 	"redis_streaming_mq_result_errors_total": {TypeCounter, "Result record writes that failed (Handler.Results)."},
+	"redis_streaming_mq_limited_total":       {TypeCounter, "Deliveries parked, uncounted, until the handler's consumption limit admits them (Handler.Limit)."},
 
 	// Package cache, label name.
 	"redis_cache_hits_total":            {TypeCounter, "Cache reads that found a value."},

@@ -95,7 +95,9 @@ type handlerRT struct {
 	runCancel, hardStop context.CancelFunc
 	stopped             chan struct{} // closed when every goroutine of the handler has exited
 
-	panics logGate // the Warn records of handler panics (failurelog.go)
+	panics     logGate    // the Warn records of handler panics (failurelog.go)
+	limitState opState    // the consumption limit's calls (limit.go)
+	gates      limitGates // the consumption limit's closed keys
 }
 
 // job is one delivery to handle.
@@ -392,14 +394,25 @@ func handleTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call 
 	if rt.timeout > 0 {
 		hctx, cancel = context.WithTimeout(ctx, rt.timeout)
 	}
-	running := rt.disp.begin()
-	rt.m.inflight.Set(float64(running))
-	start := time.Now()
-	err := safeCall(hctx, call, &Delivery{ID: id, Topic: rt.topic, Partition: max(rt.partition, 0), Group: rt.group, Consumer: c.name,
-		Key: m.Key, Tag: m.Tag, Source: m.Source, SendTime: m.SendTime, DeliveryCount: j.deliveries,
-		Headers: m.Headers, Message: m})
-	rt.m.duration.Update(time.Since(start).Seconds())
-	rt.m.inflight.Set(float64(rt.disp.end()))
+	done, err := func() {}, error(nil)
+	if h.Limit != nil {
+		var wait time.Duration
+		if done, wait, err = admitTyped(ctx, rt, h.Limit, m, j.deliveries); err == nil && wait > 0 {
+			cancel()
+			return rt.park(j, wait)
+		}
+	}
+	if err == nil {
+		running := rt.disp.begin()
+		rt.m.inflight.Set(float64(running))
+		start := time.Now()
+		err = safeCall(hctx, call, &Delivery{ID: id, Topic: rt.topic, Partition: max(rt.partition, 0), Group: rt.group, Consumer: c.name,
+			Key: m.Key, Tag: m.Tag, Source: m.Source, SendTime: m.SendTime, DeliveryCount: j.deliveries,
+			Headers: m.Headers, Message: m})
+		rt.m.duration.Update(time.Since(start).Seconds())
+		rt.m.inflight.Set(float64(rt.disp.end()))
+		done()
+	}
 	timedOut := rt.timeout > 0 && errors.Is(hctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	if err != nil && !timedOut && errors.Is(err, ErrHandlerTimeout) {

@@ -56,6 +56,8 @@ const (
 	// Result records (Handler.Results), labels topic, group and (for the first) state.
 	metricResults      = "redis_streaming_mq_results_total"       // result records written, by state (active, completed, failed)
 	metricResultErrors = "redis_streaming_mq_result_errors_total" // result writes that failed (Redis)
+	// Consumption limits (Handler.Limit), labels topic and group.
+	metricLimited = "redis_streaming_mq_limited_total" // deliveries parked, uncounted, until the limit admits them
 )
 
 // families are the metric families of the package, in the order of docs/metrics.md.
@@ -100,6 +102,7 @@ var families = []metrics.Family{
 	{Name: metricStaleRefused, Type: metrics.TypeCounter, Help: "Writes of stale deliveries refused (taken over or delivered again), by operation."},
 	{Name: metricResults, Type: metrics.TypeCounter, Help: "Result records written (Handler.Results), by the state written: active (progress), completed, failed."},
 	{Name: metricResultErrors, Type: metrics.TypeCounter, Help: "Result record writes that failed (Handler.Results)."},
+	{Name: metricLimited, Type: metrics.TypeCounter, Help: "Deliveries parked, uncounted, until the handler's consumption limit admits them (Handler.Limit)."},
 }
 
 // MetricFamilies returns every metric family the package creates, for bridges to other
@@ -112,7 +115,7 @@ func MetricFamilies() []metrics.Family { return slices.Clone(families) }
 const (
 	opRead, opAck, opScan, opRetry, opLease = "read", "ack", "scan", "retry", "lease"
 	opDeadLetter, opGauges, opHousekeeping  = "dead_letter", "gauges", "housekeeping"
-	opGroup, opDelay                        = "group", "delay"
+	opGroup, opDelay, opLimit               = "group", "delay", "limit"
 )
 
 // handlerMetrics are one handler's (topic, group) metrics, created once.
@@ -130,6 +133,7 @@ type handlerMetrics struct {
 	staleAck, staleDL, staleGuard, staleResult              *metrics.Counter
 	resultErrors                                            *metrics.Counter
 	resultsActive, resultsCompleted, resultsFailed          *metrics.Counter
+	limited                                                 *metrics.Counter
 }
 
 type handlerHistogram interface{ Update(v float64) }
@@ -192,6 +196,7 @@ func newHandlerMetrics(set *metrics.Set, topic string, part, level int, group st
 	}
 	m.staleAck, m.staleDL, m.staleGuard, m.staleResult = stale(opAck), stale(opDeadLetter), stale(opGuard), stale(opResult)
 	m.resultErrors = c(metricResultErrors)
+	m.limited = c(metricLimited)
 	res := func(state ResultState) *metrics.Counter {
 		return set.GetOrCreateCounter(metrics.Name(metricResults, topicLabels(topic, part, append(lv, "group", group, "state", string(state))...)...))
 	}

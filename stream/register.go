@@ -150,6 +150,11 @@ type Handler[T any] struct {
 	// or the reason it was dead-lettered, for Producer.Result and Producer.WaitResult (see
 	// ResultOptions). Unpartitioned topics only. Nil records nothing.
 	Results *ResultOptions
+	// Limit, if set, admits each message by a rate limit, a concurrency cap or both, shared
+	// across consumers, before Handle is called; a message not admitted waits, parked and
+	// uncounted, until the limit admits it (see Limit). Nil: every message is handled as
+	// soon as a slot is free.
+	Limit *Limit[T]
 
 	deadLetters bool // RegisterDeadLetters: consume the topic's dead-letter stream
 	lenient     bool // an undecodable body is no poison: the delivery carries the error
@@ -320,6 +325,9 @@ func (h *Handler[T]) check() error {
 	}
 	if h.StartID != "" && h.StartID != "0" && h.StartID != "$" {
 		return errInvalid("handler %s/%s: StartID %q: want \"0\" or \"$\"", h.Topic, h.Group, h.StartID)
+	}
+	if h.Limit != nil {
+		return h.Limit.check(h.Topic, h.Group)
 	}
 	return nil
 }

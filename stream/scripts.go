@@ -49,12 +49,15 @@ var (
 	reapLua string
 	//go:embed scripts/lag.lua
 	lagLua string
+	//go:embed scripts/park.lua
+	parkLua string
 
 	leaseScript     = rueidis.NewLuaScript(leaseLua)
 	redeliverScript = rueidis.NewLuaScript(redeliverLua)
 	leaveScript     = rueidis.NewLuaScript(leaveLua)
 	reapScript      = rueidis.NewLuaScript(reapLua)
 	lagScript       = rueidis.NewLuaScript(lagLua)
+	parkScript      = rueidis.NewLuaScript(parkLua)
 )
 
 // Scripts of delayed delivery (delay.go).

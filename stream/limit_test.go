@@ -1,0 +1,329 @@
+package stream_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	vm "github.com/VictoriaMetrics/metrics"
+	"github.com/redis/rueidis"
+
+	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
+	"github.com/redstream-go/redstream/redisbackend"
+	"github.com/redstream-go/redstream/stream"
+)
+
+// decisionLog wraps a Limiter and records every decision with the wall-clock span of its
+// call, so that a test can replay what the limiter admitted.
+type decisionLog struct {
+	l  redstream.Limiter
+	mu sync.Mutex
+	ds []loggedDecision
+}
+
+type loggedDecision struct {
+	key           string
+	allowed       bool
+	before, after time.Time
+}
+
+func (d *decisionLog) AllowN(ctx context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {
+	before := time.Now()
+	dec, err := d.l.AllowN(ctx, key, now, n)
+	if err == nil {
+		d.mu.Lock()
+		d.ds = append(d.ds, loggedDecision{key: key, allowed: dec.Allowed, before: before, after: time.Now()})
+		d.mu.Unlock()
+	}
+	return dec, err
+}
+
+// admitted returns the allowed decisions per key, and per key and fixed window of w the
+// most allowed decisions whose call lay within one window.
+func (d *decisionLog) admitted(w time.Duration) (total map[string]int, perWindow map[string]int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	total, perWindow = map[string]int{}, map[string]int{}
+	counts := map[string]int{}
+	for _, x := range d.ds {
+		if !x.allowed {
+			continue
+		}
+		total[x.key]++
+		a, b := x.before.UnixNano()/int64(w), x.after.UnixNano()/int64(w)
+		if a != b {
+			continue // the call straddled a window's end: its window is unknown
+		}
+		k := fmt.Sprint(x.key, "/", a)
+		counts[k]++
+		key := x.key
+		perWindow[key] = max(perWindow[key], counts[k])
+	}
+	return total, perWindow
+}
+
+// limitRecorder records the handled messages of a limited handler.
+type limitRecorder struct {
+	mu       sync.Mutex
+	handled  map[int]int     // by message ID: Handle calls that returned nil
+	first    map[int]int64   // by message ID: the DeliveryCount Handle saw first
+	by       map[string]int  // by customer (Body.Status)
+	at       map[string][]time.Time
+	inflight map[string]int // by customer, now
+	maxIn    map[string]int // by customer, the most at once
+	total    atomic.Int64
+	work     time.Duration
+}
+
+func newLimitRecorder() *limitRecorder {
+	return &limitRecorder{handled: map[int]int{}, first: map[int]int64{}, by: map[string]int{}, at: map[string][]time.Time{},
+		inflight: map[string]int{}, maxIn: map[string]int{}}
+}
+
+func (r *limitRecorder) handle(ctx context.Context, m *stream.Message[order]) error {
+	r.mu.Lock()
+	cust := m.Body.Status
+	r.inflight[cust]++
+	r.maxIn[cust] = max(r.maxIn[cust], r.inflight[cust])
+	if _, ok := r.first[m.Body.ID]; !ok {
+		r.first[m.Body.ID] = m.DeliveryCount
+	}
+	r.mu.Unlock()
+	if r.work > 0 {
+		time.Sleep(r.work)
+	}
+	r.mu.Lock()
+	r.inflight[cust]--
+	r.handled[m.Body.ID]++
+	r.by[cust]++
+	r.at[cust] = append(r.at[cust], time.Now())
+	r.mu.Unlock()
+	r.total.Add(1)
+	return nil
+}
+
+// sendCustomers sends n messages of each customer, IDs from base, customer by customer.
+func sendCustomers(t *testing.T, p *stream.Producer, topic string, base int, counts map[string]int, order_ []string) {
+	t.Helper()
+	id := base
+	for _, cust := range order_ {
+		for range counts[cust] {
+			send(t, p, topic, order{ID: id, Status: cust})
+			id++
+		}
+	}
+}
+
+// TestLimitRate: three consumers of one group consume a topic under a fixed-window limit of
+// 5 per 400 ms per customer (Limit.Key: the customer), on a single server and a partitioned
+// topic on a 3-master cluster. Customer a sends 30 messages first, then b 5 and c 5: b's
+// and c's flow while a is limited (all handled before a's last); every message is handled
+// once, on its first counted delivery, though MaxDeliveries is 2 and a's messages wait
+// several windows; no dead letters; the limiter admitted exactly the messages handled, and
+// never more than 5 of a customer in one window.
+func TestLimitRate(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		client     func(testing.TB) rueidis.Client
+		partitions int
+	}{
+		{"single", redistest.Client, 0},
+		{"cluster/partitioned", redistest.ClusterClient, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := tc.client(t)
+			topic := newTopic(t)
+			cfg := fastConfig()
+			if tc.partitions > 0 {
+				cfg.Partitions = map[string]int{topic: tc.partitions}
+			}
+			const window, perWindow = 400 * time.Millisecond, 5
+			rl, err := redisbackend.NewLimiter(client, redstream.FixedWindow(window, perWindow), redisbackend.Options{KeyPrefix: "lim-" + topic})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dlog := &decisionLog{l: rl}
+			rec := newLimitRecorder()
+			sets := make([]*vm.Set, 3)
+			for i := range 3 {
+				c := cfg
+				sets[i] = vm.NewSet()
+				c.Metrics = sets[i]
+				cons := newConsumer(t, client, c)
+				if err := stream.Register(cons, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 3, MaxDeliveries: 2,
+					Handle: rec.handle,
+					Limit:  &stream.Limit[order]{Rate: dlog, Key: func(m *stream.Message[order]) string { return m.Body.Status }}}); err != nil {
+					t.Fatal(err)
+				}
+				startConsumer(t, cons)
+			}
+			p := newProducer(t, client, cfg)
+			counts := map[string]int{"a": 30, "b": 5, "c": 5}
+			sendCustomers(t, p, topic, 0, counts, []string{"a", "b", "c"})
+			eventually(t, 30*time.Second, "every message handled", func() bool { return rec.total.Load() >= 40 })
+			time.Sleep(2 * window) // anything handled twice would show by now
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			for id := range 40 {
+				if rec.handled[id] != 1 {
+					t.Errorf("message %d handled %d times, want 1", id, rec.handled[id])
+				}
+				if rec.first[id] != 1 {
+					t.Errorf("message %d first handled on delivery %d, want 1 (waits are not deliveries)", id, rec.first[id])
+				}
+			}
+			lastA := rec.at["a"][len(rec.at["a"])-1]
+			for _, cust := range []string{"b", "c"} {
+				if last := rec.at[cust][len(rec.at[cust])-1]; !last.Before(lastA) {
+					t.Errorf("customer %s's last message handled %v after a's last: it waited behind a's limit", cust, last.Sub(lastA))
+				}
+			}
+			total, most := dlog.admitted(window)
+			for cust, n := range counts {
+				if total[cust] != n {
+					t.Errorf("customer %s: the limiter admitted %d, %d were handled", cust, total[cust], n)
+				}
+				if most[cust] > perWindow {
+					t.Errorf("customer %s: %d admitted in one window, the limit is %d", cust, most[cust], perWindow)
+				}
+			}
+			streams := []string{topic}
+			if tc.partitions > 0 {
+				streams, _ = stream.PartitionStreams(cfg, topic)
+			}
+			for _, s := range streams {
+				if n := xlen(t, client, streamwire.DeadLetterStreamName(s)); n != 0 {
+					t.Errorf("%d dead letters in %s, want 0", n, s)
+				}
+			}
+			var limited float64
+			for _, set := range sets {
+				limited += counterSum(set, "redis_streaming_mq_limited_total")
+			}
+			if limited < float64(counts["a"]-2*perWindow) {
+				t.Errorf("redis_streaming_mq_limited_total = %v, want at least %d (a's messages beyond two windows)", limited, counts["a"]-2*perWindow)
+			}
+			t.Logf("admitted %v (at most %v in one window); %v deliveries parked", total, most, limited)
+		})
+	}
+}
+
+// counterSum sums the values of the counters of set whose name starts with name.
+func counterSum(set *vm.Set, name string) float64 {
+	var sb strings.Builder
+	set.WritePrometheus(&sb)
+	var sum float64
+	for _, line := range strings.Split(sb.String(), "\n") {
+		if strings.HasPrefix(line, name+"{") || strings.HasPrefix(line, name+" ") {
+			var v float64
+			if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
+				sum += v
+			}
+		}
+	}
+	return sum
+}
+
+// TestLimitConcurrency: three consumers with 8 handler slots each, and a concurrency limit
+// of 2 per customer across all of them (a Redis lease per message, renewed while a handler
+// slower than the lease TTL runs): no customer ever has more than 2 messages in Handle at
+// once, every message is handled once on its first counted delivery, and the leases are all
+// released at the end.
+func TestLimitConcurrency(t *testing.T) {
+	client := redistest.Client(t)
+	topic := newTopic(t)
+	cfg := fastConfig()
+	const limit = 2
+	cl, err := redisbackend.NewConcurrencyLimiter(client, []redstream.Spec{redstream.Concurrency(limit, 150*time.Millisecond)}, redisbackend.Options{KeyPrefix: "conc-" + topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newLimitRecorder()
+	rec.work = 200 * time.Millisecond // longer than the lease TTL: the renewal keeps it
+	for range 3 {
+		cons := newConsumer(t, client, cfg)
+		if err := stream.Register(cons, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 8, MaxDeliveries: 2,
+			Handle: rec.handle,
+			Limit:  &stream.Limit[order]{Concurrency: cl, Key: func(m *stream.Message[order]) string { return m.Body.Status }}}); err != nil {
+			t.Fatal(err)
+		}
+		startConsumer(t, cons)
+	}
+	p := newProducer(t, client, cfg)
+	counts := map[string]int{"a": 12, "b": 12, "c": 4}
+	sendCustomers(t, p, topic, 0, counts, []string{"a", "b", "c"})
+	eventually(t, 60*time.Second, "every message handled", func() bool { return rec.total.Load() >= 28 })
+	rec.mu.Lock()
+	for cust := range counts {
+		if rec.maxIn[cust] > limit {
+			t.Errorf("customer %s: %d messages in Handle at once, the limit is %d", cust, rec.maxIn[cust], limit)
+		}
+	}
+	for id := range 28 {
+		if rec.handled[id] != 1 || rec.first[id] != 1 {
+			t.Errorf("message %d handled %d times, first on delivery %d; want once, on delivery 1", id, rec.handled[id], rec.first[id])
+		}
+	}
+	t.Logf("most in Handle at once per customer: %v", rec.maxIn)
+	rec.mu.Unlock()
+	// Every lease was released: the limit admits its full count again at once.
+	for cust := range counts {
+		var leases []redstream.Lease
+		for range limit {
+			l, err := cl.Acquire(context.Background(), cust, time.Time{}, 1)
+			if err != nil || !l.Allowed {
+				t.Fatalf("customer %s after the run: Acquire %+v, %v; want every slot free", cust, l, err)
+			}
+			leases = append(leases, l)
+		}
+		for _, l := range leases {
+			_, _ = cl.Release(context.Background(), l, time.Time{})
+		}
+	}
+}
+
+// TestLimitBadInput: a Limit with no limiter is refused at Register; a message whose limit
+// key is empty, or that the limiter refuses as bad input, is dead-lettered at once with the
+// reason, and other messages flow.
+func TestLimitBadInput(t *testing.T) {
+	client := redistest.Client(t)
+	topic := newTopic(t)
+	cfg := fastConfig()
+	cons := newConsumer(t, client, cfg)
+	if err := stream.Register(cons, stream.Handler[order]{Topic: topic, Group: "g", Handle: func(context.Context, *stream.Message[order]) error { return nil },
+		Limit: &stream.Limit[order]{}}); !errors.Is(err, redstream.ErrInvalidConfig) || !strings.Contains(err.Error(), "Limit") {
+		t.Errorf("Register with an empty Limit: %v, want ErrInvalidConfig naming Limit", err)
+	}
+	rl, err := redisbackend.NewLimiter(client, redstream.FixedWindow(time.Second, 100), redisbackend.Options{KeyPrefix: "bad-" + topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newLimitRecorder()
+	var failures atomic.Int64
+	if err := stream.Register(cons, stream.Handler[order]{Topic: topic, Group: "g", Handle: rec.handle,
+		OnFailure: func(context.Context, *stream.Message[order], []byte, error) { failures.Add(1) },
+		Limit:     &stream.Limit[order]{Rate: rl, Key: func(m *stream.Message[order]) string { return m.Body.Status }}}); err != nil {
+		t.Fatal(err)
+	}
+	startConsumer(t, cons)
+	p := newProducer(t, client, cfg)
+	send(t, p, topic, order{ID: 1, Status: ""})
+	send(t, p, topic, order{ID: 2, Status: "x"})
+	eventually(t, 10*time.Second, "the keyless message dead-lettered and the other handled", func() bool {
+		return failures.Load() == 1 && rec.total.Load() == 1
+	})
+	dead, err := client.Do(context.Background(), client.B().Xrange().Key(streamwire.DeadLetterStreamName(topic)).Start("-").End("+").Build()).AsXRangeSlices()
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("dead letters: %v, %v; want 1", dead, err)
+	}
+	if fields := fmt.Sprint(dead[0].FieldValues); !strings.Contains(fields, "empty limit key") {
+		t.Errorf("dead letter %v: want its reason to name the empty limit key", dead[0].FieldValues)
+	}
+}
