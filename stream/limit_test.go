@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,9 +76,9 @@ func (d *decisionLog) admitted(w time.Duration) (total map[string]int, perWindow
 // limitRecorder records the handled messages of a limited handler.
 type limitRecorder struct {
 	mu       sync.Mutex
-	handled  map[int]int     // by message ID: Handle calls that returned nil
-	first    map[int]int64   // by message ID: the DeliveryCount Handle saw first
-	by       map[string]int  // by customer (Body.Status)
+	handled  map[int]int    // by message ID: Handle calls that returned nil
+	first    map[int]int64  // by message ID: the DeliveryCount Handle saw first
+	by       map[string]int // by customer (Body.Status)
 	at       map[string][]time.Time
 	inflight map[string]int // by customer, now
 	maxIn    map[string]int // by customer, the most at once
@@ -325,5 +329,131 @@ func TestLimitBadInput(t *testing.T) {
 	}
 	if fields := fmt.Sprint(dead[0].FieldValues); !strings.Contains(fields, "empty limit key") {
 		t.Errorf("dead letter %v: want its reason to name the empty limit key", dead[0].FieldValues)
+	}
+}
+
+// admissionLog wraps a Limiter in a child process of TestLimitProcesses: every allowed
+// decision is pushed to lim:<topic>:adm:<key> as the end of its fixed window (the call's
+// start plus the decision's ResetAfter, in Unix ms; the server's clock is this machine's).
+type admissionLog struct {
+	l      redstream.Limiter
+	client rueidis.Client
+	topic  string
+}
+
+func (a *admissionLog) AllowN(ctx context.Context, key string, now time.Time, n int64) (redstream.Decision, error) {
+	before := time.Now()
+	d, err := a.l.AllowN(ctx, key, now, n)
+	if err == nil && d.Allowed {
+		end := before.Add(d.ResetAfter).UnixMilli()
+		err = a.client.Do(ctx, a.client.B().Rpush().Key("lim:"+a.topic+":adm:"+key).Element(strconv.FormatInt(end, 10)).Build()).Error()
+	}
+	return d, err
+}
+
+// TestLimitChild is one consumer process of TestLimitProcesses.
+func TestLimitChild(t *testing.T) {
+	topic := os.Getenv("REDSTREAM_LIMIT_TOPIC")
+	if topic == "" {
+		t.Skip("run by TestLimitProcesses")
+	}
+	client := redistest.Client(t)
+	cfg := fastConfig()
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	rl, err := redisbackend.NewLimiter(client, redstream.FixedWindow(limitWindow, limitPerWindow), redisbackend.Options{KeyPrefix: "lim-" + topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newConsumer(t, client, cfg)
+	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 3, MaxDeliveries: 2,
+		Limit: &stream.Limit[order]{Rate: &admissionLog{l: rl, client: client, topic: topic}, Key: func(m *stream.Message[order]) string { return m.Body.Status }},
+		Handle: func(ctx context.Context, m *stream.Message[order]) error {
+			id := strconv.Itoa(m.Body.ID)
+			cmds := rueidis.Commands{
+				client.B().Hincrby().Key("lim:" + topic + ":handled").Field(id).Increment(1).Build(),
+				client.B().Hsetnx().Key("lim:" + topic + ":delivery").Field(id).Value(strconv.FormatInt(m.DeliveryCount, 10)).Build(),
+				client.B().Rpush().Key("lim:" + topic + ":order").Element(m.Body.Status).Build(),
+			}
+			for _, r := range client.DoMulti(ctx, cmds...) {
+				if err := r.Error(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("started")
+	select {}
+}
+
+// The limit of TestLimitProcesses: 5 messages per customer per 400 ms window.
+const limitWindow, limitPerWindow = 400 * time.Millisecond, 5
+
+// TestLimitProcesses: three consumer processes share a group on a topic limited to 5
+// messages per 400 ms per customer. Customer a sends 30 messages, then b and c 5 each. The
+// limiter admitted exactly one decision per message handled, never more than 5 of a
+// customer in one window (its answer, replayed from each admission's window); every message
+// is handled once, on delivery 1; no dead letters; b's and c's messages are all handled
+// before a's last.
+func TestLimitProcesses(t *testing.T) {
+	addr := redistest.Addr(t)
+	client := redistest.Client(t)
+	ctx := context.Background()
+	topic := newTopic(t)
+	if err := client.Do(ctx, client.B().XgroupCreate().Key(topic).Group("g").Id("0").Mkstream().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		cmd := startChild(t, "TestLimitChild", nil, "REDSTREAM_LIMIT_TOPIC="+topic, "REDSTREAM_REDIS_ADDR="+addr)
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
+	p := newProducer(t, client, fastConfig())
+	counts := map[string]int{"a": 30, "b": 5, "c": 5}
+	sendCustomers(t, p, topic, 0, counts, []string{"a", "b", "c"})
+	eventually(t, 60*time.Second, "every message handled", func() bool {
+		n, _ := client.Do(ctx, client.B().Hlen().Key("lim:"+topic+":handled").Build()).AsInt64()
+		return n >= 40
+	})
+	time.Sleep(2 * limitWindow) // anything handled twice would show by now
+	handled, _ := client.Do(ctx, client.B().Hgetall().Key("lim:"+topic+":handled").Build()).AsStrMap()
+	deliveries, _ := client.Do(ctx, client.B().Hgetall().Key("lim:"+topic+":delivery").Build()).AsStrMap()
+	for id := range 40 {
+		k := strconv.Itoa(id)
+		if handled[k] != "1" || deliveries[k] != "1" {
+			t.Errorf("message %d handled %q times, first on delivery %q; want once, on delivery 1", id, handled[k], deliveries[k])
+		}
+	}
+	for cust, n := range counts {
+		ends, err := client.Do(ctx, client.B().Lrange().Key("lim:"+topic+":adm:"+cust).Start(0).Stop(-1).Build()).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ends) != n {
+			t.Errorf("customer %s: the limiter admitted %d, %d messages were handled", cust, len(ends), n)
+		}
+		per := map[int64]int{}
+		for _, e := range ends {
+			ms, _ := strconv.ParseInt(e, 10, 64)
+			w := (ms + limitWindow.Milliseconds()/2) / limitWindow.Milliseconds() // the window's end, rounded
+			per[w]++
+			if per[w] > limitPerWindow {
+				t.Errorf("customer %s: %d admitted in the window ending near %d ms, the limit is %d", cust, per[w], ms, limitPerWindow)
+			}
+		}
+	}
+	order_, _ := client.Do(ctx, client.B().Lrange().Key("lim:"+topic+":order").Start(0).Stop(-1).Build()).AsStrSlice()
+	last := map[string]int{}
+	for i, cust := range order_ {
+		last[cust] = i
+	}
+	if last["b"] > last["a"] || last["c"] > last["a"] {
+		t.Errorf("handled in the order %v: b or c waited behind a's limit", order_)
+	}
+	if n := xlen(t, client, streamwire.DeadLetterStreamName(topic)); n != 0 {
+		t.Errorf("%d dead letters, want 0", n)
 	}
 }
