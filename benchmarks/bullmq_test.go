@@ -22,10 +22,11 @@ type bullmqPeer struct {
 
 // bullmqReply is one line peer.mjs answers.
 type bullmqReply struct {
-	OK    bool   `json:"ok"`
-	Error string `json:"error"`
-	Added int    `json:"added"`
-	Count int    `json:"count"`
+	OK    bool    `json:"ok"`
+	Error string  `json:"error"`
+	Added int     `json:"added"`
+	Count int     `json:"count"`
+	MS    float64 `json:"ms"`
 }
 
 // startBullMQ starts peer.mjs against addr, or returns nil (and logs why) when BullMQ is not

@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -456,4 +458,180 @@ func TestLimitProcesses(t *testing.T) {
 	if n := xlen(t, client, streamwire.DeadLetterStreamName(topic)); n != 0 {
 		t.Errorf("%d dead letters, want 0", n)
 	}
+}
+
+// TestLimitLeaseChild is one consumer process of TestLimitLeaseKill.
+func TestLimitLeaseChild(t *testing.T) {
+	topic := os.Getenv("REDSTREAM_LIMIT_LEASE_TOPIC")
+	if topic == "" {
+		t.Skip("run by TestLimitLeaseKill")
+	}
+	client := redistest.Client(t)
+	cfg := fastConfig()
+	cfg.Autoclaim.MinIdle = 500 * time.Millisecond
+	cfg.Autoclaim.Interval = 100 * time.Millisecond
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cl, err := redisbackend.NewConcurrencyLimiter(client, []redstream.Spec{redstream.Concurrency(leaseKillLimit, leaseKillTTL)}, redisbackend.Options{KeyPrefix: "lk-" + topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strconv.Itoa(os.Getpid())
+	c := newConsumer(t, client, cfg)
+	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 8,
+		Limit: &stream.Limit[order]{Concurrency: cl, Key: func(m *stream.Message[order]) string { return m.Body.Status }},
+		Handle: func(ctx context.Context, m *stream.Message[order]) error {
+			in, member := "lk:"+topic+":in:"+m.Body.Status, pid+":"+strconv.Itoa(m.Body.ID)
+			if err := client.Do(ctx, client.B().Zadd().Key(in).ScoreMember().ScoreMember(0, member).Build()).Error(); err != nil {
+				return err
+			}
+			time.Sleep(50 * time.Millisecond)
+			return client.DoMulti(ctx,
+				client.B().Zrem().Key(in).Member(member).Build(),
+				client.B().Hincrby().Key("lk:"+topic+":handled").Field(strconv.Itoa(m.Body.ID)).Increment(1).Build())[1].Error()
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("started")
+	select {}
+}
+
+// The concurrency limit of TestLimitLeaseKill: 2 messages per customer, leases of 300 ms.
+const (
+	leaseKillLimit = 2
+	leaseKillTTL   = 300 * time.Millisecond
+)
+
+// TestLimitLeaseKill: three consumer processes with 8 slots each handle two customers'
+// messages under a concurrency limit of 2 per customer (240 messages of 50 ms of work);
+// every 700 ms one process is SIGKILLed, mostly while it holds leases (up to 4 times,
+// counted), and replaced. A watcher samples the messages in Handle of the living processes
+// every 2 ms: never more than 2 of a customer. Every message is handled, none is
+// dead-lettered, and once every holder is gone and its leases have expired, each
+// customer's 2 slots are free.
+func TestLimitLeaseKill(t *testing.T) {
+	addr := redistest.Addr(t)
+	client := redistest.Client(t)
+	ctx := context.Background()
+	topic := newTopic(t)
+	if err := client.Do(ctx, client.B().XgroupCreate().Key(topic).Group("g").Id("0").Mkstream().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	dead := map[string]bool{} // the pids killed
+	children := make([]*exec.Cmd, 3)
+	spawn := func(i int) {
+		children[i] = startChild(t, "TestLimitLeaseChild", nil, "REDSTREAM_LIMIT_LEASE_TOPIC="+topic, "REDSTREAM_REDIS_ADDR="+addr)
+	}
+	for i := range children {
+		spawn(i)
+	}
+	t.Cleanup(func() {
+		for _, c := range children {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	})
+	const total = 240
+	p := newProducer(t, client, fastConfig())
+	for id := range total {
+		send(t, p, topic, order{ID: id, Status: []string{"a", "b"}[id%2]})
+	}
+	stop := make(chan struct{})
+	watched := make(chan map[string]int)
+	go func() {
+		most := map[string]int{}
+		for {
+			select {
+			case <-stop:
+				watched <- most
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			for _, cust := range []string{"a", "b"} {
+				members, err := client.Do(ctx, client.B().Zrange().Key("lk:"+topic+":in:"+cust).Min("0").Max("-1").Build()).AsStrSlice()
+				if err != nil {
+					continue
+				}
+				mu.Lock()
+				n := 0
+				for _, m := range members {
+					if !dead[m[:strings.IndexByte(m, ':')]] {
+						n++
+					}
+				}
+				mu.Unlock()
+				most[cust] = max(most[cust], n)
+			}
+		}
+	}()
+	handled := func() int64 {
+		n, _ := client.Do(ctx, client.B().Hlen().Key("lk:"+topic+":handled").Build()).AsInt64()
+		return n
+	}
+	holding := func(pid string) int {
+		n := 0
+		for _, cust := range []string{"a", "b"} {
+			members, _ := client.Do(ctx, client.B().Zrange().Key("lk:"+topic+":in:"+cust).Min("0").Max("-1").Build()).AsStrSlice()
+			for _, m := range members {
+				if strings.HasPrefix(m, pid+":") {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	kills, held := 0, 0
+	for deadline := time.Now().Add(60 * time.Second); handled() < total && time.Now().Before(deadline); {
+		time.Sleep(700 * time.Millisecond)
+		if kills >= 4 || handled() >= total {
+			continue
+		}
+		i := kills % len(children)
+		pid := strconv.Itoa(children[i].Process.Pid)
+		mu.Lock()
+		dead[pid] = true
+		mu.Unlock()
+		held += holding(pid)
+		_ = children[i].Process.Signal(syscall.SIGKILL)
+		_ = children[i].Wait()
+		kills++
+		spawn(i)
+	}
+	close(stop)
+	most := <-watched
+	if n := handled(); n < total {
+		t.Fatalf("%d of %d messages handled after %d kills", n, total, kills)
+	}
+	if kills == 0 {
+		t.Fatal("no process was killed before every message was handled")
+	}
+	for cust, n := range most {
+		if n > leaseKillLimit {
+			t.Errorf("customer %s: %d messages in Handle at once in living processes, the limit is %d", cust, n, leaseKillLimit)
+		}
+	}
+	if n := xlen(t, client, streamwire.DeadLetterStreamName(topic)); n != 0 {
+		t.Errorf("%d dead letters, want 0", n)
+	}
+	time.Sleep(leaseKillTTL) // the last killed holder's leases expire
+	cl, err := redisbackend.NewConcurrencyLimiter(client, []redstream.Spec{redstream.Concurrency(leaseKillLimit, leaseKillTTL)}, redisbackend.Options{KeyPrefix: "lk-" + topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range children {
+		_ = c.Process.Kill() // the survivors hold no more leases either
+		_ = c.Wait()
+	}
+	time.Sleep(leaseKillTTL)
+	for _, cust := range []string{"a", "b"} {
+		for range leaseKillLimit {
+			if l, err := cl.Acquire(ctx, cust, time.Time{}, 1); err != nil || !l.Allowed {
+				t.Errorf("customer %s: Acquire after the run: %+v, %v; want every slot free", cust, l, err)
+			}
+		}
+	}
+	t.Logf("%d kills, the killed holding %d messages in Handle (and their leases); most in Handle at once per customer: %v", kills, held, most)
 }

@@ -4,9 +4,13 @@
 //   {"op": "add" | "add-delayed" | "add-unique" | "add-priority", "queue": "<name>", "start": i, "n": n, "dup": bool}
 //     -> {"ok": true, "added": <jobs created>}  (n adds, 16 in flight at a time, as the Go side)
 //   {"op": "count", "queue": "<name>"} -> {"ok": true, "count": <jobs in the queue, any state>}
+//   {"op": "consume", "queue": "<name>", "n": n, "concurrency": c, "max": m, "duration": ms}
+//     -> {"ok": true, "ms": <wall time from the worker's start to its n-th completed job>}
+//        (a Worker of c concurrent no-op jobs; with max > 0, its global rate limiter
+//        {max, duration}: at most max jobs per duration ms across every worker of the queue)
 //
 // The Redis address is argv[2] ("host:port"). Errors answer {"ok": false, "error": "..."}.
-import { Queue } from 'bullmq';
+import { Queue, Worker } from 'bullmq';
 import IORedis from 'ioredis';
 import readline from 'node:readline';
 
@@ -63,12 +67,35 @@ async function count(cmd) {
   return { ok: true, count: c };
 }
 
+async function consume(cmd) {
+  const opts = { connection: new IORedis({ host, port: Number(port), maxRetriesPerRequest: null }), concurrency: cmd.concurrency, autorun: false };
+  if (cmd.max > 0) {
+    opts.limiter = { max: cmd.max, duration: cmd.duration };
+  }
+  let done = 0;
+  let resolve;
+  const all = new Promise((r) => {
+    resolve = r;
+  });
+  const worker = new Worker(cmd.queue, async () => {}, opts);
+  worker.on('completed', () => {
+    if (++done === cmd.n) resolve();
+  });
+  const start = performance.now();
+  worker.run();
+  await all;
+  const ms = performance.now() - start;
+  await worker.close();
+  opts.connection.disconnect();
+  return { ok: true, ms };
+}
+
 const rl = readline.createInterface({ input: process.stdin });
 for await (const line of rl) {
   let out;
   try {
     const cmd = JSON.parse(line);
-    out = cmd.op === 'count' ? await count(cmd) : await add(cmd);
+    out = cmd.op === 'count' ? await count(cmd) : cmd.op === 'consume' ? await consume(cmd) : await add(cmd);
   } catch (e) {
     out = { ok: false, error: String(e && e.message ? e.message : e) };
   }
