@@ -91,13 +91,12 @@ type handlerRT struct {
 	house  *housekeeper
 	mv     *mover
 	res    *resulter // nil without Handler.Results
+	lim    *limiter  // the consumption limit's role (used only with Handler.Limit)
 
 	runCancel, hardStop context.CancelFunc
 	stopped             chan struct{} // closed when every goroutine of the handler has exited
 
-	panics     logGate    // the Warn records of handler panics (failurelog.go)
-	limitState opState    // the consumption limit's calls (limit.go)
-	gates      limitGates // the consumption limit's closed keys
+	panics logGate // the Warn records of handler panics (failurelog.go)
 }
 
 // job is one delivery to handle.
@@ -158,6 +157,7 @@ func newHandlerRT(c *Consumer, p handlerParams, process func(ctx context.Context
 		acks:   newAcker(s, capacity, p.deleteOnAck, disp.release),
 		mv:     newMover(s, c.cfg.Delay.PollInterval, !c.cfg.Delay.Disabled && !p.deadLetters),
 		res:    newResulter(s, p.results),
+		lim:    newLimiter(s, retr),
 	}
 }
 
@@ -397,9 +397,9 @@ func handleTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call 
 	done, err := func() {}, error(nil)
 	if h.Limit != nil {
 		var wait time.Duration
-		if done, wait, err = admitTyped(ctx, rt, h.Limit, m, j.deliveries); err == nil && wait > 0 {
+		if done, wait, err = admitTyped(ctx, rt.lim, h.Limit, m, j.deliveries); err == nil && wait > 0 {
 			cancel()
-			return rt.park(j, wait)
+			return rt.lim.park(j, wait)
 		}
 	}
 	if err == nil {

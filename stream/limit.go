@@ -52,6 +52,18 @@ type Limit[T any] struct {
 	Key func(msg *Message[T]) string
 }
 
+// limiter is a handler's consumption-limit role: the memory of denied keys, the state of
+// the limiter's calls, and the parking of the deliveries it does not admit (handed to the
+// retrier as own retries).
+type limiter struct {
+	*scope
+	retr  *retrier
+	state opState    // the limiter's calls: failing or not
+	gates limitGates // the keys the rate limit denied, until when
+}
+
+func newLimiter(s *scope, retr *retrier) *limiter { return &limiter{scope: s, retr: retr} }
+
 // check validates l for handler topic/group.
 func (l *Limit[T]) check(topic, group string) error {
 	if l.Rate == nil && l.Concurrency == nil {
@@ -71,7 +83,7 @@ func badLimitInput(err error) bool {
 // admitTyped asks m's consumption limit l whether m may be handled now. It returns the
 // function to call once Handle has returned (it stops the lease's renewal and releases
 // it), or a wait > 0 when m must be parked that long, or an error for a failed delivery.
-func admitTyped[T any](ctx context.Context, rt *handlerRT, l *Limit[T], m *Message[T], deliveries int64) (done func(), wait time.Duration, err error) {
+func admitTyped[T any](ctx context.Context, rt *limiter, l *Limit[T], m *Message[T], deliveries int64) (done func(), wait time.Duration, err error) {
 	key := m.Key
 	if l.Key != nil {
 		key = l.Key(m)
@@ -117,20 +129,20 @@ func admitTyped[T any](ctx context.Context, rt *handlerRT, l *Limit[T], m *Messa
 			return nil, rt.gates.close(key, time.Now(), d), nil
 		}
 	}
-	rt.limitState.ok(rt.log, "stream: consumption limit works again")
+	rt.state.ok(rt.log, "stream: consumption limit works again")
 	return done, 0, nil
 }
 
 // limitFailed counts and reports a failed limiter call (logged once per run of failures).
-func (h *handlerRT) limitFailed(err error) {
+func (h *limiter) limitFailed(err error) {
 	h.m.backgroundError(opLimit)
-	h.limitState.fail(h.log, "stream: consumption limit fails; messages wait for it", err)
+	h.state.fail(h.log, "stream: consumption limit fails; messages wait for it", err)
 	h.c.report(err)
 }
 
 // holdLease renews lease every third of its TTL until the returned function is called,
 // which stops the renewal and releases the lease (each call bounded by the I/O deadline).
-func (h *handlerRT) holdLease(cl redstream.ConcurrencyLimiter, lease redstream.Lease) (done func()) {
+func (h *limiter) holdLease(cl redstream.ConcurrencyLimiter, lease redstream.Lease) (done func()) {
 	every := time.Until(lease.Expiry) / 3
 	stop, ended := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -174,7 +186,7 @@ func (h *handlerRT) holdLease(cl redstream.ConcurrencyLimiter, lease redstream.L
 // idle from now) and schedules its redelivery after wait. It reports whether the entry left
 // the held set; when the script fails, or the delivery is stale, it stays pending, for the
 // pending-entry scan (a failure is counted and reported).
-func (h *handlerRT) park(j job, wait time.Duration) bool {
+func (h *limiter) park(j job, wait time.Duration) bool {
 	ctx, cancel := h.c.ioContext(h.hardCtx)
 	n, err := parkScript.Exec(ctx, h.c.client, []string{h.stream},
 		[]string{h.group, h.c.name, j.e.id, strconv.FormatInt(j.deliveries, 10)}).AsInt64()

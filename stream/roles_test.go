@@ -30,6 +30,7 @@ var roleTypes = []string{
 	"dlWaitSet",    // dlpath.go: the dead-letterer's waiting entries
 	"housekeeper",  // housekeeping.go
 	"mover",        // mover.go
+	"limiter",      // limit.go: the consumption limit
 	"ownerSet",     // owner.go: the partition owner
 	"ownedPart",    // owner.go
 }
