@@ -111,6 +111,7 @@ type retryEntry struct {
 	at         time.Time     // when the backoff ends
 	deliveries int64         // deliveries so far
 	backoff    time.Duration // the backoff drawn at the failure
+	limited    bool          // parked by the consumption limit, not failed
 }
 
 // newHandlerRT builds the roles of one handler runtime. process handles one delivery;
@@ -243,7 +244,8 @@ func (h *handlerRT) stats(running, paused bool) HandlerStats {
 		Topic: h.topic, Group: h.group, Partition: h.partition,
 		InFlight:         inFlight,
 		Queued:           max(held-inFlight, 0),
-		RetriesScheduled: h.retr.scheduled(),
+		RetriesScheduled: h.retr.scheduled() - h.retr.limited(),
+		Limited:          h.retr.limited(),
 		KeyWaiting:       parked,
 	}
 	h.rd.fill(&s, running && !paused)

@@ -108,6 +108,9 @@ type HandlerStats struct {
 	// RetriesScheduled is the number of this consumer's failed entries waiting for their
 	// backoff to end.
 	RetriesScheduled int
+	// Limited is the number of this consumer's entries parked by the handler's consumption
+	// limit (Handler.Limit), waiting for it to admit them.
+	Limited int
 	// Pending is the group's pending entries, over all its consumers.
 	Pending int64
 	// Lag is the number of entries not yet delivered to the group, -1 when unknown. LagExact

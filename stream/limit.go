@@ -202,7 +202,7 @@ func (h *limiter) park(j job, wait time.Duration) bool {
 		return false // acknowledged, taken over or delivered again since: nothing to park
 	}
 	h.m.limited.Inc()
-	h.retr.schedule(j.e.id, j.deliveries-1, wait)
+	h.retr.park(j.e.id, j.deliveries-1, wait)
 	return true
 }
 

@@ -158,11 +158,13 @@ func TestLimitRate(t *testing.T) {
 			dlog := &decisionLog{l: rl}
 			rec := newLimitRecorder()
 			sets := make([]*vm.Set, 3)
+			consumers := make([]*stream.Consumer, 3)
 			for i := range 3 {
 				c := cfg
 				sets[i] = vm.NewSet()
 				c.Metrics = sets[i]
 				cons := newConsumer(t, client, c)
+				consumers[i] = cons
 				if err := stream.Register(cons, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 3, MaxDeliveries: 2,
 					Handle: rec.handle,
 					Limit:  &stream.Limit[order]{Rate: dlog, Key: func(m *stream.Message[order]) string { return m.Body.Status }}}); err != nil {
@@ -173,7 +175,32 @@ func TestLimitRate(t *testing.T) {
 			p := newProducer(t, client, cfg)
 			counts := map[string]int{"a": 30, "b": 5, "c": 5}
 			sendCustomers(t, p, topic, 0, counts, []string{"a", "b", "c"})
-			eventually(t, 30*time.Second, "every message handled", func() bool { return rec.total.Load() >= 40 })
+			mostLimited := 0 // the most entries parked at once, as Consumer.Stats shows them
+			eventually(t, 30*time.Second, "every message handled", func() bool {
+				n := 0
+				for _, c := range consumers {
+					for _, h := range c.Stats().Handlers {
+						n += h.Limited
+					}
+				}
+				mostLimited = max(mostLimited, n)
+				return rec.total.Load() >= 40
+			})
+			if mostLimited == 0 {
+				t.Error("HandlerStats.Limited never showed a parked entry")
+			}
+			// An entry another consumer took over while it waited leaves its first owner's
+			// count when its wait ends (the redelivery finds it gone).
+			eventually(t, 10*time.Second, "no entry limited or retried once all are handled", func() bool {
+				for _, c := range consumers {
+					for _, h := range c.Stats().Handlers {
+						if h.Limited != 0 || h.RetriesScheduled != 0 {
+							return false
+						}
+					}
+				}
+				return true
+			})
 			time.Sleep(2 * window) // anything handled twice would show by now
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
@@ -216,7 +243,7 @@ func TestLimitRate(t *testing.T) {
 			if limited < float64(counts["a"]-2*perWindow) {
 				t.Errorf("redis_streaming_mq_limited_total = %v, want at least %d (a's messages beyond two windows)", limited, counts["a"]-2*perWindow)
 			}
-			t.Logf("admitted %v (at most %v in one window); %v deliveries parked", total, most, limited)
+			t.Logf("admitted %v (at most %v in one window); %v deliveries parked, at most %d at once", total, most, limited, mostLimited)
 		})
 	}
 }

@@ -80,6 +80,9 @@ func (h *retrier) start(producers *sync.WaitGroup) {
 // scheduled returns the number of own failed entries waiting for their backoff.
 func (h *retrier) scheduled() int { return h.retries.len() }
 
+// limited returns the entries parked by the consumption limit, part of scheduled.
+func (h *retrier) limited() int { return h.retries.limitedLen() }
+
 // backoff returns the policy's backoff after delivery n, within 1 ms..MaxDuration.
 func (h *retrier) backoff(n int64) time.Duration {
 	return clampBackoff(h.policy.NextBackoff(max(n, 1)))
@@ -87,8 +90,18 @@ func (h *retrier) backoff(n int64) time.Duration {
 
 // schedule records an own failed entry: the scanner delivers it again after backoff.
 func (h *retrier) schedule(id string, deliveries int64, backoff time.Duration) {
-	at := time.Now().Add(backoff)
-	h.d.toRetry(id, retryEntry{at: at, deliveries: deliveries, backoff: backoff})
+	h.scheduleEntry(id, retryEntry{at: time.Now().Add(backoff), deliveries: deliveries, backoff: backoff})
+}
+
+// park records an own entry the consumption limit did not admit (its delivery taken back):
+// the scanner delivers it again after wait.
+func (h *retrier) park(id string, deliveries int64, wait time.Duration) {
+	h.scheduleEntry(id, retryEntry{at: time.Now().Add(wait), deliveries: deliveries, backoff: wait, limited: true})
+}
+
+func (h *retrier) scheduleEntry(id string, e retryEntry) {
+	deliveries, backoff := e.deliveries, e.backoff
+	h.d.toRetry(id, e)
 	select {
 	case h.scanNow <- struct{}{}:
 	default:

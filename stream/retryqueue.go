@@ -11,8 +11,9 @@ import (
 // O(log n) however many entries wait (a downstream outage can park every message here).
 // retrySet guards it.
 type retryQueue struct {
-	byID map[string]retryEntry
-	h    retryHeap
+	byID    map[string]retryEntry
+	h       retryHeap
+	limited int // the entries parked by the consumption limit (retryEntry.limited)
 }
 
 type retryItem struct {
@@ -37,6 +38,10 @@ func newRetryQueue() retryQueue { return retryQueue{byID: map[string]retryEntry{
 
 // set schedules (or reschedules) id at e.at.
 func (q *retryQueue) set(id string, e retryEntry) {
+	q.forget(id)
+	if e.limited {
+		q.limited++
+	}
 	q.byID[id] = e
 	heap.Push(&q.h, retryItem{at: e.at, id: id})
 }
@@ -49,7 +54,17 @@ func (q *retryQueue) postpone(id string, at time.Time) {
 	}
 }
 
-func (q *retryQueue) remove(id string) { delete(q.byID, id) }
+func (q *retryQueue) remove(id string) {
+	q.forget(id)
+	delete(q.byID, id)
+}
+
+// forget uncounts id's entry, if any, from limited.
+func (q *retryQueue) forget(id string) {
+	if e, ok := q.byID[id]; ok && e.limited {
+		q.limited--
+	}
+}
 
 func (q *retryQueue) len() int { return len(q.byID) }
 
@@ -132,6 +147,13 @@ func (s *retrySet) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.q.len()
+}
+
+// limitedLen returns how many of the entries were parked by the consumption limit.
+func (s *retrySet) limitedLen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.q.limited
 }
 
 // next returns when the earliest retry is due.

@@ -44,3 +44,26 @@ func TestRetryQueue(t *testing.T) {
 		t.Errorf("empty queue: next ok %v, %d heap items left", ok, len(q.h))
 	}
 }
+
+// TestRetryQueueLimited: the entries parked by the consumption limit are counted apart
+// through set, reschedule (postpone, a failed retry set over a parked entry) and remove.
+func TestRetryQueueLimited(t *testing.T) {
+	s := newRetrySet()
+	now := time.Now()
+	s.set("a", retryEntry{at: now, limited: true})
+	s.set("b", retryEntry{at: now, limited: true})
+	s.set("c", retryEntry{at: now})
+	if got := s.limitedLen(); got != 2 {
+		t.Fatalf("limited %d, want 2", got)
+	}
+	s.postpone([]string{"a", "c"}, now.Add(time.Second))
+	s.set("b", retryEntry{at: now}) // parked, then failed: a retry
+	if got, all := s.limitedLen(), s.len(); got != 1 || all != 3 {
+		t.Fatalf("limited %d of %d, want 1 of 3", got, all)
+	}
+	s.remove("a")
+	s.remove("a")
+	if got := s.limitedLen(); got != 0 {
+		t.Fatalf("limited %d after the parked entry left, want 0", got)
+	}
+}
