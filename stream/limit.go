@@ -96,6 +96,9 @@ func admitTyped[T any](ctx context.Context, rt *limiter, l *Limit[T], m *Message
 		if badLimitInput(err) {
 			return nil, 0, Permanent(err)
 		}
+		if ctx.Err() != nil {
+			return nil, 0, err // cut short by the shutdown: the entry stays pending
+		}
 		rt.limitFailed(err)
 		return nil, rt.retr.backoff(deliveries), nil
 	}

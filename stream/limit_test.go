@@ -662,3 +662,61 @@ func TestLimitLeaseKill(t *testing.T) {
 	}
 	t.Logf("%d kills, the killed holding %d messages in Handle (and their leases); most in Handle at once per customer: %v", kills, held, most)
 }
+
+// failingLimiter fails its first n calls with a backend error, then admits everything.
+type failingLimiter struct{ left atomic.Int64 }
+
+func (f *failingLimiter) AllowN(context.Context, string, time.Time, int64) (redstream.Decision, error) {
+	if f.left.Add(-1) >= 0 {
+		return redstream.Decision{}, errors.New("limiter backend down")
+	}
+	return redstream.Decision{Allowed: true, Limit: 1, Remaining: 1}, nil
+}
+
+// TestLimitFailing: while the limiter fails, messages wait (parked for the retry backoff,
+// uncounted), each failure is counted in background_errors{op="limit"} and passed to
+// OnError; once it works they are handled once, on delivery 1, though MaxDeliveries is 2.
+func TestLimitFailing(t *testing.T) {
+	client := redistest.Client(t)
+	topic := newTopic(t)
+	cfg := fastConfig()
+	cfg.RetryBackoff = 50 * time.Millisecond
+	var reported atomic.Int64
+	cfg.OnError = func(err error) {
+		if strings.Contains(err.Error(), "limiter backend down") {
+			reported.Add(1)
+		}
+	}
+	set := vm.NewSet()
+	cfg.Metrics = set
+	fl := &failingLimiter{}
+	fl.left.Store(12)
+	rec := newLimitRecorder()
+	cons := newConsumer(t, client, cfg)
+	if err := stream.Register(cons, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 2, MaxDeliveries: 2,
+		Handle: rec.handle, Limit: &stream.Limit[order]{Rate: fl}}); err != nil {
+		t.Fatal(err)
+	}
+	startConsumer(t, cons)
+	p := newProducer(t, client, cfg)
+	for id := range 4 {
+		send(t, p, topic, order{ID: id, Status: "x"})
+	}
+	eventually(t, 20*time.Second, "every message handled", func() bool { return rec.total.Load() >= 4 })
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for id := range 4 {
+		if rec.handled[id] != 1 || rec.first[id] != 1 {
+			t.Errorf("message %d handled %d times, first on delivery %d; want once, on delivery 1", id, rec.handled[id], rec.first[id])
+		}
+	}
+	if got := counterSum(set, `redis_streaming_mq_background_errors_total`); got < 12 {
+		t.Errorf("background errors %v, want at least the 12 failed limiter calls", got)
+	}
+	if got := reported.Load(); got != 12 {
+		t.Errorf("OnError got %d limiter failures, want 12", got)
+	}
+	if n := xlen(t, client, streamwire.DeadLetterStreamName(topic)); n != 0 {
+		t.Errorf("%d dead letters, want 0", n)
+	}
+}
