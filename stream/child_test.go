@@ -2,10 +2,14 @@ package stream_test
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/redstream-go/redstream/stream"
 )
 
 // startChild runs the test named test of this test binary as a child process with env added
@@ -31,4 +35,15 @@ func startChild(t *testing.T, test string, stderr io.Writer, env ...string) *exe
 		}
 	}()
 	return cmd
+}
+
+// serveChild starts c in a child process, tells startChild so ("started") and runs until
+// the process is killed.
+func serveChild(t *testing.T, c *stream.Consumer) {
+	t.Helper()
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("started")
+	select {}
 }

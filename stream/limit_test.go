@@ -115,6 +115,28 @@ func (r *limitRecorder) handle(ctx context.Context, m *stream.Message[order]) er
 	return nil
 }
 
+// byCustomer is the limit key of the tests' messages: their customer (Body.Status).
+func byCustomer(m *stream.Message[order]) string { return m.Body.Status }
+
+// startLimited starts 3 consumers of topic's group g, each with concurrency slots, handled
+// by rec under limit (MaxDeliveries 2), each with a metrics set of its own.
+func startLimited(t *testing.T, client rueidis.Client, cfg stream.Config, topic string, concurrency int, rec *limitRecorder, limit *stream.Limit[order]) ([]*stream.Consumer, []*vm.Set) {
+	t.Helper()
+	consumers, sets := make([]*stream.Consumer, 3), make([]*vm.Set, 3)
+	for i := range 3 {
+		c := cfg
+		sets[i] = vm.NewSet()
+		c.Metrics = sets[i]
+		consumers[i] = newConsumer(t, client, c)
+		if err := stream.Register(consumers[i], stream.Handler[order]{Topic: topic, Group: "g", Concurrency: concurrency, MaxDeliveries: 2,
+			Handle: rec.handle, Limit: limit}); err != nil {
+			t.Fatal(err)
+		}
+		startConsumer(t, consumers[i])
+	}
+	return consumers, sets
+}
+
 // sendCustomers sends n messages of each customer, IDs from base, customer by customer.
 func sendCustomers(t *testing.T, p *stream.Producer, topic string, base int, counts map[string]int, order_ []string) {
 	t.Helper()
@@ -157,21 +179,7 @@ func TestLimitRate(t *testing.T) {
 			}
 			dlog := &decisionLog{l: rl}
 			rec := newLimitRecorder()
-			sets := make([]*vm.Set, 3)
-			consumers := make([]*stream.Consumer, 3)
-			for i := range 3 {
-				c := cfg
-				sets[i] = vm.NewSet()
-				c.Metrics = sets[i]
-				cons := newConsumer(t, client, c)
-				consumers[i] = cons
-				if err := stream.Register(cons, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 3, MaxDeliveries: 2,
-					Handle: rec.handle,
-					Limit:  &stream.Limit[order]{Rate: dlog, Key: func(m *stream.Message[order]) string { return m.Body.Status }}}); err != nil {
-					t.Fatal(err)
-				}
-				startConsumer(t, cons)
-			}
+			consumers, sets := startLimited(t, client, cfg, topic, 3, rec, &stream.Limit[order]{Rate: dlog, Key: byCustomer})
 			p := newProducer(t, client, cfg)
 			counts := map[string]int{"a": 30, "b": 5, "c": 5}
 			sendCustomers(t, p, topic, 0, counts, []string{"a", "b", "c"})
@@ -280,15 +288,7 @@ func TestLimitConcurrency(t *testing.T) {
 	}
 	rec := newLimitRecorder()
 	rec.work = 200 * time.Millisecond // longer than the lease TTL: the renewal keeps it
-	for range 3 {
-		cons := newConsumer(t, client, cfg)
-		if err := stream.Register(cons, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 8, MaxDeliveries: 2,
-			Handle: rec.handle,
-			Limit:  &stream.Limit[order]{Concurrency: cl, Key: func(m *stream.Message[order]) string { return m.Body.Status }}}); err != nil {
-			t.Fatal(err)
-		}
-		startConsumer(t, cons)
-	}
+	startLimited(t, client, cfg, topic, 8, rec, &stream.Limit[order]{Concurrency: cl, Key: byCustomer})
 	p := newProducer(t, client, cfg)
 	counts := map[string]int{"a": 12, "b": 12, "c": 4}
 	sendCustomers(t, p, topic, 0, counts, []string{"a", "b", "c"})
@@ -342,7 +342,7 @@ func TestLimitBadInput(t *testing.T) {
 	var failures atomic.Int64
 	if err := stream.Register(cons, stream.Handler[order]{Topic: topic, Group: "g", Handle: rec.handle,
 		OnFailure: func(context.Context, *stream.Message[order], []byte, error) { failures.Add(1) },
-		Limit:     &stream.Limit[order]{Rate: rl, Key: func(m *stream.Message[order]) string { return m.Body.Status }}}); err != nil {
+		Limit:     &stream.Limit[order]{Rate: rl, Key: byCustomer}}); err != nil {
 		t.Fatal(err)
 	}
 	startConsumer(t, cons)
@@ -395,7 +395,7 @@ func TestLimitChild(t *testing.T) {
 	}
 	c := newConsumer(t, client, cfg)
 	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 3, MaxDeliveries: 2,
-		Limit: &stream.Limit[order]{Rate: &admissionLog{l: rl, client: client, topic: topic}, Key: func(m *stream.Message[order]) string { return m.Body.Status }},
+		Limit: &stream.Limit[order]{Rate: &admissionLog{l: rl, client: client, topic: topic}, Key: byCustomer},
 		Handle: func(ctx context.Context, m *stream.Message[order]) error {
 			id := strconv.Itoa(m.Body.ID)
 			cmds := rueidis.Commands{
@@ -412,11 +412,7 @@ func TestLimitChild(t *testing.T) {
 		}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("started")
-	select {}
+	serveChild(t, c)
 }
 
 // The limit of TestLimitProcesses: 5 messages per customer per 400 ms window.
@@ -505,7 +501,7 @@ func TestLimitLeaseChild(t *testing.T) {
 	pid := strconv.Itoa(os.Getpid())
 	c := newConsumer(t, client, cfg)
 	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 8,
-		Limit: &stream.Limit[order]{Concurrency: cl, Key: func(m *stream.Message[order]) string { return m.Body.Status }},
+		Limit: &stream.Limit[order]{Concurrency: cl, Key: byCustomer},
 		Handle: func(ctx context.Context, m *stream.Message[order]) error {
 			in, member := "lk:"+topic+":in:"+m.Body.Status, pid+":"+strconv.Itoa(m.Body.ID)
 			if err := client.Do(ctx, client.B().Zadd().Key(in).ScoreMember().ScoreMember(0, member).Build()).Error(); err != nil {
@@ -518,11 +514,7 @@ func TestLimitLeaseChild(t *testing.T) {
 		}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println("started")
-	select {}
+	serveChild(t, c)
 }
 
 // The concurrency limit of TestLimitLeaseKill: 2 messages per customer, leases of 300 ms.
