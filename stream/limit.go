@@ -60,6 +60,9 @@ type limiter struct {
 	retr  *retrier
 	state opState    // the limiter's calls: failing or not
 	gates limitGates // the keys the rate limit denied, until when
+
+	mu      sync.Mutex
+	waiting map[string][]string // per key, the entries its concurrency limit denied, in order
 }
 
 func newLimiter(s *scope, retr *retrier) *limiter { return &limiter{scope: s, retr: retr} }
@@ -111,7 +114,8 @@ func admitTyped[T any](ctx context.Context, rt *limiter, l *Limit[T], m *Message
 			return failed("acquire", err)
 		}
 		if !lease.Allowed {
-			return nil, max(lease.RetryAfter, time.Millisecond), nil
+			rt.waitFor(key, m.ID)
+			return nil, min(max(lease.RetryAfter, time.Millisecond), maxLeaseWait), nil
 		}
 		done = rt.holdLease(l.Concurrency, lease)
 	}
@@ -181,7 +185,52 @@ func (h *limiter) holdLease(cl redstream.ConcurrencyLimiter, lease redstream.Lea
 		cancel()
 		if err != nil {
 			h.limitFailed(fmt.Errorf("stream: consumption limit of %s/%s: release the lease of %q (it frees itself at its expiry): %w", h.topic, h.group, lease.Key, err))
+			return
 		}
+		h.wakeOne(lease.Key)
+	}
+}
+
+// maxLeaseWait caps how long a message the concurrency limit denied waits before it asks
+// again: a slot may be freed by another consumer's release, which this one does not see
+// (its own releases wake the next waiter at once: wakeOne).
+const maxLeaseWait = time.Second
+
+// maxWaiting bounds the waiters remembered per key; the oldest are forgotten first (they
+// still ask again after maxLeaseWait).
+const maxWaiting = 10_000
+
+// waitFor remembers id as denied by key's concurrency limit, for wakeOne.
+func (h *limiter) waitFor(key, id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.waiting == nil {
+		h.waiting = map[string][]string{}
+	}
+	w := append(h.waiting[key], id)
+	if len(w) > maxWaiting {
+		w = w[len(w)-maxWaiting:]
+	}
+	h.waiting[key] = w
+}
+
+// wakeOne makes the first entry still parked behind key's concurrency limit due now: a
+// slot of key was just released here.
+func (h *limiter) wakeOne(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := h.waiting[key]
+	for len(w) > 0 {
+		id := w[0]
+		w = w[1:]
+		if h.retr.wake(id) {
+			break
+		}
+	}
+	if len(w) == 0 {
+		delete(h.waiting, key)
+	} else {
+		h.waiting[key] = w
 	}
 }
 

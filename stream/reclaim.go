@@ -99,6 +99,19 @@ func (h *retrier) park(id string, deliveries int64, wait time.Duration) {
 	h.scheduleEntry(id, retryEntry{at: time.Now().Add(wait), deliveries: deliveries, backoff: wait, limited: true})
 }
 
+// wake makes id, parked by the consumption limit, due now (wake), and reports whether it
+// was still parked.
+func (h *retrier) wake(id string) bool {
+	if !h.retries.wake(id, time.Now()) {
+		return false
+	}
+	select {
+	case h.scanNow <- struct{}{}:
+	default:
+	}
+	return true
+}
+
 func (h *retrier) scheduleEntry(id string, e retryEntry) {
 	deliveries, backoff := e.deliveries, e.backoff
 	h.d.toRetry(id, e)

@@ -177,6 +177,22 @@ func (s *retrySet) takeDue(now time.Time, limit int) ([]string, []time.Duration)
 	return ids, backoffs
 }
 
+// wake makes id, an entry parked by the consumption limit and not yet taken for its
+// redelivery, due at now, its backoff shortened to the time it has waited (redeliver.lua
+// claims an entry idle for its backoff). It reports whether id was such an entry.
+func (s *retrySet) wake(id string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.q.get(id)
+	if !ok || !e.limited || e.at.IsZero() || !e.at.After(now) {
+		return false
+	}
+	parked := e.at.Add(-e.backoff)
+	e.backoff, e.at = max(now.Sub(parked), time.Millisecond), now
+	s.q.set(id, e)
+	return true
+}
+
 // postpone reschedules the known ids at at.
 func (s *retrySet) postpone(ids []string, at time.Time) {
 	s.mu.Lock()
