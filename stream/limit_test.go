@@ -747,3 +747,64 @@ func TestLimitConcurrencyWake(t *testing.T) {
 	}
 	t.Logf("6 messages in %v", time.Since(start).Round(time.Millisecond))
 }
+
+// TestLimitOrdered: with OrderedByKey, a key's messages that its limit parks keep their
+// order (the parked one stays its key line's head), while another key flows.
+func TestLimitOrdered(t *testing.T) {
+	client := redistest.Client(t)
+	topic := newTopic(t)
+	cfg := fastConfig()
+	cfg.Autoclaim.MinIdle = 10 * time.Second
+	rl, err := redisbackend.NewLimiter(client, redstream.FixedWindow(200*time.Millisecond, 2), redisbackend.Options{KeyPrefix: "ord-" + topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []int
+	cons := newConsumer(t, client, cfg)
+	if err := stream.Register(cons, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 4, OrderedByKey: true,
+		Limit: &stream.Limit[order]{Rate: rl},
+		Handle: func(_ context.Context, m *stream.Message[order]) error {
+			mu.Lock()
+			got = append(got, m.Body.ID)
+			mu.Unlock()
+			return nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	startConsumer(t, cons)
+	p := newProducer(t, client, cfg)
+	for id := range 10 {
+		msg := stream.NewMessage(order{ID: id})
+		msg.Key = "slow"
+		if _, err := p.Send(context.Background(), topic, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := stream.NewMessage(order{ID: 100})
+	other.Key = "other"
+	if _, err := p.Send(context.Background(), topic, other); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, "11 messages handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) >= 11
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	next, otherAt := 0, -1
+	for i, id := range got {
+		if id == 100 {
+			otherAt = i
+			continue
+		}
+		if id != next {
+			t.Fatalf("handled in the order %v: key slow out of order", got)
+		}
+		next++
+	}
+	if otherAt > 4 {
+		t.Errorf("handled in the order %v: the other key's message waited behind slow's limit", got)
+	}
+}
