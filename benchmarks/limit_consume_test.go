@@ -31,7 +31,7 @@ const limitedRate = 2000
 // and for the binding limits the achieved rate over the limit (1 is the limit exactly).
 func BenchmarkStreamLimitedConsume(b *testing.B) {
 	client := redisClient(b)
-	open, err := redisbackend.NewLimiter(client, redstream.TokenBucket(1e9, 1e9), redisbackend.Options{KeyPrefix: streamTopic("lim-open")})
+	open, err := redisbackend.NewLimiter(client, redstream.TokenBucket(1e6, 1e6), redisbackend.Options{KeyPrefix: streamTopic("lim-open")})
 	if err != nil {
 		b.Fatal(err)
 	}
