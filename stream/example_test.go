@@ -84,7 +84,7 @@ func ExampleDeadLetters_Replay() {
 	}
 	healthy := make(chan bool, 1)
 	healthy <- false
-	handled := make(chan string)
+	handled, gaveUp := make(chan string), make(chan string, 1)
 	consumer, _ := stream.NewConsumer(client, cfg)
 	_ = stream.Register(consumer, stream.Handler[Order]{
 		Topic: "payments", Group: "billing",
@@ -98,7 +98,7 @@ func ExampleDeadLetters_Replay() {
 			return nil
 		},
 		OnFailure: func(ctx context.Context, msg *stream.Message[Order], body []byte, err error) {
-			fmt.Printf("gave up on order %d: %v\n", msg.Body.ID, errors.Is(err, stream.ErrMaxRetryExceeded))
+			gaveUp <- fmt.Sprintf("gave up on order %d: %v", msg.Body.ID, errors.Is(err, stream.ErrMaxRetryExceeded))
 		},
 	})
 	_ = consumer.Start(ctx)
@@ -107,6 +107,7 @@ func ExampleDeadLetters_Replay() {
 	producer, _ := stream.NewProducer(client, cfg)
 	_, _ = producer.Send(ctx, "payments", stream.NewMessage(Order{ID: 7, Status: "PAID"}))
 
+	fmt.Println(<-gaveUp) // OnFailure runs on the consumer's goroutine once the entry is dead-lettered
 	dlq, _ := stream.NewDeadLetters(client, cfg)
 	for n, _ := dlq.Len(ctx, "payments"); n == 0; n, _ = dlq.Len(ctx, "payments") {
 		time.Sleep(10 * time.Millisecond)
