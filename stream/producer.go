@@ -29,8 +29,6 @@ type Producer struct {
 	mw   []SendMiddleware
 	send atomic.Pointer[SendFunc] // the composed chain; nil without middleware
 	idmp atomic.Int32             // XADD IDMP support: idmpUnknown until probed, idmpYes, idmpNo
-
-	waryUntil atomic.Int64 // unix ns until which plain sends go through await (sendwait.go)
 }
 
 // Outgoing is what producer middleware sees of one message being sent: its topic, envelope

@@ -72,69 +72,29 @@ func unknown(err error) error {
 	return fmt.Errorf("%w, the message may have been written: %w", ErrOutcomeUnknown, err)
 }
 
-// wary is how long after a send failed (a deadline, a broken connection) the producer's
-// plain sends wait for Redis through await. Before that rueidis honours a send's context
-// (a command queued on a live connection gives up at its deadline); only a connection
-// being dialled again holds commands past their deadline, and a dial follows a failure.
-// So the goroutine await costs is paid only while the connection is in doubt.
-const wary = 30 * time.Second
-
-// calm reports whether no send failed within wary.
-func (p *Producer) calm() bool { return time.Now().UnixNano() >= p.waryUntil.Load() }
-
-// noteFailure records a failed send for calm.
-func (p *Producer) noteFailure() { p.waryUntil.Store(time.Now().Add(wary).UnixNano()) }
-
-// do runs cmd, returning by ctx's end.
+// do runs cmd, returning by ctx's end. Every send waits through await, also on a connection
+// that has not failed yet: at the start of a hang (a server that stops answering on a live
+// connection), sends that trusted rueidis to honour their context were seen to return up to
+// 200 ms past their deadline.
 func (p *Producer) do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	var r rueidis.RedisResult
-	if p.calm() {
-		r = p.client.Do(ctx, cmd)
-	} else {
-		r = await(ctx, func() rueidis.RedisResult { return p.client.Do(ctx, cmd) }, unknownResult)
-	}
-	if r.NonRedisError() != nil {
-		p.noteFailure()
-	}
-	return r
+	return await(ctx, func() rueidis.RedisResult { return p.client.Do(ctx, cmd) }, unknownResult)
 }
 
 // exec runs script (EVALSHA, falling back to EVAL), returning by ctx's end, as do.
 func (p *Producer) exec(ctx context.Context, script *rueidis.Lua, keys, args []string) rueidis.RedisResult {
-	var r rueidis.RedisResult
-	if p.calm() {
-		r = script.Exec(ctx, p.client, keys, args)
-	} else {
-		r = await(ctx, func() rueidis.RedisResult { return script.Exec(ctx, p.client, keys, args) }, unknownResult)
-	}
-	if r.NonRedisError() != nil {
-		p.noteFailure()
-	}
-	return r
+	return await(ctx, func() rueidis.RedisResult { return script.Exec(ctx, p.client, keys, args) }, unknownResult)
 }
 
 // doMulti runs cmds in one pipeline, returning by ctx's end (then every result is an
 // ErrOutcomeUnknown).
 func (p *Producer) doMulti(ctx context.Context, cmds rueidis.Commands) []rueidis.RedisResult {
-	var res []rueidis.RedisResult
-	if p.calm() {
-		res = p.client.DoMulti(ctx, cmds...)
-	} else {
-		res = await(ctx, func() []rueidis.RedisResult { return p.client.DoMulti(ctx, cmds...) }, func(err error) []rueidis.RedisResult {
-			res := make([]rueidis.RedisResult, len(cmds))
-			for i := range res {
-				res[i] = unknownResult(err)
-			}
-			return res
-		})
-	}
-	for _, r := range res {
-		if r.NonRedisError() != nil {
-			p.noteFailure()
-			break
+	return await(ctx, func() []rueidis.RedisResult { return p.client.DoMulti(ctx, cmds...) }, func(err error) []rueidis.RedisResult {
+		res := make([]rueidis.RedisResult, len(cmds))
+		for i := range res {
+			res[i] = unknownResult(err)
 		}
-	}
-	return res
+		return res
+	})
 }
 
 // sendErr classifies the error of a send's command: an error reply or a failed dial means
