@@ -816,3 +816,58 @@ func TestLimitOrdered(t *testing.T) {
 		t.Errorf("handled in the order %v: the other key's message waited behind slow's limit", got)
 	}
 }
+
+// TestLimitHungLimiter: the limiter's Redis (a server of its own) hangs (SIGSTOP) for 6 s,
+// longer than a limiter call's 5 s deadline, while messages arrive: each call fails at its
+// deadline (counted, op="limit"), the messages wait uncounted and, once the server resumes,
+// are handled once each, on delivery 1, with no dead letter.
+func TestLimitHungLimiter(t *testing.T) {
+	client := redistest.Client(t)
+	srv := redistest.NewServer(t)
+	lc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr}, ConnWriteTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lc.Close)
+	rl, err := redisbackend.NewLimiter(lc, redstream.FixedWindow(time.Second, 100), redisbackend.Options{KeyPrefix: "hung"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic := newTopic(t)
+	cfg := fastConfig()
+	cfg.Autoclaim.MinIdle = 30 * time.Second // the scan does not take the waiting entries over
+	cfg.RetryBackoff = 100 * time.Millisecond
+	set := vm.NewSet()
+	cfg.Metrics = set
+	rec := newLimitRecorder()
+	cons := newConsumer(t, client, cfg)
+	if err := stream.Register(cons, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 2, MaxDeliveries: 2,
+		Handle: rec.handle, Limit: &stream.Limit[order]{Rate: rl, Key: byCustomer}}); err != nil {
+		t.Fatal(err)
+	}
+	startConsumer(t, cons)
+	resume := hang(t, lc)
+	p := newProducer(t, client, cfg)
+	for id := range 3 {
+		send(t, p, topic, order{ID: id, Status: "a"})
+	}
+	time.Sleep(6 * time.Second)
+	if n := rec.total.Load(); n != 0 {
+		t.Fatalf("%d messages handled while the limiter's server hung", n)
+	}
+	resume()
+	eventually(t, 20*time.Second, "every message handled after the limiter's server resumed", func() bool { return rec.total.Load() >= 3 })
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for id := range 3 {
+		if rec.handled[id] != 1 || rec.first[id] != 1 {
+			t.Errorf("message %d handled %d times, first on delivery %d; want once, on delivery 1", id, rec.handled[id], rec.first[id])
+		}
+	}
+	if got := counterSum(set, "redis_streaming_mq_background_errors_total"); got < 1 {
+		t.Errorf("background errors %v, want the limiter's failed calls counted", got)
+	}
+	if n := xlen(t, client, streamwire.DeadLetterStreamName(topic)); n != 0 {
+		t.Errorf("%d dead letters, want 0", n)
+	}
+}
