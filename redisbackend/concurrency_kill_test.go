@@ -3,6 +3,7 @@ package redisbackend
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -25,9 +26,10 @@ import (
 // <after>" around an admitted Acquire (before: TIME read before the call, so the lease
 // expires no sooner than before + TTL; after: TIME read after it, when the lease is
 // certainly held, and it expires no later than after + TTL; "try <holder>" precedes the
-// call, so a holder killed during it leaves a try without an open), "ext <token> <before>
-// <after>" around a successful Extend, and "close <token>
-// <t>" with t read before Release. A killed holder leaves opens without a close.
+// call, so a holder killed during it leaves a try without an open), "renew <token>" before
+// an Extend and "ext <token> <before> <after>" after a successful one, "lost <token>" after
+// an Extend that found the lease expired (its holder stalled past the TTL), and "close
+// <token> <t>" with t read before Release. A killed holder leaves opens without a close.
 const (
 	killLimit = 3
 	killTTL   = 600 * time.Millisecond
@@ -90,8 +92,13 @@ func TestLeaseHolderChild(t *testing.T) {
 				push(ctx, fmt.Sprintf("open %s %d %d %s", tok, before, after, name))
 				say("held")
 				hold()
+				push(ctx, "renew "+tok)
 				before, _ = serverMicros(ctx, c)
-				if lease, err = l.Extend(ctx, lease, time.Time{}); err != nil {
+				if lease, err = l.Extend(ctx, lease, time.Time{}); errors.Is(err, redstream.ErrLeaseLost) {
+					push(ctx, "lost "+tok)
+					say("free")
+					continue
+				} else if err != nil {
 					panic(err)
 				}
 				after, _ = serverMicros(ctx, c)
@@ -100,8 +107,8 @@ func TestLeaseHolderChild(t *testing.T) {
 				at, _ := serverMicros(ctx, c)
 				push(ctx, fmt.Sprintf("close %s %d", tok, at))
 				say("free")
-				if ok, err := l.Release(ctx, lease, time.Time{}); err != nil || !ok {
-					panic(fmt.Sprintf("release of a held lease: %v, %v", ok, err))
+				if _, err := l.Release(ctx, lease, time.Time{}); err != nil {
+					panic(fmt.Sprintf("release: %v", err))
 				}
 			}
 		}()
@@ -184,15 +191,17 @@ func killHolding(t *testing.T, c rueidis.Client, h *holder) {
 }
 
 // leaseSpan is one lease of the log: certainly held from start to end (server µs); a lease
-// left by a killed holder expires by expiry.
+// left by a killed holder expires by expiry, or by its holder's death plus the TTL when it
+// was killed during an Extend (renewing).
 type leaseSpan struct {
 	start, end, expiry int64
-	closed             bool
+	closed, renewing   bool
 }
 
-// readSpans parses the holders' log: a lease closed ends at its close; one never closed (its
-// holder was killed) is held at least until its last "before" plus the TTL, and expires no
-// later than its last "after" plus the TTL. dangling names the holders (process index) whose
+// readSpans parses the holders' log: a lease is held at least until its last "before" plus
+// the TTL, and until its close if that comes first (a holder that stalls past the TTL loses
+// its lease before it closes it); one never closed (its holder was killed) expires no later
+// than its last "after" plus the TTL. dangling names the holders (process index) whose
 // last call was an Acquire the log does not know the outcome of.
 func readSpans(t *testing.T, lines []string) (spans map[string]*leaseSpan, dangling map[string]bool) {
 	t.Helper()
@@ -203,17 +212,25 @@ func readSpans(t *testing.T, lines []string) (spans map[string]*leaseSpan, dangl
 			last[f[1]] = "try"
 			continue
 		}
-		v, _ := strconv.ParseInt(f[2], 10, 64)
+		var v int64
+		if len(f) > 2 {
+			v, _ = strconv.ParseInt(f[2], 10, 64)
+		}
 		switch {
 		case f[0] == "open" && len(f) == 5:
 			last[f[4]] = "open"
 			after, _ := strconv.ParseInt(f[3], 10, 64)
 			spans[f[1]] = &leaseSpan{start: after, end: v + killTTL.Microseconds(), expiry: after + killTTL.Microseconds()}
+		case f[0] == "renew" && len(f) == 2 && spans[f[1]] != nil:
+			spans[f[1]].renewing = true
+		case f[0] == "lost" && len(f) == 2 && spans[f[1]] != nil:
+			spans[f[1]].closed, spans[f[1]].renewing = true, false
 		case f[0] == "ext" && len(f) == 4 && spans[f[1]] != nil:
 			after, _ := strconv.ParseInt(f[3], 10, 64)
 			spans[f[1]].end, spans[f[1]].expiry = v+killTTL.Microseconds(), after+killTTL.Microseconds()
+			spans[f[1]].renewing = false
 		case f[0] == "close" && spans[f[1]] != nil:
-			spans[f[1]].end, spans[f[1]].closed = v, true
+			spans[f[1]].end, spans[f[1]].closed = min(spans[f[1]].end, v), true
 		default:
 			t.Fatalf("bad log line %q", line)
 		}
@@ -309,10 +326,17 @@ return redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', now - tonumber(A
 	spans, dangling := readSpans(t, lines)
 	var left []*leaseSpan
 	var expiry int64
+	renewing := 0
 	for _, s := range spans {
 		if !s.closed {
 			left = append(left, s)
 			expiry = max(expiry, s.expiry)
+		}
+		if s.renewing { // killed during an Extend that may have run: by its death plus the TTL
+			renewing++
+			for _, h := range hs {
+				expiry = max(expiry, h.killed+killTTL.Microseconds())
+			}
 		}
 	}
 	for i, h := range hs { // a lease the log lost expires by its holder's death plus the TTL
@@ -320,7 +344,7 @@ return redis.call('ZCOUNT', KEYS[1], '(' .. string.format('%d', now - tonumber(A
 			expiry = max(expiry, h.killed+killTTL.Microseconds())
 		}
 	}
-	t.Logf("%d leases, %d left by killed holders (%d holders killed inside Acquire); watcher: %d samples, at most %d units held", len(spans), len(left), len(dangling), samples.Load(), most.Load())
+	t.Logf("%d leases, %d left by killed holders (%d holders killed inside Acquire, %d leases inside Extend); watcher: %d samples, at most %d units held", len(spans), len(left), len(dangling), renewing, samples.Load(), most.Load())
 	if len(spans) < 20 || len(left) < 1 || samples.Load() < 100 {
 		t.Fatalf("too little contention to prove anything: %d leases, %d left behind, %d samples", len(spans), len(left), samples.Load())
 	}
