@@ -239,7 +239,7 @@ func (b *binder) structure(n Node, v reflect.Value) error {
 		}
 		f := fs[fi]
 		if prev, dup := seen[fi]; dup {
-			b.errs = append(b.errs, &Error{Path: join(n.Path, f.key), Line: k.Line, Msg: fmt.Sprintf("is set twice (%q here and %q at line %d)", k.Value, prev.Value, prev.Line)})
+			b.errs = append(b.errs, &Error{Path: join(n.Path, f.key), Line: k.Line, Msg: fmt.Sprintf("is set twice (%q here and %q at line %d)", clip(k.Value), clip(prev.Value), prev.Line)})
 			continue
 		}
 		seen[fi] = k
@@ -616,7 +616,7 @@ func parseISO(s string) (time.Duration, error) {
 		s = s[1:]
 	}
 	s = strings.ToUpper(s[1:])
-	bad := fmt.Errorf("must be a duration such as 500ms, 2s or PT2S, got %q", orig)
+	bad := fmt.Errorf("must be a duration such as 500ms, 2s or PT2S, got %q", clip(orig))
 	var total time.Duration
 	inTime, parts := false, 0
 	for s != "" {

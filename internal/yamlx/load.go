@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -302,7 +303,7 @@ func (p *profileExpr) parse() (bool, error) {
 	}
 	p.space()
 	if p.i < len(p.s) {
-		return false, fmt.Errorf("malformed profile expression %q at %q", p.s, p.s[p.i:])
+		return false, fmt.Errorf("malformed profile expression %q at %q", clip(p.s), clip(p.s[p.i:]))
 	}
 	return v, nil
 }
@@ -347,11 +348,11 @@ func (p *profileExpr) unary() (bool, error) {
 	p.depth++
 	defer func() { p.depth-- }()
 	if p.depth > 32 {
-		return false, fmt.Errorf("profile expression %q nests too deep", p.s)
+		return false, fmt.Errorf("profile expression %q nests too deep", clip(p.s))
 	}
 	p.space()
 	if p.i >= len(p.s) {
-		return false, fmt.Errorf("malformed profile expression %q", p.s)
+		return false, fmt.Errorf("malformed profile expression %q", clip(p.s))
 	}
 	switch p.s[p.i] {
 	case '!':
@@ -366,7 +367,7 @@ func (p *profileExpr) unary() (bool, error) {
 		}
 		p.space()
 		if p.i >= len(p.s) || p.s[p.i] != ')' {
-			return false, fmt.Errorf("malformed profile expression %q: missing ')'", p.s)
+			return false, fmt.Errorf("malformed profile expression %q: missing ')'", clip(p.s))
 		}
 		p.i++
 		return v, nil
@@ -376,7 +377,7 @@ func (p *profileExpr) unary() (bool, error) {
 		p.i++
 	}
 	if p.i == start {
-		return false, fmt.Errorf("malformed profile expression %q", p.s)
+		return false, fmt.Errorf("malformed profile expression %q", clip(p.s))
 	}
 	name := p.s[start:p.i]
 	p.names = append(p.names, name)
@@ -457,7 +458,7 @@ func (r *resolver) expand(s, path string, line, depth int) (string, error) {
 		b.WriteString(s[:i])
 		end := closing(s, i+2)
 		if end < 0 {
-			return "", &Error{Path: orDoc(path), Line: line, Msg: fmt.Sprintf("placeholder %q has no closing '}'", s[i:])}
+			return "", &Error{Path: orDoc(path), Line: line, Msg: fmt.Sprintf("placeholder %q has no closing '}'", clip(s[i:]))}
 		}
 		v, err := r.placeholder(s[i+2:end], path, line, depth)
 		if err != nil {
@@ -511,7 +512,7 @@ func (r *resolver) placeholder(body, path string, line, depth int) (string, erro
 	}
 	name = strings.TrimSpace(name)
 	if name == "" {
-		return "", &Error{Path: orDoc(path), Line: line, Msg: fmt.Sprintf("placeholder ${%s} has no name", body)}
+		return "", &Error{Path: orDoc(path), Line: line, Msg: fmt.Sprintf("placeholder ${%s} has no name", clip(body))}
 	}
 	if v, ok := r.getenv(name); ok {
 		return v, nil
@@ -527,7 +528,8 @@ func (r *resolver) placeholder(body, path string, line, depth int) (string, erro
 	if hasDef {
 		return r.expand(def, path, line, depth+1)
 	}
-	return "", &Error{Path: orDoc(path), Line: line, Msg: fmt.Sprintf("could not resolve placeholder ${%s}: set the environment variable %s, add the key %s to the file, or give a default (${%s:value})", name, envForm(name), name, name)}
+	n := clip(name)
+	return "", &Error{Path: orDoc(path), Line: line, Msg: fmt.Sprintf("could not resolve placeholder ${%s}: set the environment variable %s, add the key %s to the file, or give a default (${%s:value})", n, clip(envForm(name)), n, n)}
 }
 
 // fileKey resolves name as a key of the merged file.
@@ -545,11 +547,11 @@ func (r *resolver) fileKey(name, path string, line, depth int) (string, bool, er
 		cur = next
 	}
 	if cur.Value.Kind != yaml.ScalarNode {
-		return "", false, &Error{Path: orDoc(path), Line: line, Msg: fmt.Sprintf("placeholder ${%s} names %s (line %d), not a value", name, kindName(cur.Value), cur.Line())}
+		return "", false, &Error{Path: orDoc(path), Line: line, Msg: fmt.Sprintf("placeholder ${%s} names %s (line %d), not a value", clip(name), kindName(cur.Value), cur.Line())}
 	}
 	if err := r.scalar(cur.Value, cur.Path, depth+1); err != nil {
 		if e, ok := err.(*Error); ok && e.Msg == "placeholders refer to each other in a cycle" {
-			return "", false, &Error{Path: orDoc(path), Line: line, Msg: fmt.Sprintf("placeholder ${%s} refers back to itself (through line %d)", name, cur.Line())}
+			return "", false, &Error{Path: orDoc(path), Line: line, Msg: fmt.Sprintf("placeholder ${%s} refers back to itself (through line %d)", clip(name), cur.Line())}
 		}
 		return "", false, err
 	}
@@ -577,4 +579,20 @@ func envForm(name string) string {
 		}
 	}
 	return b.String()
+}
+
+// maxQuoted bounds the text of the input an error message repeats.
+const maxQuoted = 200
+
+// clip shortens s for an error message: its first maxQuoted bytes (cut at a rune boundary),
+// then "..." and how many bytes were left out.
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	i := maxQuoted
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return fmt.Sprintf("%s...(%d more bytes)", s[:i], len(s)-i)
 }

@@ -691,7 +691,7 @@ func (n Node) Get(key string) (Node, bool, error) {
 		}
 		if found.Exists() {
 			return Node{}, false, &Error{Path: join(n.Path, key), Line: k.Line,
-				Msg: fmt.Sprintf("is set twice (%q here and %q at line %d)", k.Value, found.Key.Value, found.Key.Line)}
+				Msg: fmt.Sprintf("is set twice (%q here and %q at line %d)", clip(k.Value), clip(found.Key.Value), found.Key.Line)}
 		}
 		found = Node{Path: join(n.Path, key), Key: k, Value: n.Value.Content[i+1]}
 	}
@@ -774,7 +774,7 @@ func (n Node) Bool() (bool, error) {
 	case "false", "no", "off", "0":
 		return false, nil
 	}
-	return false, n.Errorf("must be true or false, got %q", s)
+	return false, n.Errorf("must be true or false, got %q", clip(s))
 }
 
 // Int64 parses a decimal integer (underscores between digits allowed, as in YAML).
@@ -788,7 +788,7 @@ func (n Node) Int64() (int64, error) {
 		if errors.Is(perr, strconv.ErrRange) {
 			return 0, n.Errorf("is out of range: %s", s)
 		}
-		return 0, n.Errorf("must be an integer, got %q", s)
+		return 0, n.Errorf("must be an integer, got %q", clip(s))
 	}
 	return v, nil
 }
@@ -801,7 +801,7 @@ func (n Node) Float64() (float64, error) {
 	}
 	v, perr := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
 	if perr != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, n.Errorf("must be a finite number, got %q", s)
+		return 0, n.Errorf("must be a finite number, got %q", clip(s))
 	}
 	return v, nil
 }
@@ -813,7 +813,7 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		return fmt.Sprintf("%q", n.Value)
+		return fmt.Sprintf("%q", clip(n.Value))
 	}
 	return "an unsupported node"
 }
