@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -307,14 +308,15 @@ func parseResult(id string, m map[string]string) (Result, error) {
 	}
 	for _, f := range []struct {
 		name string
+		max  int64
 		to   func(int64)
 	}{
-		{"fence", func(n int64) { r.DeliveryCount = n }},
-		{"updated", func(ms int64) { r.Updated = time.UnixMilli(ms) }},
+		{"fence", math.MaxInt64, func(n int64) { r.DeliveryCount = n }},
+		{"updated", maxResultMillis, func(ms int64) { r.Updated = time.UnixMilli(ms) }},
 	} {
 		if v, ok := m[f.name]; ok {
 			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
+			if err != nil || n < 0 || n > f.max {
 				return bad(f.name, v)
 			}
 			f.to(n)
@@ -322,6 +324,10 @@ func parseResult(id string, m map[string]string) (Result, error) {
 	}
 	return r, nil
 }
+
+// maxResultMillis is the latest update time a result record may hold: the last ms of year
+// 9999 (a later time does not marshal as JSON, and no server clock is there).
+const maxResultMillis = 253402300799999
 
 // defaultResultWait bounds Producer.WaitResult for a ctx without deadline.
 const defaultResultWait = time.Minute
