@@ -65,6 +65,22 @@
 // given back, and decisions admitted from leases, per key prefix. docs/limiters.md, "Hot
 // keys under their limit", has the details.
 //
+// Coalesced decisions (on by default; [Options.DisableCoalescing]): an AllowN that arrives
+// while another decision of the same server (of the same hash slot on a cluster) is in
+// flight waits for it, and everything that gathered meanwhile goes as one pipeline of the
+// batch calls [Limiter.AllowBatch] makes (up to 128 keys per script call). There is no
+// timer: a lone caller goes at once, alone, and a gathering lasts one round trip, so under
+// load the server runs one script call per gathering instead of one per decision. Each
+// decision is the one it would be alone (it is decided atomically, in arrival order with
+// the others of its key). A caller keeps its own context: one that ends while its decision
+// waits returns its context's error at once, and one whose decision was already sent stops
+// waiting too (the decision is made in Redis, as it is for a call abandoned by its
+// context). The batch call has the limiter's timeout per 128 keys, whatever the callers'
+// contexts, so a decision that waits behind a hung call is bounded by two timeouts, not
+// one. Local denials, the failure policy and the breaker work as without coalescing.
+// Multi-limit limiters, leased quota, limiters carrying state from Previous specs and a
+// negative Timeout do not coalesce.
+//
 // Failures: every Redis call has a deadline of its own, [Options.Timeout] (default
 // [DefaultTimeout], 100 ms), whatever the caller's context allows, and a circuit breaker
 // ([Options.Breaker], a redstream.BreakerOptions): after 3 consecutive failures calls fail at once with an error

@@ -129,6 +129,13 @@ type Options struct {
 	// Quota configures leased quota for hot keys under their limit (see QuotaOptions and
 	// "Leased quota" in the package documentation). The zero value leaves it off.
 	Quota QuotaOptions
+	// DisableCoalescing turns coalesced decisions off: by default, AllowN calls that
+	// arrive while another decision of the same server (of the same slot on a cluster) is
+	// in flight wait for it and then go together, as one pipeline of batch calls (see
+	// "Coalesced decisions" in the package documentation). Off, every AllowN is its own
+	// script call. A multi-limit limiter, one with leased quota or carrying state from
+	// Previous specs, and one with a negative Timeout never coalesce.
+	DisableCoalescing bool
 }
 
 // Limiter is a rate limiter whose state lives in Redis: one Spec, or several specs on one
@@ -155,6 +162,7 @@ type Limiter struct {
 	// for a limit without one; nil when the limiter carries no state.
 	oldRoles []string
 	quota    *quotaTable // leased quota (quota.go); nil when off
+	gathers  *gathers    // coalesced decisions (coalesce.go); nil when off
 }
 
 var _ redstream.Limiter = (*Limiter)(nil)
@@ -229,6 +237,9 @@ func newSingle(spec redstream.Spec, opts Options) (*Limiter, error) {
 	}
 	if l.quota, err = newQuotaTable(p, opts.Quota, l.prefix, margin); err != nil {
 		return nil, err
+	}
+	if !opts.DisableCoalescing && !l.multi && l.quota == nil && l.g.timeout > 0 {
+		l.gathers = new(gathers)
 	}
 	return l, nil
 }
@@ -401,10 +412,21 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 		return redstream.Decision{}, l.script.wrap(err)
 	}
 	keys := l.callKeys(key)
+	if l.gathers != nil {
+		return l.coalesced(ctx, l.gathers.of(c, keys[0]), key, now, n, sent, func() (redstream.Decision, error) {
+			return l.allowOne(ctx, c, cp, keys, key, now, n, sent)
+		})
+	}
+	return l.allowOne(ctx, c, cp, keys, key, now, n, sent)
+}
+
+// allowOne decides key in a script call of its own.
+func (l *Limiter) allowOne(ctx context.Context, c rueidis.Client, cp *caps, keys []string, key string, now time.Time, n int64, sent localStart) (redstream.Decision, error) {
 	cctx, cancel, t, err := l.g.begin(ctx, keys[0])
 	if err != nil {
 		return redstream.Decision{}, l.script.wrap(err)
 	}
+	var d redstream.Decision
 	var r rueidis.RedisResult
 	if l.g.suspected() {
 		r, err = bounded(cctx, func() rueidis.RedisResult { return l.decide(cctx, c, cp, keys, now, n) })
