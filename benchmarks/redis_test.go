@@ -24,8 +24,10 @@ import (
 // side on the same redis-server in one run:
 //
 //   - BenchmarkRedisLimiter: decisions/s, p50/p99 latency, Redis CPU and client CPU per
-//     decision at 1, 16, 64 and 256 goroutines over 100k keys, for redstream's token bucket,
-//     redis_rate and a no-op script through rueidis (the floor of one EVALSHA round trip),
+//     decision at 1, 16, 64 and 256 goroutines over 100k keys, for redstream's token bucket
+//     (with coalesced decisions, the default, and with one script call per decision,
+//     Options.DisableCoalescing), redis_rate and a no-op script through rueidis (the floor
+//     of one EVALSHA round trip),
 //     interleaved (interleave_test.go: alternating slices, medians, per-round ratios);
 //   - BenchmarkRedisPathCost (redis_cost_test.go): every algorithm next to the floors;
 //   - BenchmarkRedisDenyHeavy (redis_deny_test.go): the denying path, with and without
@@ -141,6 +143,10 @@ func BenchmarkRedisLimiter(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			single, err := redisbackend.NewLimiter(rc, bigBucket, redisbackend.Options{KeyPrefix: rlPrefix("tb1"), DisableCoalescing: true})
+			if err != nil {
+				b.Fatal(err)
+			}
 			rp := rlPrefix("rr")
 			rl := redis_rate.NewLimiter(gc)
 			limit := redis_rate.Limit{Rate: 1, Burst: 1_000_000, Period: 1000 * time.Second}
@@ -148,6 +154,10 @@ func BenchmarkRedisLimiter(b *testing.B) {
 			cs := []redisContender{
 				{name: "redstream-token-bucket", decide: func(ctx context.Context, r *rand.Rand) (bool, error) {
 					d, err := l.AllowN(ctx, pick(r), time.Time{}, 1)
+					return d.Allowed, err
+				}},
+				{name: "redstream-one-call-each", decide: func(ctx context.Context, r *rand.Rand) (bool, error) {
+					d, err := single.AllowN(ctx, pick(r), time.Time{}, 1)
 					return d.Allowed, err
 				}},
 				{name: "redis_rate", decide: func(ctx context.Context, r *rand.Rand) (bool, error) {
@@ -164,7 +174,8 @@ func BenchmarkRedisLimiter(b *testing.B) {
 			}
 			for b.Loop() {
 				res := interleaveRedis(b, rc, g, cs)
-				report(b, cs, res, [][2]string{{"redstream-token-bucket", "redis_rate"}})
+				report(b, cs, res, [][2]string{{"redstream-token-bucket", "redis_rate"}, {"redstream-one-call-each", "redis_rate"},
+					{"redstream-token-bucket", "redstream-one-call-each"}})
 				var n int64
 				for _, s := range res[0] {
 					n += s.decisions

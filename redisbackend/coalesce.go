@@ -26,10 +26,15 @@ import (
 // gather is the coalescing of one slot: whether a call is in flight, and the decisions
 // that wait for it to return.
 type gather struct {
-	mu      sync.Mutex
-	busy    bool
-	waiting []*gathered
+	mu       sync.Mutex
+	inFlight int // calls in flight: at most maxInFlight
+	waiting  []*gathered
 }
+
+// maxInFlight is how many calls of one slot may be in flight before decisions gather: with
+// one, the server would idle while the client reads a reply and sends the next gathering;
+// a few keep it busy, and past them every decision waits for a call to return.
+const maxInFlight = 4
 
 // gathered is one decision waiting in a gather; done is closed once d and err are set.
 type gathered struct {
@@ -68,8 +73,8 @@ func (gs *gathers) of(c rueidis.Client, key0 string) *gather {
 func (l *Limiter) coalesced(ctx context.Context, g *gather, key string, now time.Time, n int64, st localStart,
 	direct func() (redstream.Decision, error)) (redstream.Decision, error) {
 	g.mu.Lock()
-	if !g.busy {
-		g.busy = true
+	if g.inFlight < maxInFlight {
+		g.inFlight++
 		g.mu.Unlock()
 		defer l.handOn(g)
 		return direct()
@@ -93,15 +98,15 @@ func (l *Limiter) coalesced(ctx context.Context, g *gather, key string, now time
 	}
 }
 
-// handOn ends g's call in flight: the decisions gathered meanwhile go next, from a
-// goroutine of their own (the caller whose call just returned does not wait for them), or
-// g is idle again.
+// handOn ends one of g's calls in flight: the decisions gathered meanwhile go next in its
+// place, from a goroutine of their own (the caller whose call just returned does not wait
+// for them), or g has one call fewer in flight.
 func (l *Limiter) handOn(g *gather) {
 	g.mu.Lock()
 	ws := g.waiting
 	g.waiting = nil
 	if len(ws) == 0 {
-		g.busy = false
+		g.inFlight--
 	}
 	g.mu.Unlock()
 	if len(ws) > 0 {
@@ -117,8 +122,9 @@ func (l *Limiter) drain(g *gather, ws []*gathered) {
 		if r := recover(); r != nil {
 			err := l.script.wrap(fmt.Errorf("redisbackend: coalesced decisions failed: %v", r))
 			g.mu.Lock()
+			g.inFlight-- // this drain's call; the gathered decisions fail with it
 			ws = append(ws, g.waiting...)
-			g.waiting, g.busy = nil, false
+			g.waiting = nil
 			g.mu.Unlock()
 			for _, w := range ws {
 				select {
@@ -136,7 +142,7 @@ func (l *Limiter) drain(g *gather, ws []*gathered) {
 		ws = g.waiting
 		g.waiting = nil
 		if len(ws) == 0 {
-			g.busy = false
+			g.inFlight--
 		}
 		g.mu.Unlock()
 	}

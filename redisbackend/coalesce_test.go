@@ -121,8 +121,8 @@ func sortedDecisions(ds []redstream.Decision) []string {
 	return out
 }
 
-// TestCoalescedCallerDeadline: with the server SIGSTOPped and one decision hung in flight
-// (a 3 s timeout), decisions that wait for it keep their callers' own deadlines and
+// TestCoalescedCallerDeadline: with the server SIGSTOPped and as many decisions hung in
+// flight as a slot sends before it gathers (a 3 s timeout), decisions that wait for it keep their callers' own deadlines and
 // cancellations: each returns its context's error within its deadline (plus the process's
 // stall), none waits for the hung call, and none stays in the gathering. After SIGCONT,
 // decisions are made again and the slot is idle.
@@ -137,17 +137,19 @@ func TestCoalescedCallerDeadline(t *testing.T) {
 	}
 	g := l.gathers.of(client, l.Keys("k")[0])
 	resume := hang(t, client)
-	hung := make(chan error, 1)
-	go func() { _, err := l.AllowN(ctx, "k", time.Time{}, 1); hung <- err }()
+	hung := make(chan error, maxInFlight)
+	for range maxInFlight {
+		go func() { _, err := l.AllowN(ctx, "k", time.Time{}, 1); hung <- err }()
+	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		g.mu.Lock()
-		busy := g.busy
+		full := g.inFlight == maxInFlight
 		g.mu.Unlock()
-		if busy {
+		if full {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the first decision never went out")
+			t.Fatalf("the first %d decisions never went out", maxInFlight)
 		}
 	}
 	meter := redistest.NewStallMeter(t)
@@ -196,12 +198,14 @@ func TestCoalescedCallerDeadline(t *testing.T) {
 	}
 	select {
 	case err := <-hung:
-		t.Fatalf("the hung decision returned (%v) while the server was stopped", err)
+		t.Fatalf("a hung decision returned (%v) while the server was stopped", err)
 	default:
 	}
 	resume()
-	if err := <-hung; err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("the hung decision: %v", err)
+	for range maxInFlight {
+		if err := <-hung; err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a hung decision: %v", err)
+		}
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		d, err := l.AllowN(ctx, "k", time.Time{}, 1)
@@ -213,10 +217,10 @@ func TestCoalescedCallerDeadline(t *testing.T) {
 		}
 	}
 	g.mu.Lock()
-	busy, left := g.busy, len(g.waiting)
+	inFlight, left := g.inFlight, len(g.waiting)
 	g.mu.Unlock()
-	if busy || left != 0 {
-		t.Errorf("after the decisions returned: busy %v, %d waiting; want an idle slot", busy, left)
+	if inFlight != 0 || left != 0 {
+		t.Errorf("after the decisions returned: %d in flight, %d waiting; want an idle slot", inFlight, left)
 	}
 }
 
