@@ -66,11 +66,12 @@
 // keys under their limit", has the details.
 //
 // Coalesced decisions (on by default; [Options.DisableCoalescing]): an AllowN that arrives
-// while another decision of the same server (of the same hash slot on a cluster) is in
-// flight waits for it, and everything that gathered meanwhile goes as one pipeline of the
-// batch calls [Limiter.AllowBatch] makes (up to 128 keys per script call). There is no
-// timer: a lone caller goes at once, alone, and a gathering lasts one round trip, so under
-// load the server runs one script call per gathering instead of one per decision. Each
+// while 4 calls of the same server (of the same hash slot on a cluster) are in flight
+// waits for one of them to return, and everything that gathered meanwhile goes in its
+// place as one pipeline of the batch calls [Limiter.AllowBatch] makes (up to 128 keys per
+// script call). There is no timer: a caller with fewer than 4 calls ahead goes at once,
+// alone, and a gathering lasts at most one round trip, so under load the server runs one
+// script call per gathering instead of one per decision. Each
 // decision is the one it would be alone (it is decided atomically, in arrival order with
 // the others of its key). A caller keeps its own context: one that ends while its decision
 // waits returns its context's error at once, and one whose decision was already sent stops

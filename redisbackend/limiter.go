@@ -130,8 +130,8 @@ type Options struct {
 	// "Leased quota" in the package documentation). The zero value leaves it off.
 	Quota QuotaOptions
 	// DisableCoalescing turns coalesced decisions off: by default, AllowN calls that
-	// arrive while another decision of the same server (of the same slot on a cluster) is
-	// in flight wait for it and then go together, as one pipeline of batch calls (see
+	// arrive while 4 decisions of the same server (of the same slot on a cluster) are in
+	// flight wait for one to return and then go together, as one pipeline of batch calls (see
 	// "Coalesced decisions" in the package documentation). Off, every AllowN is its own
 	// script call. A multi-limit limiter, one with leased quota or carrying state from
 	// Previous specs, and one with a negative Timeout never coalesce.
