@@ -1,8 +1,11 @@
 // peer.mjs: the BullMQ side of the interleaved stream benchmarks (../bullmq_test.go). It reads
 // one JSON command per line on stdin and answers one JSON line on stdout when done:
 //
-//   {"op": "add" | "add-delayed" | "add-unique" | "add-priority", "queue": "<name>", "start": i, "n": n, "dup": bool}
-//     -> {"ok": true, "added": <jobs created>}  (n adds, 16 in flight at a time, as the Go side)
+//   {"op": "add" | "add-delayed" | "add-unique" | "add-priority", "queue": "<name>", "start": i, "n": n, "dup": bool, "inflight": f}
+//     -> {"ok": true, "added": <jobs created>}  (n adds, f in flight at a time: 16 when f is
+//        left out, as the Go side's 16 goroutines)
+//   {"op": "add-bulk", "queue": "<name>", "start": i, "n": n, "bulk": m}
+//     -> {"ok": true, "added": <jobs created>}  (n jobs as Queue.addBulk calls of m, one at a time)
 //   {"op": "count", "queue": "<name>"} -> {"ok": true, "count": <jobs in the queue, any state>}
 //   {"op": "consume", "queue": "<name>", "n": n, "concurrency": c, "max": m, "duration": ms}
 //     -> {"ok": true, "ms": <wall time from the worker's start to its n-th completed job>}
@@ -27,6 +30,19 @@ const queue = (name) => {
 };
 
 const payload = { orderId: 1, status: 'CREATED' };
+
+async function addBulk(cmd) {
+  const q = queue(cmd.queue);
+  let added = 0;
+  for (let i = 0; i < cmd.n; i += cmd.bulk) {
+    const jobs = [];
+    for (let k = i; k < Math.min(cmd.n, i + cmd.bulk); k++) {
+      jobs.push({ name: 'bench', data: payload });
+    }
+    added += (await q.addBulk(jobs)).length;
+  }
+  return { ok: true, added };
+}
 
 async function add(cmd) {
   const q = queue(cmd.queue);
@@ -58,7 +74,7 @@ async function add(cmd) {
       await one(i);
     }
   };
-  await Promise.all(Array.from({ length: 16 }, worker));
+  await Promise.all(Array.from({ length: cmd.inflight || 16 }, worker));
   return { ok: true, added };
 }
 
@@ -95,7 +111,7 @@ for await (const line of rl) {
   let out;
   try {
     const cmd = JSON.parse(line);
-    out = cmd.op === 'count' ? await count(cmd) : cmd.op === 'consume' ? await consume(cmd) : await add(cmd);
+    out = cmd.op === 'count' ? await count(cmd) : cmd.op === 'consume' ? await consume(cmd) : cmd.op === 'add-bulk' ? await addBulk(cmd) : await add(cmd);
   } catch (e) {
     out = { ok: false, error: String(e && e.message ? e.message : e) };
   }
