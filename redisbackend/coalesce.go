@@ -68,20 +68,24 @@ func (gs *gathers) of(c rueidis.Client, key0 string) *gather {
 	return g.(*gather)
 }
 
-// coalesced decides key through g: at once by direct when no call is in flight, otherwise
-// in the next gathering. direct is the decision's own call (AllowN's path alone).
-func (l *Limiter) coalesced(ctx context.Context, g *gather, key string, now time.Time, n int64, st localStart,
-	direct func() (redstream.Decision, error)) (redstream.Decision, error) {
+// enter takes a place among g's calls in flight and returns nil, or, when all are taken,
+// queues the decision in the next gathering (under the same lock, so that no gathering can
+// end between the two) and returns it.
+func (g *gather) enter(key string, now time.Time, n int64, st localStart) *gathered {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.inFlight < maxInFlight {
 		g.inFlight++
-		g.mu.Unlock()
-		defer l.handOn(g)
-		return direct()
+		return nil
 	}
 	w := &gathered{key: key, now: now, n: n, st: st, done: make(chan struct{})}
 	g.waiting = append(g.waiting, w)
-	g.mu.Unlock()
+	return w
+}
+
+// wait returns w's decision once its gathering has made it, or its context's error as soon
+// as ctx ends (leaving the gathering if it has not gone yet).
+func (l *Limiter) wait(ctx context.Context, g *gather, w *gathered) (redstream.Decision, error) {
 	select {
 	case <-w.done:
 		return w.d, w.err

@@ -412,10 +412,12 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 		return redstream.Decision{}, l.script.wrap(err)
 	}
 	keys := l.callKeys(key)
-	if l.gathers != nil {
-		return l.coalesced(ctx, l.gathers.of(c, keys[0]), key, now, n, sent, func() (redstream.Decision, error) {
-			return l.allowOne(ctx, c, cp, keys, key, now, n, sent)
-		})
+	if l.gathers != nil { // coalesced decisions (coalesce.go)
+		g := l.gathers.of(c, keys[0])
+		if w := g.enter(key, now, n, sent); w != nil {
+			return l.wait(ctx, g, w)
+		}
+		defer l.handOn(g)
 	}
 	return l.allowOne(ctx, c, cp, keys, key, now, n, sent)
 }
