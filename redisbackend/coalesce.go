@@ -14,17 +14,17 @@ import (
 // Coalesced decisions. A single-limit limiter's script decides up to batchChunk keys in one
 // call, and on the server most of a decision's cost is the call itself (EVALSHA's lookup,
 // argument parsing, the reply). So concurrent AllowN calls are gathered: a decision whose
-// slot (the whole server, or one cluster slot) has no call in flight goes at once, alone,
-// as before; one that arrives while a call is in flight waits for it, and everything that
-// gathered meanwhile goes as one pipeline of batch calls (AllowBatch's), then the next.
-// There is no timer on the way: a lone caller never waits, and a gathering lasts exactly
-// one call's round trip. Each caller keeps its own context (it stops waiting when its
+// slot (the whole server, or one cluster slot) has fewer than maxInFlight calls in flight
+// goes at once, alone, as before; one that arrives while they are all taken waits for one
+// to return, and everything that gathered meanwhile goes in its place as one pipeline of
+// batch calls (AllowBatch's), then the next. There is no timer on the way: a lone caller
+// never waits, and a gathering lasts at most one call's round trip. Each caller keeps its own context (it stops waiting when its
 // context ends, with the context's error; a decision already sent is made in Redis and
 // its result dropped, as a call abandoned by its context would be), its own local
 // denials, and the failure policy of whatever wraps the limiter.
 
-// gather is the coalescing of one slot: whether a call is in flight, and the decisions
-// that wait for it to return.
+// gather is the coalescing of one slot: how many calls are in flight, and the decisions
+// that wait for one to return.
 type gather struct {
 	mu       sync.Mutex
 	inFlight int // calls in flight: at most maxInFlight
