@@ -159,7 +159,7 @@ func (l *Limiter) batchCalls(keys []string, groups [][]int, args []string) ([]ru
 // tickets are then ended with it.
 func (l *Limiter) runBatch(ctx context.Context, c rueidis.Client, cp *caps, calls []rueidis.LuaExec, tickets []call, nSend int) ([]rueidis.RedisResult, error) {
 	cctx, cancel := l.g.bound(ctx, (nSend+batchChunk-1)/batchChunk, &tickets[0])
-	defer cancel()
+	defer cancel.done()
 	for i := range tickets[1:] {
 		tickets[i+1].budget = tickets[0].budget
 	}

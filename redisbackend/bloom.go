@@ -30,6 +30,7 @@ type bloomDedup struct {
 	keys   []string // one per shard
 	kArg   string
 	unique atomic.Int64
+	gather *dedupGather // nil: every CheckAndMark is its own call
 }
 
 var _ redstream.Deduplicator = (*bloomDedup)(nil)
@@ -66,6 +67,7 @@ func newBloomDedup(b dedupBase, spec redstream.DedupSpec) (*bloomDedup, error) {
 		d.keys = append(d.keys, bloomShardKey(b.prefix, name, role, p.Shards, i))
 	}
 	d.route = d.keys[0] // calls span the shards: they are judged by the first shard's master
+	d.gather = newDedupGather(b, d.gathered, scriptBloomAdd.wrap)
 	return d, nil
 }
 
@@ -92,24 +94,45 @@ func (d *bloomDedup) IsDuplicate(ctx context.Context, element string) (bool, err
 
 // MarkSeen adds element. The empty element is never added.
 func (d *bloomDedup) MarkSeen(ctx context.Context, element string) error {
-	_, err := d.CheckAndMarkBatch(ctx, []string{element})
+	_, err := d.CheckAndMark(ctx, element)
 	return err
 }
 
 // CheckAndMark adds element and reports whether it was already present (every bit set),
 // atomically. The empty element is never a duplicate and never added.
 func (d *bloomDedup) CheckAndMark(ctx context.Context, element string) (bool, error) {
-	r, err := d.CheckAndMarkBatch(ctx, []string{element})
+	if g := d.gather; g != nil && element != "" { // coalesced checks (dedupcoalesce.go)
+		if w := g.enter(element, ""); w != nil {
+			return g.wait(ctx, w)
+		}
+		defer g.handOn()
+	}
+	r, err := d.checkAndMark(ctx, []string{element}, 1)
 	if err != nil {
 		return false, err
 	}
 	return r[0], nil
 }
 
+// gathered checks and marks the elements of a gathering (dedupcoalesce.go).
+func (d *bloomDedup) gathered(ws []*dedupWaiter, k int) {
+	elems := make([]string, len(ws))
+	for i, w := range ws {
+		elems[i] = w.elem
+	}
+	dups, err := d.checkAndMark(context.Background(), elems, k)
+	fill(ws, dups, err)
+}
+
 // CheckAndMarkBatch is CheckAndMark of every element, in order, in one round trip: one
 // script call per shard touched, pipelined. Result i is for elements[i].
 func (d *bloomDedup) CheckAndMarkBatch(ctx context.Context, elements []string) ([]bool, error) {
-	out, err := d.run(ctx, scriptBloomAdd, elements)
+	return d.checkAndMark(ctx, elements, 1)
+}
+
+// checkAndMark is CheckAndMarkBatch in a call bounded by k timeouts.
+func (d *bloomDedup) checkAndMark(ctx context.Context, elements []string, k int) ([]bool, error) {
+	out, err := d.run(ctx, scriptBloomAdd, elements, k)
 	if err != nil {
 		return nil, err
 	}
@@ -125,11 +148,12 @@ func (d *bloomDedup) CheckAndMarkBatch(ctx context.Context, elements []string) (
 
 // IsDuplicateBatch is IsDuplicate of every element in one round trip.
 func (d *bloomDedup) IsDuplicateBatch(ctx context.Context, elements []string) ([]bool, error) {
-	return d.run(ctx, scriptBloomExists, elements)
+	return d.run(ctx, scriptBloomExists, elements, 1)
 }
 
-// run sends the positions of elements, grouped by shard, to s and maps the replies back.
-func (d *bloomDedup) run(ctx context.Context, s *script, elements []string) ([]bool, error) {
+// run sends the positions of elements, grouped by shard, to s and maps the replies back, in
+// a call bounded by k timeouts.
+func (d *bloomDedup) run(ctx context.Context, s *script, elements []string, k int) ([]bool, error) {
 	out := make([]bool, len(elements))
 	type group struct {
 		idx  []int
@@ -162,7 +186,7 @@ func (d *bloomDedup) run(ctx context.Context, s *script, elements []string) ([]b
 	for j, shard := range order {
 		calls[j] = rueidis.LuaExec{Keys: []string{d.keys[shard]}, Args: groups[shard].args}
 	}
-	err := d.do(ctx, func(ctx context.Context, c rueidis.Client, cp *caps) error {
+	err := d.doN(ctx, k, func(ctx context.Context, c rueidis.Client, cp *caps) error {
 		var res []rueidis.RedisResult
 		if len(calls) == 1 {
 			res = []rueidis.RedisResult{s.exec(ctx, c, cp, calls[0].Keys, calls[0].Args)}

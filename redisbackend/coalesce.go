@@ -51,9 +51,16 @@ type gathered struct {
 // on first use.
 type gathers struct {
 	one     gather
-	slots   sync.Map     // uint16 -> *gather, on a cluster
-	decided atomic.Int64 // decisions made in gatherings
+	slots   [slotChunks]atomic.Pointer[[slotChunk]atomic.Pointer[gather]] // on a cluster, filled as slots are used
+	decided atomic.Int64                                                  // decisions made in gatherings
 }
+
+// A cluster's 16384 slots, in chunks allocated on first use: 1 KiB for the chunk table,
+// 1 KiB per chunk a limiter's keys reach.
+const (
+	slotChunk  = 128
+	slotChunks = 16384 / slotChunk
+)
 
 // of returns the gather of the decision whose first Redis key is key0 on client c.
 func (gs *gathers) of(c rueidis.Client, key0 string) *gather {
@@ -61,11 +68,17 @@ func (gs *gathers) of(c rueidis.Client, key0 string) *gather {
 		return &gs.one
 	}
 	s := slotOf(key0)
-	if g, ok := gs.slots.Load(s); ok {
-		return g.(*gather)
+	chunk := gs.slots[s/slotChunk].Load()
+	if chunk == nil {
+		gs.slots[s/slotChunk].CompareAndSwap(nil, new([slotChunk]atomic.Pointer[gather]))
+		chunk = gs.slots[s/slotChunk].Load()
 	}
-	g, _ := gs.slots.LoadOrStore(s, new(gather))
-	return g.(*gather)
+	g := chunk[s%slotChunk].Load()
+	if g == nil {
+		chunk[s%slotChunk].CompareAndSwap(nil, new(gather))
+		g = chunk[s%slotChunk].Load()
+	}
+	return g
 }
 
 // enter takes a place among g's calls in flight and returns nil, or, when all are taken,

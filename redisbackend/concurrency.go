@@ -197,7 +197,7 @@ func (l *Limiter) call(ctx context.Context, s *script, keys, args []string) (rue
 	} else {
 		r = run()
 	}
-	cancel()
+	cancel.done()
 	if err == nil {
 		err = r.Error()
 	}

@@ -43,6 +43,12 @@ type DedupOptions struct {
 	// shared Java layout: JavaCompatible is an error wrapping redstream.ErrInvalidConfig
 	// for them. Default false: "<KeyPrefix>:{<name>}:set", never the Java key.
 	JavaCompatible bool
+	// DisableCoalescing turns coalesced checks off: by default, CheckAndMark calls that
+	// arrive while 4 calls of the deduplicator are in flight wait for one to return and
+	// then go together in one call (see "Coalesced decisions" in the package
+	// documentation). Off, every CheckAndMark is its own call. With a negative Timeout,
+	// checks never coalesce.
+	DisableCoalescing bool
 }
 
 // NewDeduplicator returns the deduplicator of spec.Strategy named name (the Java starter's
@@ -96,6 +102,8 @@ type dedupBase struct {
 	route  string // a Redis key of the deduplicator, whose master's breaker judges its calls
 	g      guard
 	fails  *failureCounters
+	// noCoalesce is DedupOptions.DisableCoalescing.
+	noCoalesce bool
 }
 
 func newDedupBase(client rueidis.Client, name, kind string, opts DedupOptions) (dedupBase, error) {
@@ -138,18 +146,23 @@ func newDedupBaseOf(name, kind string, opts DedupOptions) (dedupBase, error) {
 	if g.br != nil {
 		health.RegisterGauge(metrics.Dedup, metrics.Name("redis_streaming_dedup_breaker_state", "name", name), g.state)
 	}
-	return dedupBase{name: name, prefix: prefix, g: g, fails: newFailureCounters(name)}, nil
+	return dedupBase{name: name, prefix: prefix, g: g, fails: newFailureCounters(name), noCoalesce: opts.DisableCoalescing}, nil
 }
 
 // do runs one Redis call of the deduplicator, bounded by its timeout and guarded by its
 // breaker; f's error is the Redis result's.
 func (b *dedupBase) do(ctx context.Context, f func(ctx context.Context, c rueidis.Client, cp *caps) error) error {
+	return b.doN(ctx, 1, f)
+}
+
+// doN is do for a call that checks as much as k calls: its deadline is k timeouts.
+func (b *dedupBase) doN(ctx context.Context, k int, f func(ctx context.Context, c rueidis.Client, cp *caps) error) error {
 	c, cp, err := b.get()
 	if err != nil {
 		b.fails.count(err)
 		return err
 	}
-	cctx, cancel, t, err := b.g.begin(ctx, b.route)
+	cctx, cancel, t, err := b.g.beginN(ctx, b.route, k)
 	if err != nil {
 		b.fails.count(err)
 		return err
@@ -163,7 +176,7 @@ func (b *dedupBase) do(ctx context.Context, f func(ctx context.Context, c rueidi
 	} else {
 		err = once(cctx, func() error { return f(cctx, c, cp) })
 	}
-	cancel()
+	cancel.done()
 	err = b.g.end(ctx, t, err)
 	if isBackendFailure(err) {
 		b.fails.count(err)
@@ -210,8 +223,9 @@ func checkElement(e string) error { return checkSize("element", len(e)) }
 // distinct elements. It is safe for concurrent use.
 type setDedup struct {
 	dedupBase
-	key string
-	ttl string // ms, "0" for none
+	key    string
+	ttl    string       // ms, "0" for none
+	gather *dedupGather // nil: every CheckAndMark is its own call
 }
 
 var _ redstream.Deduplicator = (*setDedup)(nil)
@@ -240,7 +254,9 @@ func newSetDedup(b dedupBase, opts DedupOptions) (*setDedup, error) {
 		key = k
 	}
 	b.route = key
-	return &setDedup{dedupBase: b, key: key, ttl: strconv.FormatInt(int64(ms), 10)}, nil
+	d := &setDedup{dedupBase: b, key: key, ttl: strconv.FormatInt(int64(ms), 10)}
+	d.gather = newDedupGather(b, d.gathered, scriptDedupSet.wrap)
+	return d, nil
 }
 
 // Key returns the Redis key of the set.
@@ -278,16 +294,40 @@ func (d *setDedup) CheckAndMark(ctx context.Context, element string) (bool, erro
 	if element == "" {
 		return false, nil
 	}
-	dups, err := d.CheckAndMarkBatch(ctx, []string{element})
+	if err := checkElement(element); err != nil {
+		return false, fmt.Errorf("redisbackend: element 0: %w", err)
+	}
+	if g := d.gather; g != nil { // coalesced checks (dedupcoalesce.go)
+		if w := g.enter(element, ""); w != nil {
+			return g.wait(ctx, w)
+		}
+		defer g.handOn()
+	}
+	dups, err := d.checkAndMark(ctx, []string{element}, 1)
 	if err != nil {
 		return false, err
 	}
 	return dups[0], nil
 }
 
+// gathered checks and marks the elements of a gathering (dedupcoalesce.go).
+func (d *setDedup) gathered(ws []*dedupWaiter, k int) {
+	elems := make([]string, len(ws))
+	for i, w := range ws {
+		elems[i] = w.elem
+	}
+	dups, err := d.checkAndMark(context.Background(), elems, k)
+	fill(ws, dups, err)
+}
+
 // CheckAndMarkBatch is CheckAndMark of every element, in order, in one script call (so a
 // repeated element is a duplicate the second time). Result i is for elements[i].
 func (d *setDedup) CheckAndMarkBatch(ctx context.Context, elements []string) ([]bool, error) {
+	return d.checkAndMark(ctx, elements, 1)
+}
+
+// checkAndMark is CheckAndMarkBatch in a call bounded by k timeouts.
+func (d *setDedup) checkAndMark(ctx context.Context, elements []string, k int) ([]bool, error) {
 	out := make([]bool, len(elements))
 	args := make([]string, 1, len(elements)+1)
 	args[0] = d.ttl
@@ -306,7 +346,7 @@ func (d *setDedup) CheckAndMarkBatch(ctx context.Context, elements []string) ([]
 		return out, nil
 	}
 	var vs []int64
-	err := d.do(ctx, func(ctx context.Context, c rueidis.Client, cp *caps) (err error) {
+	err := d.doN(ctx, k, func(ctx context.Context, c rueidis.Client, cp *caps) (err error) {
 		r := scriptDedupSet.exec(ctx, c, cp, []string{d.key}, args)
 		vs, err = r.AsIntSlice()
 		if err == nil && len(vs) != len(idx) {

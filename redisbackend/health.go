@@ -87,15 +87,15 @@ type call struct {
 // begin asks the breaker of the node serving key (a Redis key of the call) for a call and
 // bounds ctx by the timeout. On an open breaker it returns an error wrapping
 // redstream.ErrCircuitOpen and the caller must not call Redis.
-func (g *guard) begin(ctx context.Context, key string) (context.Context, context.CancelFunc, call, error) {
+func (g *guard) begin(ctx context.Context, key string) (context.Context, release, call, error) {
 	return g.beginN(ctx, key, 1)
 }
 
 // beginN is begin for a call that decides as much as k calls: its deadline is k timeouts.
-func (g *guard) beginN(ctx context.Context, key string, k int) (context.Context, context.CancelFunc, call, error) {
+func (g *guard) beginN(ctx context.Context, key string, k int) (context.Context, release, call, error) {
 	c, err := g.admit(key)
 	if err != nil {
-		return nil, nil, c, err
+		return nil, release{}, c, err
 	}
 	cctx, cancel := g.bound(ctx, k, &c)
 	return cctx, cancel, c, nil
@@ -117,14 +117,14 @@ func (g *guard) admit(key string) (call, error) {
 
 // bound bounds ctx by k timeouts for the admitted call c and notes in c the time the
 // caller's own deadline leaves it.
-func (g *guard) bound(ctx context.Context, k int, c *call) (context.Context, context.CancelFunc) {
+func (g *guard) bound(ctx context.Context, k int, c *call) (context.Context, release) {
 	d := g.timeout * time.Duration(max(k, 1))
 	if dl, ok := ctx.Deadline(); ok {
 		if left := time.Until(dl); d <= 0 || left <= d {
 			c.budget = left // the caller's deadline bounds the call
 		}
 	}
-	return health.WithTimeout(ctx, d)
+	return withTimeout(ctx, d)
 }
 
 // end reports a call's outcome (err is the Redis result's error) to the breaker and

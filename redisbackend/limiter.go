@@ -435,7 +435,7 @@ func (l *Limiter) allowOne(ctx context.Context, c rueidis.Client, cp *caps, keys
 	} else {
 		r = l.decide(cctx, c, cp, keys, now, n)
 	}
-	cancel()
+	cancel.done()
 	if err == nil {
 		d, err = l.parse(r)
 	} else {
@@ -491,18 +491,41 @@ func (l *Limiter) parse(r rueidis.RedisResult) (redstream.Decision, error) {
 	if err := r.Error(); err != nil {
 		return redstream.Decision{}, l.script.wrap(err)
 	}
-	vs, err := r.AsIntSlice()
-	if err != nil || len(vs) != 6*l.limits() {
+	ms, err := r.ToArray()
+	if err == nil && len(ms) != 6*l.limits() {
+		err = fmt.Errorf("%d integers, want %d", len(ms), 6*l.limits())
+	}
+	if err != nil {
 		return redstream.Decision{}, l.script.wrap(fmt.Errorf("%w %v (%v)", errUnexpectedReply, r, err))
 	}
-	if l.limits() == 1 {
-		return engine.Decision(coreDecision(vs)), nil
+	if l.limits() == 1 { // read in place: a decision's reply costs no allocation
+		var vs [6]int64
+		if err := readInts(ms, vs[:]); err != nil {
+			return redstream.Decision{}, l.script.wrap(fmt.Errorf("%w %v (%v)", errUnexpectedReply, r, err))
+		}
+		return engine.Decision(coreDecision(vs[:])), nil
+	}
+	vs := make([]int64, len(ms))
+	if err := readInts(ms, vs); err != nil {
+		return redstream.Decision{}, l.script.wrap(fmt.Errorf("%w %v (%v)", errUnexpectedReply, r, err))
 	}
 	ds := make([]core.Decision, l.limits())
 	for i := range ds {
 		ds[i] = coreDecision(vs[6*i:])
 	}
 	return engine.Decision(core.Combine(ds)), nil
+}
+
+// readInts reads the integers of a reply's array into vs (of ms's length).
+func readInts(ms []rueidis.RedisMessage, vs []int64) error {
+	for i := range ms {
+		v, err := ms[i].AsInt64()
+		if err != nil {
+			return err
+		}
+		vs[i] = v
+	}
+	return nil
 }
 
 // parseN turns the reply of a script call deciding k keys into k Decisions.
@@ -559,7 +582,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	} else {
 		err = once(cctx, del)
 	}
-	cancel()
+	cancel.done()
 	if err = l.g.end(ctx, t, err); err != nil {
 		return fmt.Errorf("redisbackend: reset: %w", err)
 	}

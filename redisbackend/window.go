@@ -24,7 +24,8 @@ type windowDedup struct {
 	dedupBase
 	window time.Duration
 	keys   []string // the sorted set and the mark, one hash tag
-	warg   string   // the window in µs
+	warg   string       // the window in µs
+	gather *dedupGather // nil: every CheckAndMark is its own call
 }
 
 var _ redstream.TimedDeduplicator = (*windowDedup)(nil)
@@ -51,12 +52,14 @@ func newWindowDedup(b dedupBase, window time.Duration) (*windowDedup, error) {
 	}
 	keys := []string{redisKey(b.prefix, name, roleWindow), redisKey(b.prefix, name, roleWindowMark)}
 	b.route = keys[0]
-	return &windowDedup{
+	d := &windowDedup{
 		dedupBase: b,
 		window:    time.Duration(w.Window) * time.Microsecond,
 		keys:      keys,
 		warg:      strconv.FormatInt(w.Window, 10),
-	}, nil
+	}
+	d.gather = newDedupGather(b, d.gathered, scriptDedupWindow.wrap)
+	return d, nil
 }
 
 // Window returns the window.
@@ -119,8 +122,42 @@ func (d *windowDedup) CheckAndMarkAt(ctx context.Context, element string, now ti
 	if err := checkElement(element); err != nil {
 		return false, err
 	}
+	if g := d.gather; g != nil { // coalesced checks (dedupcoalesce.go)
+		if w := g.enter(element, a); w != nil {
+			return g.wait(ctx, w)
+		}
+		defer g.handOn()
+	}
 	v, err := d.run(ctx, scriptDedupWindow, []string{a, d.warg, element})
 	return v == 1, err
+}
+
+// gathered checks and marks the elements of a gathering, each at its own time, in one
+// pipeline bounded by k timeouts (dedupcoalesce.go). A failed call fails every element of
+// the gathering, as one failed batch call would.
+func (d *windowDedup) gathered(ws []*dedupWaiter, k int) {
+	calls := make([]rueidis.LuaExec, len(ws))
+	for i, w := range ws {
+		calls[i] = rueidis.LuaExec{Keys: d.keys, Args: []string{w.at, d.warg, w.elem}}
+	}
+	vs := make([]int64, len(ws))
+	err := d.doN(context.Background(), k, func(ctx context.Context, c rueidis.Client, cp *caps) error {
+		for i, r := range scriptDedupWindow.execMulti(ctx, c, cp, calls) {
+			v, err := r.AsInt64()
+			if err != nil {
+				return err
+			}
+			vs[i] = v
+		}
+		return nil
+	})
+	if err != nil { // vs is read only when doN returns nil: the call has returned then
+		fill(ws, nil, scriptDedupWindow.wrap(err))
+		return
+	}
+	for i, w := range ws {
+		w.dup = vs[i] == 1
+	}
 }
 
 // run calls s on the deduplicator's keys with args and returns its integer reply.
