@@ -23,7 +23,7 @@ import (
 type windowDedup struct {
 	dedupBase
 	window time.Duration
-	keys   []string // the sorted set and the mark, one hash tag
+	keys   []string     // the sorted set and the mark, one hash tag
 	warg   string       // the window in µs
 	gather *dedupGather // nil: every CheckAndMark is its own call
 }
