@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,10 @@ import (
 //   - add-single: one producer adds jobs one at a time, each awaited before the next
 //     (redstream Producer.Send, asynq Client.Enqueue, watermill Publisher.Publish, BullMQ
 //     Queue.add);
+//   - add-delayed: add-single with every job due an hour later (redstream WithDelay, asynq
+//     ProcessIn, BullMQ's delay option; watermill has no delayed delivery on Redis Streams
+//     and is left out), against the floor of a ZADD and an HSET pipelined (the bare
+//     commands of a scheduled job: its due time and its body);
 //   - add-bulk-50: jobs added 50 per call, one call at a time (redstream SendBatch,
 //     watermill Publish of 50 messages, BullMQ Queue.addBulk; asynq has no bulk add and is
 //     left out);
@@ -52,7 +57,8 @@ func BenchmarkQueueScenarios(b *testing.B) {
 		name string
 		cs   []queueContender
 	}{
-		{"add-single", addSingleContenders(b, client, bq)},
+		{"add-single", addSingleContenders(b, client, bq, false)},
+		{"add-delayed", addSingleContenders(b, client, bq, true)},
 		{"add-bulk-50", addBulkContenders(b, client, bq)},
 		{"consume-c1", consumeContenders(b, client, bq, 1)},
 		{"consume-c100", consumeContenders(b, client, bq, 100)},
@@ -121,7 +127,8 @@ func runQueueRounds(b *testing.B, admin rueidis.Client, cs []queueContender) {
 // benchPayload is the job every contender adds, as JSON.
 var benchPayload, _ = json.Marshal(benchEvent{OrderID: 1, Status: "CREATED"})
 
-func addSingleContenders(b *testing.B, client rueidis.Client, bq *bullmqPeer) []queueContender {
+// addSingleContenders are add-single's contenders, or add-delayed's when delayed.
+func addSingleContenders(b *testing.B, client rueidis.Client, bq *bullmqPeer, delayed bool) []queueContender {
 	ctx := context.Background()
 	p, err := stream.NewProducer(client, stream.Config{})
 	if err != nil {
@@ -142,6 +149,9 @@ func addSingleContenders(b *testing.B, client rueidis.Client, bq *bullmqPeer) []
 				}
 			}
 		}
+	}
+	if delayed {
+		return addDelayedContenders(b, client, bq, p, aq, each)
 	}
 	cs := []queueContender{
 		{"redstream", func(n int) (time.Duration, time.Duration) {
@@ -174,6 +184,53 @@ func addSingleContenders(b *testing.B, client rueidis.Client, bq *bullmqPeer) []
 			queue := streamTopic("add1-bq")
 			return serverTimed(b, client, func() {
 				if _, err := bq.do(map[string]any{"op": "add", "queue": queue, "start": 0, "n": n, "inflight": 1}); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}})
+	}
+	return cs
+}
+
+// addDelayedContenders are add-delayed's contenders: add-single's, every job due an hour later.
+func addDelayedContenders(b *testing.B, client rueidis.Client, bq *bullmqPeer, p *stream.Producer, aq *asynq.Client,
+	each func(n int, one func() error) func()) []queueContender {
+	ctx := context.Background()
+	cs := []queueContender{
+		{"redstream", func(n int) (time.Duration, time.Duration) {
+			topic, msg := streamTopic("addd"), stream.NewMessage(benchEvent{OrderID: 1, Status: "CREATED"})
+			return serverTimed(b, client, each(n, func() error { _, err := p.Send(ctx, topic, msg, stream.WithDelay(time.Hour)); return err }))
+		}},
+		{"floor", func(n int) (time.Duration, time.Duration) {
+			zset, hash := streamTopic("addd-raw")+":due", streamTopic("addd-raw")+":bodies"
+			i := 0
+			return serverTimed(b, client, each(n, func() error {
+				i++
+				id := strconv.Itoa(i)
+				due := float64(time.Now().Add(time.Hour).UnixMilli())
+				for _, r := range client.DoMulti(ctx,
+					client.B().Zadd().Key(zset).ScoreMember().ScoreMember(due, id).Build(),
+					client.B().Hset().Key(hash).FieldValue().FieldValue(id, string(benchPayload)).Build()) {
+					if err := r.Error(); err != nil {
+						return err
+					}
+				}
+				return nil
+			}))
+		}},
+		{"asynq", func(n int) (time.Duration, time.Duration) {
+			queue := streamTopic("addd-aq")
+			return serverTimed(b, client, each(n, func() error {
+				_, err := aq.Enqueue(asynq.NewTask("bench", benchPayload), asynq.Queue(queue), asynq.ProcessIn(time.Hour))
+				return err
+			}))
+		}},
+	}
+	if bq != nil {
+		cs = append(cs, queueContender{"bullmq", func(n int) (time.Duration, time.Duration) {
+			queue := streamTopic("addd-bq")
+			return serverTimed(b, client, func() {
+				if _, err := bq.do(map[string]any{"op": "add-delayed", "queue": queue, "start": 0, "n": n, "inflight": 1}); err != nil {
 					b.Fatal(err)
 				}
 			})
