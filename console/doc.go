@@ -1,7 +1,10 @@
 // Package console is an operator's web console for redstream's Redis Streams: an
 // [http.Handler] to mount behind an application's own authentication.
 //
-// It shows the topics (length, first and last entry, the trimming settings), each topic's
+// Its first page is an overview: the server's facts (version, memory, eviction policy, with
+// a warning when the policy can delete queue data, clients, operations per second) and the
+// topics (length, first and last entry, consumers, pending entries, the slowest group's lag,
+// scheduled messages, dead letters, with totals). It shows each topic (the trimming settings), each topic's
 // consumer groups (pending, lag, last delivered id), each group's consumers (idle time,
 // pending count, and which ones the consumers' housekeeping will remove) and pending list
 // (delivery counts, idle times), and each topic's dead letters: a filtered list, one entry

@@ -113,6 +113,9 @@ type topicsPage struct {
 	Explicit  bool
 	MaxTopics int
 	Trim      stream.TrimConfig
+	Sum       topicSummary // the listed topics' totals (Lag: the largest)
+	Facts     redisFacts
+	FactsErr  string
 }
 
 func (c *Console) pageTopics(w http.ResponseWriter, r *http.Request) {
@@ -141,6 +144,23 @@ func (c *Console) pageTopics(w http.ResponseWriter, r *http.Request) {
 		tp.Next = names[n-1]
 	}
 	tp.Topics = c.summaries(r.Context(), names)
+	for _, t := range tp.Topics {
+		tp.Sum.Length += t.Length
+		tp.Sum.Consumers += t.Consumers
+		tp.Sum.Pending += t.Pending
+		tp.Sum.Delayed += t.Delayed
+		tp.Sum.DeadLetters += t.DeadLetters
+		if t.Lag < 0 || tp.Sum.Lag < 0 {
+			tp.Sum.Lag = -1
+		} else {
+			tp.Sum.Lag = max(tp.Sum.Lag, t.Lag)
+		}
+	}
+	if f, err := c.facts(r.Context()); err != nil {
+		tp.FactsErr = err.Error()
+	} else {
+		tp.Facts = f
+	}
 	c.render(w, r, http.StatusOK, "topics.html", []crumb{{"topics", c.link("/")}}, tp)
 }
 

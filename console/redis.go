@@ -238,6 +238,10 @@ type topicSummary struct {
 	First, Last string // ids, "" when empty
 	LastTime    time.Time
 	Groups      int
+	Consumers   int64 // over the groups
+	Pending     int64 // delivered, not acknowledged, over the groups
+	Lag         int64 // the largest group's entries not yet delivered; -1 when Redis does not know it
+	Delayed     int64 // scheduled messages (WithDelay, WithDeliverAt) not yet due
 	DeadLetters int64
 	Err         string
 }
@@ -245,21 +249,24 @@ type topicSummary struct {
 // summaries reads one line per topic with one pipelined round of commands.
 func (c *Console) summaries(ctx context.Context, topics []string) []topicSummary {
 	cl := c.client
-	cmds := make(rueidis.Commands, 0, 5*len(topics))
+	const per = 6 // commands per topic
+	cmds := make(rueidis.Commands, 0, per*len(topics))
 	for _, t := range topics {
+		sched, _ := streamwire.DelayedKeys(t)
 		cmds = append(cmds,
 			cl.B().Xlen().Key(t).Build(),
 			cl.B().Xrange().Key(t).Start("-").End("+").Count(1).Build(),
 			cl.B().Xrevrange().Key(t).End("+").Start("-").Count(1).Build(),
 			cl.B().XinfoGroups().Key(t).Build(),
-			cl.B().Xlen().Key(streamwire.DeadLetterStreamName(t)).Build())
+			cl.B().Xlen().Key(streamwire.DeadLetterStreamName(t)).Build(),
+			cl.B().Zcard().Key(sched).Build())
 	}
 	ctx, cancel := c.call(ctx)
 	defer cancel()
 	res := cl.DoMulti(ctx, cmds...)
 	out := make([]topicSummary, len(topics))
 	for i, t := range topics {
-		r := res[5*i : 5*i+5]
+		r := res[per*i : per*i+per]
 		s := topicSummary{Name: t}
 		var err error
 		if s.Length, err = r[0].AsInt64(); err != nil {
@@ -271,13 +278,27 @@ func (c *Console) summaries(ctx context.Context, topics []string) []topicSummary
 		if e, err := r[2].AsXRange(); err == nil && len(e) > 0 {
 			s.Last, s.LastTime = e[0].ID, idTime(e[0].ID)
 		}
-		if g, err := r[3].ToArray(); err == nil {
-			s.Groups, s.Exists = len(g), true
+		if gs, err := parseGroups(r[3]); err == nil {
+			s.Groups, s.Exists = len(gs), true
+			for _, g := range gs {
+				s.Consumers += g.Consumers
+				s.Pending += g.Pending
+				if g.Lag < 0 || s.Lag < 0 {
+					s.Lag = -1
+				} else {
+					s.Lag = max(s.Lag, g.Lag)
+				}
+			}
 		} else if !isNoSuchKey(err) && s.Err == "" {
 			s.Err = err.Error()
 		}
 		if n, err := r[4].AsInt64(); err == nil {
 			s.DeadLetters = n
+		} else if s.Err == "" {
+			s.Err = err.Error()
+		}
+		if n, err := r[5].AsInt64(); err == nil {
+			s.Delayed = n
 		} else if s.Err == "" {
 			s.Err = err.Error()
 		}
