@@ -7,7 +7,8 @@
 // scheduled messages, dead letters, with totals). It shows each topic (the trimming settings), each topic's
 // consumer groups (pending, lag, last delivered id), each group's consumers (idle time,
 // pending count, and which ones the consumers' housekeeping will remove) and pending list
-// (delivery counts, idle times), and each topic's dead letters: a filtered list, one entry
+// (delivery counts, idle times), and each topic's dead letters: a list searched by group,
+// error text, body text, key and time range (bounded in time per page, resumable), one entry
 // with its fields and decoded body, and the actions replay (one or a selection), delete and
 // purge (after a typed confirmation). Its rate limits page shows the limiters of
 // [Options.Limiters] and, for a key, the state of each limit (what it admits now, whether a

@@ -218,12 +218,18 @@ func (c *Console) pageGroup(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) pageDeadLetters(w http.ResponseWriter, r *http.Request) {
 	topic, err := param(r, "t", true)
-	var group, q, after string
-	if err == nil {
-		group, err = param(r, "group", false)
+	var f deadLetterFilter
+	var after string
+	for _, v := range []struct {
+		name string
+		to   *string
+	}{{"group", &f.Group}, {"q", &f.Q}, {"body", &f.Body}, {"key", &f.Key}, {"from", &f.From}, {"to", &f.To}} {
+		if err == nil {
+			*v.to, err = param(r, v.name, false)
+		}
 	}
 	if err == nil {
-		q, err = param(r, "q", false)
+		err = f.parseRange()
 	}
 	if err == nil {
 		after, err = afterParam(r)
@@ -236,7 +242,7 @@ func (c *Console) pageDeadLetters(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	p, err := c.listDeadLetters(r.Context(), topic, group, q, after, c.pageSizeParam(r))
+	p, err := c.listDeadLetters(r.Context(), topic, f, after, c.pageSizeParam(r))
 	if err != nil {
 		c.redisFail(w, r, "list dead letters", err)
 		return

@@ -608,18 +608,86 @@ type deadLetterData struct {
 	Topic      string
 	Total      int64
 	Rows       []deadLetterRow
-	Group, Q   string // filters
+	Filter     deadLetterFilter
 	After      string
 	Next       string // id to continue after; "" at the end
 	Scanned    int    // dead letters read to fill the page
-	ScanBudget int
+	Budget     time.Duration
+	OutOfTime  bool     // the page stopped at its time budget, not at its end or full
 	Groups     []string // groups seen on this page, for the filter
 }
 
+// deadLetterFilter selects dead letters: every set field must match.
+type deadLetterFilter struct {
+	Group    string // exact
+	Q        string // in the error text, any case
+	Body     string // in the body as stored, exact case
+	Key      string // the message key, exact
+	From, To string // time range of the dead-lettering, as the form gives it ("2006-01-02T15:04"), UTC
+	from, to string // their stream ids ("" for no bound)
+}
+
+// Set reports whether any filter is set.
+func (f deadLetterFilter) Set() bool {
+	return f.Group != "" || f.Q != "" || f.Body != "" || f.Key != "" || f.From != "" || f.To != ""
+}
+
+// Pairs returns the filter as link parameters, with the topic first.
+func (f deadLetterFilter) Pairs(topic string) []string {
+	return []string{"t", topic, "group", f.Group, "q", f.Q, "body", f.Body, "key", f.Key, "from", f.From, "to", f.To}
+}
+
+// formTime is the time format of the filter's range (an HTML datetime-local input, UTC).
+const formTime = "2006-01-02T15:04"
+
+// parseRange sets the stream ids of the filter's time range: from the first id of From's
+// minute to the last of To's.
+func (f *deadLetterFilter) parseRange() error {
+	if f.From != "" {
+		t, err := time.Parse(formTime, f.From)
+		if err != nil {
+			return fmt.Errorf("parameter \"from\": %q is not a time like 2006-01-02T15:04", f.From)
+		}
+		f.from = strconv.FormatInt(max(t.UnixMilli(), 0), 10) + "-0"
+	}
+	if f.To != "" {
+		t, err := time.Parse(formTime, f.To)
+		if err != nil {
+			return fmt.Errorf("parameter \"to\": %q is not a time like 2006-01-02T15:04", f.To)
+		}
+		f.to = strconv.FormatInt(max(t.Add(time.Minute).UnixMilli()-1, 0), 10)
+	}
+	return nil
+}
+
+// match reports whether d passes the filter (the time range is the read's).
+func (f deadLetterFilter) match(d stream.DeadLetter, ql string) bool {
+	switch {
+	case f.Group != "" && d.Group != f.Group:
+		return false
+	case f.Key != "" && d.Fields[streamwire.FieldKey] != f.Key:
+		return false
+	case f.Q != "" && !strings.Contains(strings.ToLower(d.Error), ql):
+		return false
+	case f.Body != "" && !strings.Contains(d.Fields[streamwire.FieldBody], f.Body):
+		return false
+	}
+	return true
+}
+
+// searchBudget bounds the time a filtered page reads dead letters for; searchChunk is how
+// many one read takes. A page that runs out of time ends with a link to go on where it
+// stopped, so that a search over a million dead letters answers every page in about this
+// time.
+var searchBudget = 1500 * time.Millisecond
+
+const searchChunk = 1000
+
 // listDeadLetters returns up to n dead letters of topic after id after (exclusive) that match
-// the filters, reading at most 10*n of them.
-func (c *Console) listDeadLetters(ctx context.Context, topic, group, q, after string, n int) (deadLetterData, error) {
-	p := deadLetterData{Topic: topic, Group: group, Q: q, After: after, ScanBudget: 10 * n}
+// the filter. Unfiltered, it reads n+1; filtered, it reads chunks until the page is full,
+// the stream ends or searchBudget is spent.
+func (c *Console) listDeadLetters(ctx context.Context, topic string, f deadLetterFilter, after string, n int) (deadLetterData, error) {
+	p := deadLetterData{Topic: topic, Filter: f, After: after, Budget: searchBudget}
 	var err error
 	lctx, cancel := c.call(ctx)
 	p.Total, err = c.dl.Len(lctx, topic)
@@ -627,21 +695,22 @@ func (c *Console) listDeadLetters(ctx context.Context, topic, group, q, after st
 	if err != nil {
 		return p, err
 	}
-	filtered := group != "" || q != ""
-	ql := strings.ToLower(q)
+	filtered := f.Set()
+	ql := strings.ToLower(f.Q)
 	from := after
 	groups := map[string]bool{}
-	for p.Scanned < p.ScanBudget {
-		start := "-"
-		if from != "" {
+	deadline := time.Now().Add(searchBudget)
+	for {
+		start := f.from
+		if from != "" && (start == "" || compareStreamIDs(from, start) >= 0) {
 			start = "(" + from
 		}
 		batch := int64(n + 1)
 		if filtered {
-			batch = int64(min(p.ScanBudget-p.Scanned, 2*n))
+			batch = searchChunk
 		}
 		lctx, cancel := c.call(ctx)
-		letters, err := c.dl.List(lctx, topic, stream.ListOptions{Start: start, Count: batch})
+		letters, err := c.dl.List(lctx, topic, stream.ListOptions{Start: start, End: f.to, Count: batch})
 		cancel()
 		if err != nil {
 			return p, err
@@ -654,10 +723,7 @@ func (c *Console) listDeadLetters(ctx context.Context, topic, group, q, after st
 			p.Scanned++
 			from = d.ID
 			groups[d.Group] = true
-			if group != "" && d.Group != group {
-				continue
-			}
-			if q != "" && !strings.Contains(strings.ToLower(d.Error), ql) {
+			if !f.match(d, ql) {
 				continue
 			}
 			short, _ := cutString(d.Error, 200)
@@ -665,10 +731,11 @@ func (c *Console) listDeadLetters(ctx context.Context, topic, group, q, after st
 			p.Rows = append(p.Rows, deadLetterRow{DeadLetter: d, ErrorShort: short, Key: key})
 		}
 		if p.Next != "" || int64(len(letters)) < batch {
-			break // a full page, or the end of the stream
+			break // a full page, or the end of the range
 		}
-		if p.Scanned >= p.ScanBudget {
-			p.Next = from // the budget is spent: continue after the last one read
+		if time.Now().After(deadline) {
+			p.Next, p.OutOfTime = from, true // the budget is spent: continue after the last one read
+			break
 		}
 	}
 	for g := range groups {
@@ -676,6 +743,30 @@ func (c *Console) listDeadLetters(ctx context.Context, topic, group, q, after st
 	}
 	sort.Strings(p.Groups)
 	return p, nil
+}
+
+// compareStreamIDs orders two stream ids ("ms-seq", or "ms").
+func compareStreamIDs(a, b string) int {
+	am, as, _ := strings.Cut(a, "-")
+	bm, bs, _ := strings.Cut(b, "-")
+	an, _ := strconv.ParseUint(am, 10, 64)
+	bn, _ := strconv.ParseUint(bm, 10, 64)
+	if an != bn {
+		return cmpUint(an, bn)
+	}
+	asn, _ := strconv.ParseUint(as, 10, 64)
+	bsn, _ := strconv.ParseUint(bs, 10, 64)
+	return cmpUint(asn, bsn)
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 var errNoField = errors.New("no such field")

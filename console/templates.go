@@ -18,8 +18,11 @@ var consoleJS string
 
 var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"link": buildLink,
-	"dur":  fmtDur,
-	"ms":   func(ms int64) string { return fmtDur(time.Duration(ms) * time.Millisecond) },
+	"linkf": func(prefix, path string, pairs []string, kv ...string) string {
+		return buildLink(prefix, path, append(append([]string(nil), pairs...), kv...)...)
+	},
+	"dur": fmtDur,
+	"ms":  func(ms int64) string { return fmtDur(time.Duration(ms) * time.Millisecond) },
 	"ago": func(t time.Time) string {
 		if t.IsZero() {
 			return "–"

@@ -281,6 +281,22 @@ func TestBrowser(t *testing.T) {
 	}
 	shot("deadletters.png")
 
+	// Search them by body: every body names its order; none holds "no-such-text".
+	do("search the bodies", chromedp.SendKeys(css(`input[name="body"]`), `"orderId"`), chromedp.Click(css("#search")),
+		chromedp.WaitVisible(css("#scanned")))
+	if got := text("#deadletters"); strings.Count(got, "payment service down for order") != 3 {
+		t.Fatalf("a body search for the order field does not find the 3 dead letters:\n%s", got)
+	}
+	if got := text("#scanned"); !strings.Contains(got, "3 dead letters read for this page") {
+		t.Fatalf("the search does not say what it read: %q", got)
+	}
+	do("search for what no body holds", chromedp.Clear(css(`input[name="body"]`)), chromedp.SendKeys(css(`input[name="body"]`), "no-such-text"),
+		chromedp.Click(css("#search")), chromedp.WaitVisible(css("#no-rows")))
+	if got := text("#deadletters"); !strings.Contains(got, "no dead letters match") {
+		t.Fatalf("a search without matches:\n%s", got)
+	}
+	openDLQ()
+
 	// Inspect the first, then replay it.
 	orderRE := regexp.MustCompile(`"orderId": (\d+)`)
 	do("inspect a dead letter", chromedp.Click(css(`#deadletters tbody tr:first-child td.id a`)),
