@@ -605,16 +605,16 @@ type deadLetterRow struct {
 
 // deadLetterData is the dead-letter list's data.
 type deadLetterData struct {
-	Topic      string
-	Total      int64
-	Rows       []deadLetterRow
-	Filter     deadLetterFilter
-	After      string
-	Next       string // id to continue after; "" at the end
-	Scanned    int    // dead letters read to fill the page
-	Budget     time.Duration
-	OutOfTime  bool     // the page stopped at its time budget, not at its end or full
-	Groups     []string // groups seen on this page, for the filter
+	Topic     string
+	Total     int64
+	Rows      []deadLetterRow
+	Filter    deadLetterFilter
+	After     string
+	Next      string // id to continue after; "" at the end
+	Scanned   int    // dead letters read to fill the page
+	Budget    time.Duration
+	OutOfTime bool     // the page stopped at its time budget, not at its end or full
+	Groups    []string // groups seen on this page, for the filter
 }
 
 // deadLetterFilter selects dead letters: every set field must match.
