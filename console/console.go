@@ -13,10 +13,12 @@ import (
 	"strings"
 	"time"
 
+	vm "github.com/VictoriaMetrics/metrics"
 	"github.com/redis/rueidis"
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/internal/streamwire"
+
 	"github.com/redstream-go/redstream/stream"
 	"github.com/redstream-go/redstream/stream/periodic"
 )
@@ -95,7 +97,8 @@ type Console struct {
 	client    rueidis.Client
 	cfg       stream.Config // the application's configuration, with defaults
 	dl        *stream.DeadLetters
-	topics    []string // explicit stream keys, or nil for discovery
+	producer  *stream.Producer // cancels and delivers scheduled messages (topics as stream keys)
+	topics    []string         // explicit stream keys, or nil for discovery
 	maxTopics int
 	prefix    string // "" for the root, else "/x/y" without a trailing slash
 	readOnly  bool
@@ -153,6 +156,11 @@ func (c *Console) initTopics(o Options) error {
 		return fmt.Errorf("console: %w", err)
 	}
 	c.dl = dl
+	// The scheduled messages' actions, on the listed stream keys (no env isolation, no
+	// partitions: each partition's stream is listed on its own), counted in a set of its own.
+	if c.producer, err = stream.NewProducer(o.Client, stream.Config{Metrics: vm.NewSet()}); err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
 	// A Scheduler that is never started: its List, Pause, Resume and Remove administer the
 	// schedules any process registered (the topics' stream keys as the application's).
 	if c.periodic, err = periodic.New(o.Client, periodic.Options{Stream: o.Stream, Timeout: c.timeoutOr(o.Timeout), Logger: c.log}); err != nil {
@@ -274,6 +282,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /limits", c.pageLimits)
 	m.HandleFunc("GET /periodic", c.pagePeriodic)
 	m.HandleFunc("GET /result", c.pageResult)
+	m.HandleFunc("GET /delayed", c.pageDelayed)
 	m.HandleFunc("GET /static/console.css", c.static("text/css; charset=utf-8", consoleCSS))
 	m.HandleFunc("GET /static/console.js", c.static("text/javascript; charset=utf-8", consoleJS))
 	m.Handle("POST /dlq/replay", c.action(c.doReplay))
@@ -282,7 +291,8 @@ func (c *Console) routes() {
 	m.Handle("POST /dlq/replay-all", c.action(c.doReplayAll))
 	m.Handle("POST /limits/reset", c.action(c.doResetKey))
 	m.Handle("POST /periodic/action", c.action(c.doPeriodic))
-	for _, p := range []string{"/dlq/replay", "/dlq/delete", "/dlq/replay-all", "/limits/reset", "/periodic/action"} {
+	m.Handle("POST /delayed/action", c.action(c.doDelayed))
+	for _, p := range []string{"/dlq/replay", "/dlq/delete", "/dlq/replay-all", "/limits/reset", "/periodic/action", "/delayed/action"} {
 		m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", http.MethodPost)
 			c.fail(w, r, http.StatusMethodNotAllowed, "this action needs a POST from the console's own form")

@@ -1,7 +1,8 @@
 // Package console is an operator's web console for redstream's Redis Streams: an
 // [http.Handler] to mount behind an application's own authentication.
 //
-// Its first page is an overview: the server's facts (version, memory, eviction policy, with
+// Each topic's scheduled messages (WithDelay, WithDeliverAt) are listed in due order and can
+// be cancelled or delivered now. Its first page is an overview: the server's facts (version, memory, eviction policy, with
 // a warning when the policy can delete queue data, clients, operations per second) and the
 // topics (length, first and last entry, consumers, pending entries, the slowest group's lag,
 // scheduled messages, dead letters, with totals). It shows each topic (the trimming settings), each topic's

@@ -72,7 +72,7 @@ func TestOverview(t *testing.T) {
 		t.Errorf("%s: cells %s, want %s", a, got, want)
 	}
 	gotB := cells(row(b))
-	if len(gotB) != 7 || gotB[0] != "1" || gotB[5] != "2" || !strings.Contains(gotB[6], ">1</a>") {
+	if len(gotB) != 7 || gotB[0] != "1" || !strings.Contains(gotB[5], `href="/delayed?t=`) || !strings.Contains(gotB[5], ">2</a>") || !strings.Contains(gotB[6], ">1</a>") {
 		t.Errorf("%s: cells %q, want length 1, 2 delayed, 1 dead letter", b, gotB)
 	}
 	i := strings.Index(body, `id="totals"`)

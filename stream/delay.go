@@ -83,50 +83,6 @@ func (o sendOptions) delayArgs() (mode, ms string) {
 	return "rel", strconv.FormatInt(max(o.delay.Milliseconds(), 1), 10)
 }
 
-// encodeFields encodes entry fields for the schedule's hash: for each name and value,
-// "<byte length>:<bytes>" (delay_move.lua decodes it).
-func encodeFields(fields []string) string {
-	n := 0
-	for _, f := range fields {
-		n += len(f) + 8
-	}
-	b := make([]byte, 0, n)
-	for _, f := range fields {
-		b = strconv.AppendInt(b, int64(len(f)), 10)
-		b = append(b, ':')
-		b = append(b, f...)
-	}
-	return string(b)
-}
-
-// decodeFields is encodeFields' inverse (the Lua decoder's Go twin, for tests and tools).
-func decodeFields(s string) ([]string, error) {
-	var out []string
-	for pos := 0; pos < len(s); {
-		colon := -1
-		for i := pos; i < len(s) && i-pos <= 12; i++ {
-			if s[i] == ':' {
-				colon = i
-				break
-			}
-		}
-		if colon <= pos {
-			return nil, fmt.Errorf("stream: scheduled entry: no length at byte %d", pos)
-		}
-		digits := s[pos:colon]
-		n, err := strconv.Atoi(digits)
-		if err != nil || strings.Trim(digits, "0123456789") != "" || colon+1+n > len(s) {
-			return nil, fmt.Errorf("stream: scheduled entry: bad length %q at byte %d", s[pos:colon], pos)
-		}
-		out = append(out, s[colon+1:colon+1+n])
-		pos = colon + 1 + n
-	}
-	if len(out) == 0 || len(out)%2 != 0 {
-		return nil, fmt.Errorf("stream: scheduled entry: %d strings, want a non-zero even number", len(out))
-	}
-	return out, nil
-}
-
 // scheduleID returns a new scheduled-message id: 16 hex digits of a time-ordered key, then 8
 // random ones, so ids sort in scheduling order within one process and never collide across
 // processes.
@@ -161,7 +117,7 @@ func (p *Producer) buildDelayed(out *Outgoing, fields []string) rueidis.Complete
 	mode, ms := out.opts.delayArgs()
 	out.scheduleID = scheduleID()
 	return p.client.B().Eval().Script(delayAddCompact).Numkeys(2).Key(sched, msgs).
-		Arg(out.scheduleID, mode, ms, encodeFields(fields)).Build()
+		Arg(out.scheduleID, mode, ms, streamwire.EncodeFields(fields)).Build()
 }
 
 // writeDelayed schedules out (delay_add.lua through EVALSHA) and returns its schedule id.
@@ -169,7 +125,7 @@ func (p *Producer) writeDelayed(ctx context.Context, out *Outgoing, fields []str
 	sched, msgs := streamwire.DelayedKeys(out.stream)
 	mode, ms := out.opts.delayArgs()
 	out.scheduleID = scheduleID()
-	r := delayAddScript.Exec(ctx, p.client, []string{sched, msgs}, []string{out.scheduleID, mode, ms, encodeFields(fields)})
+	r := delayAddScript.Exec(ctx, p.client, []string{sched, msgs}, []string{out.scheduleID, mode, ms, streamwire.EncodeFields(fields)})
 	return p.delayedResult(out, r)
 }
 

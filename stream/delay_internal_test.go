@@ -4,25 +4,27 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
-// FuzzScheduledEntry: decodeFields (the Go twin of delay_move.lua's decoder) never panics,
-// and reads back exactly what encodeFields wrote, whatever bytes the fields hold.
+// FuzzScheduledEntry: streamwire.DecodeFields (the Go twin of delay_move.lua's decoder) never panics,
+// and reads back exactly what streamwire.EncodeFields wrote, whatever bytes the fields hold.
 func FuzzScheduledEntry(f *testing.F) {
 	f.Add("key\x00tag\x00enc\x00body\x00ts\x00", "3:key")
 	f.Add("h:x\x00{\"a\":1}\x00", "")
 	f.Add("\x00\x00", "0:0:")
 	f.Add("a:b\x001:2\x00", "12345678901234:x")
 	f.Fuzz(func(t *testing.T, joined, raw string) {
-		_, _ = decodeFields(raw) // must not panic
+		_, _ = streamwire.DecodeFields(raw) // must not panic
 		fields := strings.Split(joined, "\x00")
 		if len(fields)%2 != 0 {
 			fields = append(fields, "")
 		}
-		enc := encodeFields(fields)
-		got, err := decodeFields(enc)
+		enc := streamwire.EncodeFields(fields)
+		got, err := streamwire.DecodeFields(enc)
 		if err != nil {
-			t.Fatalf("decodeFields(encodeFields(%q)): %v", fields, err)
+			t.Fatalf("streamwire.DecodeFields(streamwire.EncodeFields(%q)): %v", fields, err)
 		}
 		if !slices.Equal(got, fields) {
 			t.Fatalf("round trip of %q = %q", fields, got)
@@ -32,8 +34,8 @@ func FuzzScheduledEntry(f *testing.F) {
 
 func TestDecodeFieldsRejects(t *testing.T) {
 	for _, s := range hostileEncodings {
-		if got, err := decodeFields(s); err == nil {
-			t.Errorf("decodeFields(%q) = %q, want an error", s, got)
+		if got, err := streamwire.DecodeFields(s); err == nil {
+			t.Errorf("streamwire.DecodeFields(%q) = %q, want an error", s, got)
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 // TestDelayMoveDecoderMatchesGo feeds delay_move.lua random encoded entries, valid ones and
 // mutated ones (a foreign or corrupted writer), on a real redis-server: the script moves
-// exactly the entries decodeFields accepts, with the same fields, and dead-letters the
+// exactly the entries streamwire.DecodeFields accepts, with the same fields, and dead-letters the
 // others with their payload intact.
 func TestDelayMoveDecoderMatchesGo(t *testing.T) {
 	c := redistest.Client(t)
@@ -36,7 +36,7 @@ func TestDelayMoveDecoderMatchesGo(t *testing.T) {
 		for range 1 + rng.IntN(4) {
 			fields = append(fields, randString(), randString())
 		}
-		enc := encodeFields(fields)
+		enc := streamwire.EncodeFields(fields)
 		if round >= 300 {
 			enc = hostileEncodings[round-300]
 		}
@@ -52,7 +52,7 @@ func TestDelayMoveDecoderMatchesGo(t *testing.T) {
 		case 3: // bytes appended
 			enc += randString()
 		}
-		want, werr := decodeFields(enc)
+		want, werr := streamwire.DecodeFields(enc)
 		if err := c.Do(ctx, c.B().Hset().Key(msgs).FieldValue().FieldValue("m", enc).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}

@@ -153,7 +153,7 @@ func (p *Producer) writeUnique(ctx context.Context, out *Outgoing) (string, erro
 	if o.delayed {
 		mode, ms := o.delayArgs()
 		out.scheduleID = scheduleID()
-		args = append(args, mode, ms, out.scheduleID, encodeFields(fields))
+		args = append(args, mode, ms, out.scheduleID, streamwire.EncodeFields(fields))
 	} else {
 		args = append(append(args, "", "0", ""), fields...)
 	}

@@ -400,6 +400,30 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("refused POSTs changed the dead letters: %d, want 1", n)
 	}
 
+	// A message scheduled an hour ahead: listed from the overview, then cancelled (confirming
+	// the dialog); it never reaches the stream.
+	later := stream.Message[browserOrder]{Key: "order-later", Body: browserOrder{ID: 99, Customer: "ada"}}
+	if _, err := producer.Send(ctx, topic, later, stream.WithDelay(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	do("open the scheduled messages", chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("#topics")),
+		chromedp.Click(css(`#topics a.delayed`)), chromedp.WaitVisible(css("#delayed")))
+	if got := text("#delayed"); !strings.Contains(got, "order-later") || !strings.Contains(got, `"orderId":99`) {
+		t.Fatalf("scheduled messages table:\n%s", got)
+	}
+	shot("delayed.png")
+	confirmed := dialogs.Load()
+	do("cancel it", chromedp.Click(css(`#delayed input.sel`)), chromedp.Click(css("#cancel-selected")), chromedp.WaitVisible(css("#notice")))
+	if got := text("#notice"); !strings.Contains(got, "1 of 1 selected scheduled messages cancelled") {
+		t.Fatalf("cancel notice: %q", got)
+	}
+	if dialogs.Load() == confirmed {
+		t.Error("cancelling a scheduled message asked for no confirmation")
+	}
+	if n, err := producer.Scheduled(ctx, topic); err != nil || n != 0 {
+		t.Fatalf("%d messages still scheduled (%v) after the cancel", n, err)
+	}
+
 	// The rate limits: look up ada's sign-in key; the page shows what the engine peeks.
 	do("open the limits page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("#topics")),
 		chromedp.Click(css("#nav-limits")), chromedp.WaitVisible(css("#limiters")))

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -98,4 +99,49 @@ func DecodeBody(enc, body string, maxBytes int) ([]byte, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("%w: unknown enc %q", ErrUndecodable, enc)
+}
+
+// EncodeFields encodes entry fields for the schedule's hash: for each name and value,
+// "<byte length>:<bytes>" (delay_move.lua decodes it).
+func EncodeFields(fields []string) string {
+	n := 0
+	for _, f := range fields {
+		n += len(f) + 8
+	}
+	b := make([]byte, 0, n)
+	for _, f := range fields {
+		b = strconv.AppendInt(b, int64(len(f)), 10)
+		b = append(b, ':')
+		b = append(b, f...)
+	}
+	return string(b)
+}
+
+// DecodeFields is EncodeFields' inverse (the Go twin of delay_move.lua's decoder): the
+// field names and values of a scheduled message.
+func DecodeFields(s string) ([]string, error) {
+	var out []string
+	for pos := 0; pos < len(s); {
+		colon := -1
+		for i := pos; i < len(s) && i-pos <= 12; i++ {
+			if s[i] == ':' {
+				colon = i
+				break
+			}
+		}
+		if colon <= pos {
+			return nil, fmt.Errorf("stream: scheduled entry: no length at byte %d", pos)
+		}
+		digits := s[pos:colon]
+		n, err := strconv.Atoi(digits)
+		if err != nil || strings.Trim(digits, "0123456789") != "" || colon+1+n > len(s) {
+			return nil, fmt.Errorf("stream: scheduled entry: bad length %q at byte %d", s[pos:colon], pos)
+		}
+		out = append(out, s[colon+1:colon+1+n])
+		pos = colon + 1 + n
+	}
+	if len(out) == 0 || len(out)%2 != 0 {
+		return nil, fmt.Errorf("stream: scheduled entry: %d strings, want a non-zero even number", len(out))
+	}
+	return out, nil
 }
