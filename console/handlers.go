@@ -25,12 +25,18 @@ type page struct {
 	CSRF     string
 	Crumbs   []crumb
 	Data     any
+	// Refresh reloads the page every so many seconds (the refresh parameter of a GET,
+	// 2 to 3600; 0: never).
+	Refresh int
 }
 
 type crumb struct{ Name, Href string }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, crumbs []crumb, data any) {
 	p := page{Title: c.title, Base: c.prefix, ReadOnly: c.readOnly, Limits: len(c.limiters) > 0, Crumbs: crumbs, Data: data}
+	if n, err := strconv.Atoi(r.URL.Query().Get("refresh")); err == nil && r.Method == http.MethodGet && status == http.StatusOK {
+		p.Refresh = min(max(n, 2), 3600)
+	}
 	if !c.readOnly {
 		p.CSRF = c.csrfToken(w, r)
 	}
@@ -249,6 +255,41 @@ func (c *Console) pageDeadLetters(w http.ResponseWriter, r *http.Request) {
 	}
 	crumbs := append(c.topicCrumbs(topic), crumb{"dead letters", buildLink(c.prefix, "/dlq", "t", topic)})
 	c.render(w, r, http.StatusOK, "dlq.html", crumbs, p)
+}
+
+// pageEntries lists a topic's entries, searched by key, body and time range.
+func (c *Console) pageEntries(w http.ResponseWriter, r *http.Request) {
+	topic, err := param(r, "t", true)
+	var f deadLetterFilter
+	var after string
+	for _, v := range []struct {
+		name string
+		to   *string
+	}{{"body", &f.Body}, {"key", &f.Key}, {"from", &f.From}, {"to", &f.To}} {
+		if err == nil {
+			*v.to, err = param(r, v.name, false)
+		}
+	}
+	if err == nil {
+		err = f.parseRange()
+	}
+	if err == nil {
+		after, err = afterParam(r)
+	}
+	if err == nil {
+		err = checkTopic(topic)
+	}
+	if err != nil {
+		c.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	p, err := c.listEntries(r.Context(), topic, f, after, c.pageSizeParam(r))
+	if err != nil {
+		c.redisFail(w, r, "list entries", err)
+		return
+	}
+	crumbs := append(c.topicCrumbs(topic), crumb{"entries", buildLink(c.prefix, "/entries", "t", topic)})
+	c.render(w, r, http.StatusOK, "entries.html", crumbs, p)
 }
 
 // checkTopic validates a topic name the way package stream does.

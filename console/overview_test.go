@@ -94,3 +94,25 @@ func TestOverview(t *testing.T) {
 	_, body = br.get("/")
 	mustContain(t, body, `id="eviction-warning"`, "<code>allkeys-lru</code>", "maxmemory-policy noeviction")
 }
+
+// TestRefresh: ?refresh=N reloads a page every N seconds (clamped to 2..3600), and the
+// overview offers it; pages without it, and error pages, never reload.
+func TestRefresh(t *testing.T) {
+	web, _ := serve(t, console.Options{Topics: []string{newTopic(t)}})
+	b := newBrowser(t, web.URL)
+	_, body := b.get("/")
+	if strings.Contains(body, `http-equiv="refresh"`) || !strings.Contains(body, `href="/?refresh=5"`) {
+		t.Errorf("the overview reloads unasked, or does not offer to:\n%s", body)
+	}
+	for param, want := range map[string]string{"5": `content="5"`, "1": `content="2"`, "99999": `content="3600"`} {
+		if _, body := b.get("/?refresh=" + param); !strings.Contains(body, `<meta http-equiv="refresh" `+want+`>`) {
+			t.Errorf("refresh=%s: no %s", param, want)
+		}
+	}
+	if _, body := b.get("/?refresh=x"); strings.Contains(body, `http-equiv="refresh"`) {
+		t.Error("refresh=x reloads")
+	}
+	if st, body := b.get("/topic?refresh=5"); st != http.StatusBadRequest || strings.Contains(body, `http-equiv="refresh"`) {
+		t.Errorf("an error page reloads: %d", st)
+	}
+}

@@ -684,8 +684,7 @@ var searchBudget = 1500 * time.Millisecond
 const searchChunk = 1000
 
 // listDeadLetters returns up to n dead letters of topic after id after (exclusive) that match
-// the filter. Unfiltered, it reads n+1; filtered, it reads chunks until the page is full,
-// the stream ends or searchBudget is spent.
+// the filter (see scanRange).
 func (c *Console) listDeadLetters(ctx context.Context, topic string, f deadLetterFilter, after string, n int) (deadLetterData, error) {
 	p := deadLetterData{Topic: topic, Filter: f, After: after, Budget: searchBudget}
 	var err error
@@ -695,54 +694,86 @@ func (c *Console) listDeadLetters(ctx context.Context, topic string, f deadLette
 	if err != nil {
 		return p, err
 	}
-	filtered := f.Set()
 	ql := strings.ToLower(f.Q)
-	from := after
 	groups := map[string]bool{}
-	deadline := time.Now().Add(searchBudget)
-	for {
-		start := f.from
-		if from != "" && (start == "" || compareStreamIDs(from, start) >= 0) {
-			start = "(" + from
+	var letters []stream.DeadLetter
+	read := func(ctx context.Context, start, end string, count int64) ([]string, error) {
+		var err error
+		if letters, err = c.dl.List(ctx, topic, stream.ListOptions{Start: start, End: end, Count: count}); err != nil {
+			return nil, err
 		}
-		batch := int64(n + 1)
-		if filtered {
-			batch = searchChunk
+		ids := make([]string, len(letters))
+		for i, d := range letters {
+			ids[i] = d.ID
 		}
-		lctx, cancel := c.call(ctx)
-		letters, err := c.dl.List(lctx, topic, stream.ListOptions{Start: start, End: f.to, Count: batch})
-		cancel()
-		if err != nil {
-			return p, err
+		return ids, nil
+	}
+	keep := func(i int) bool {
+		d := letters[i]
+		groups[d.Group] = true
+		if !f.match(d, ql) {
+			return false
 		}
-		for _, d := range letters {
-			if len(p.Rows) == n {
-				p.Next = from // more may follow: continue after the last one read
-				break
-			}
-			p.Scanned++
-			from = d.ID
-			groups[d.Group] = true
-			if !f.match(d, ql) {
-				continue
-			}
-			short, _ := cutString(d.Error, 200)
-			key, _ := cutString(d.Fields[streamwire.FieldKey], 200)
-			p.Rows = append(p.Rows, deadLetterRow{DeadLetter: d, ErrorShort: short, Key: key})
-		}
-		if p.Next != "" || int64(len(letters)) < batch {
-			break // a full page, or the end of the range
-		}
-		if time.Now().After(deadline) {
-			p.Next, p.OutOfTime = from, true // the budget is spent: continue after the last one read
-			break
-		}
+		short, _ := cutString(d.Error, 200)
+		key, _ := cutString(d.Fields[streamwire.FieldKey], 200)
+		p.Rows = append(p.Rows, deadLetterRow{DeadLetter: d, ErrorShort: short, Key: key})
+		return true
+	}
+	p.Scanned, p.Next, p.OutOfTime, err = c.scanRange(ctx, f.Set(), f.from, f.to, after, n, read, keep)
+	if err != nil {
+		return p, err
 	}
 	for g := range groups {
 		p.Groups = append(p.Groups, g)
 	}
 	sort.Strings(p.Groups)
 	return p, nil
+}
+
+// scanRange reads entries in id order after id after (exclusive) within [lo, hi] ("" for no
+// bound) with read, and passes each to keep, which reports whether it took it, until n are
+// taken, the range ends or, when filtered, searchBudget is spent. Unfiltered, it reads n+1;
+// filtered, searchChunk at a time. It returns how many it read and, when more may follow,
+// the id to go on after (with outOfTime when the budget stopped it).
+func (c *Console) scanRange(ctx context.Context, filtered bool, lo, hi, after string, n int,
+	read func(ctx context.Context, start, end string, count int64) ([]string, error), keep func(i int) bool) (scanned int, next string, outOfTime bool, err error) {
+	from, taken := after, 0
+	deadline := time.Now().Add(searchBudget)
+	for {
+		start := lo
+		if from != "" && (start == "" || compareStreamIDs(from, start) >= 0) {
+			start = "(" + from
+		}
+		if start == "" {
+			start = "-"
+		}
+		batch := int64(n + 1)
+		if filtered {
+			batch = searchChunk
+		}
+		rctx, cancel := c.call(ctx)
+		ids, err := read(rctx, start, hi, batch)
+		cancel()
+		if err != nil {
+			return scanned, "", false, err
+		}
+		for i, id := range ids {
+			if taken == n {
+				return scanned, from, false, nil // more may follow: go on after the last one read
+			}
+			scanned++
+			from = id
+			if keep(i) {
+				taken++
+			}
+		}
+		if int64(len(ids)) < batch {
+			return scanned, "", false, nil // the end of the range
+		}
+		if time.Now().After(deadline) {
+			return scanned, from, true, nil // the budget is spent: go on after the last one read
+		}
+	}
 }
 
 // compareStreamIDs orders two stream ids ("ms-seq", or "ms").
@@ -787,4 +818,70 @@ func mapStr(m map[string]rueidis.RedisMessage, k string) (string, error) {
 		return "", errNoField
 	}
 	return v.ToString()
+}
+
+// entriesData is the data of a topic's entries page.
+type entriesData struct {
+	Topic     string
+	Rows      []entryRow
+	Filter    deadLetterFilter // Key, Body, From and To (a topic's entries have no group or error)
+	After     string
+	Next      string
+	Scanned   int
+	Budget    time.Duration
+	OutOfTime bool
+}
+
+// entryRow is one entry of a topic, as listed.
+type entryRow struct {
+	ID      string
+	Time    time.Time
+	Key     string
+	Body    string // as stored (gzip bodies are base64), cut at 200 bytes
+	BodyCut int
+	Fields  int
+}
+
+// listEntries returns up to n entries of topic after id after (exclusive) that match the
+// filter's key, body and time range (see scanRange).
+func (c *Console) listEntries(ctx context.Context, topic string, f deadLetterFilter, after string, n int) (entriesData, error) {
+	p := entriesData{Topic: topic, Filter: f, After: after, Budget: searchBudget}
+	var es []rueidis.XRangeSlice
+	read := func(ctx context.Context, start, end string, count int64) ([]string, error) {
+		if end == "" {
+			end = "+"
+		}
+		var err error
+		if es, err = c.client.Do(ctx, c.client.B().Xrange().Key(topic).Start(start).End(end).Count(count).Build()).AsXRangeSlices(); err != nil {
+			return nil, err
+		}
+		ids := make([]string, len(es))
+		for i, e := range es {
+			ids[i] = e.ID
+		}
+		return ids, nil
+	}
+	keep := func(i int) bool {
+		e := es[i]
+		row := entryRow{ID: e.ID, Time: idTime(e.ID), Fields: len(e.FieldValues)}
+		var key, body string
+		for _, fv := range e.FieldValues {
+			switch fv.Field {
+			case streamwire.FieldKey:
+				key = fv.Value
+			case streamwire.FieldBody:
+				body = fv.Value
+			}
+		}
+		if (f.Key != "" && key != f.Key) || (f.Body != "" && !strings.Contains(body, f.Body)) {
+			return false
+		}
+		row.Key, _ = cutString(key, 200)
+		row.Body, row.BodyCut = cutString(body, 200)
+		p.Rows = append(p.Rows, row)
+		return true
+	}
+	var err error
+	p.Scanned, p.Next, p.OutOfTime, err = c.scanRange(ctx, f.Set(), f.from, f.to, after, n, read, keep)
+	return p, err
 }

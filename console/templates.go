@@ -4,6 +4,7 @@ import (
 	"embed"
 	"html/template"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -18,6 +19,12 @@ var consoleJS string
 
 var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"link": buildLink,
+	"refreshParam": func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.Itoa(n)
+	},
 	"linkf": func(prefix, path string, pairs []string, kv ...string) string {
 		return buildLink(prefix, path, append(append([]string(nil), pairs...), kv...)...)
 	},
