@@ -226,19 +226,8 @@ func (c *Console) pageDeadLetters(w http.ResponseWriter, r *http.Request) {
 	topic, err := param(r, "t", true)
 	var f deadLetterFilter
 	var after string
-	for _, v := range []struct {
-		name string
-		to   *string
-	}{{"group", &f.Group}, {"q", &f.Q}, {"body", &f.Body}, {"key", &f.Key}, {"from", &f.From}, {"to", &f.To}} {
-		if err == nil {
-			*v.to, err = param(r, v.name, false)
-		}
-	}
 	if err == nil {
-		err = f.parseRange()
-	}
-	if err == nil {
-		after, err = afterParam(r)
+		f, after, err = filterParams(r, true)
 	}
 	if err != nil {
 		c.fail(w, r, http.StatusBadRequest, err.Error())
@@ -262,19 +251,8 @@ func (c *Console) pageEntries(w http.ResponseWriter, r *http.Request) {
 	topic, err := param(r, "t", true)
 	var f deadLetterFilter
 	var after string
-	for _, v := range []struct {
-		name string
-		to   *string
-	}{{"body", &f.Body}, {"key", &f.Key}, {"from", &f.From}, {"to", &f.To}} {
-		if err == nil {
-			*v.to, err = param(r, v.name, false)
-		}
-	}
 	if err == nil {
-		err = f.parseRange()
-	}
-	if err == nil {
-		after, err = afterParam(r)
+		f, after, err = filterParams(r, false)
 	}
 	if err == nil {
 		err = checkTopic(topic)
@@ -290,6 +268,30 @@ func (c *Console) pageEntries(w http.ResponseWriter, r *http.Request) {
 	}
 	crumbs := append(c.topicCrumbs(topic), crumb{"entries", buildLink(c.prefix, "/entries", "t", topic)})
 	c.render(w, r, http.StatusOK, "entries.html", crumbs, p)
+}
+
+// filterParams reads a search's parameters (body, key, from, to and, for dead letters,
+// group and q) and the after parameter.
+func filterParams(r *http.Request, deadLetters bool) (deadLetterFilter, string, error) {
+	var f deadLetterFilter
+	fields := []struct {
+		name string
+		to   *string
+	}{{"body", &f.Body}, {"key", &f.Key}, {"from", &f.From}, {"to", &f.To}, {"group", &f.Group}, {"q", &f.Q}}
+	if !deadLetters {
+		fields = fields[:4]
+	}
+	var err error
+	for _, v := range fields {
+		if *v.to, err = param(r, v.name, false); err != nil {
+			return f, "", err
+		}
+	}
+	if err := f.parseRange(); err != nil {
+		return f, "", err
+	}
+	after, err := afterParam(r)
+	return f, after, err
 }
 
 // checkTopic validates a topic name the way package stream does.

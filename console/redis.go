@@ -741,7 +741,7 @@ func (c *Console) scanRange(ctx context.Context, filtered bool, lo, hi, after st
 	deadline := time.Now().Add(searchBudget)
 	for {
 		start := lo
-		if from != "" && (start == "" || compareStreamIDs(from, start) >= 0) {
+		if from != "" && (start == "" || streamwire.CompareIDs(from, start) >= 0) {
 			start = "(" + from
 		}
 		if start == "" {
@@ -774,30 +774,6 @@ func (c *Console) scanRange(ctx context.Context, filtered bool, lo, hi, after st
 			return scanned, from, true, nil // the budget is spent: go on after the last one read
 		}
 	}
-}
-
-// compareStreamIDs orders two stream ids ("ms-seq", or "ms").
-func compareStreamIDs(a, b string) int {
-	am, as, _ := strings.Cut(a, "-")
-	bm, bs, _ := strings.Cut(b, "-")
-	an, _ := strconv.ParseUint(am, 10, 64)
-	bn, _ := strconv.ParseUint(bm, 10, 64)
-	if an != bn {
-		return cmpUint(an, bn)
-	}
-	asn, _ := strconv.ParseUint(as, 10, 64)
-	bsn, _ := strconv.ParseUint(bs, 10, 64)
-	return cmpUint(asn, bsn)
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 var errNoField = errors.New("no such field")

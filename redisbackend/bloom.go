@@ -102,10 +102,10 @@ func (d *bloomDedup) MarkSeen(ctx context.Context, element string) error {
 // atomically. The empty element is never a duplicate and never added.
 func (d *bloomDedup) CheckAndMark(ctx context.Context, element string) (bool, error) {
 	if g := d.gather; g != nil && element != "" { // coalesced checks (dedupcoalesce.go)
-		if w := g.enter(element, ""); w != nil {
-			return g.wait(ctx, w)
+		if w := g.check(element, ""); w != nil {
+			return g.answer(ctx, w)
 		}
-		defer g.handOn()
+		defer g.done()
 	}
 	r, err := d.checkAndMark(ctx, []string{element}, 1)
 	if err != nil {
@@ -118,7 +118,7 @@ func (d *bloomDedup) CheckAndMark(ctx context.Context, element string) (bool, er
 func (d *bloomDedup) gathered(ws []*dedupWaiter, k int) {
 	elems := make([]string, len(ws))
 	for i, w := range ws {
-		elems[i] = w.elem
+		elems[i] = w.q.elem
 	}
 	dups, err := d.checkAndMark(context.Background(), elems, k)
 	fill(ws, dups, err)

@@ -2,8 +2,6 @@ package redisbackend
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,28 +21,15 @@ import (
 // its result dropped, as a call abandoned by its context would be), its own local
 // denials, and the failure policy of whatever wraps the limiter.
 
-// gather is the coalescing of one slot: how many calls are in flight, and the decisions
-// that wait for one to return.
-type gather struct {
-	mu       sync.Mutex
-	inFlight int // calls in flight: at most maxInFlight
-	waiting  []*gathered
-}
+// gather is the coalescing of one slot's decisions (gathering.go).
+type gather = gathering[decisionReq, redstream.Decision]
 
-// maxInFlight is how many calls of one slot may be in flight before decisions gather: with
-// one, the server would idle while the client reads a reply and sends the next gathering;
-// a few keep it busy, and past them every decision waits for a call to return.
-const maxInFlight = 4
-
-// gathered is one decision waiting in a gather; done is closed once d and err are set.
-type gathered struct {
-	key  string
-	now  time.Time
-	n    int64
-	st   localStart
-	done chan struct{}
-	d    redstream.Decision
-	err  error
+// decisionReq is one decision waiting in a gather.
+type decisionReq struct {
+	key string
+	now time.Time
+	n   int64
+	st  localStart
 }
 
 // gathers holds a limiter's gathers: one for a single server, one per cluster slot, made
@@ -81,98 +66,27 @@ func (gs *gathers) of(c rueidis.Client, key0 string) *gather {
 	return g
 }
 
-// enter takes a place among g's calls in flight and returns nil, or, when all are taken,
-// queues the decision in the next gathering (under the same lock, so that no gathering can
-// end between the two) and returns it.
-func (g *gather) enter(key string, now time.Time, n int64, st localStart) *gathered {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.inFlight < maxInFlight {
-		g.inFlight++
-		return nil
-	}
-	w := &gathered{key: key, now: now, n: n, st: st, done: make(chan struct{})}
-	g.waiting = append(g.waiting, w)
-	return w
-}
-
 // wait returns w's decision once its gathering has made it, or its context's error as soon
-// as ctx ends (leaving the gathering if it has not gone yet).
-func (l *Limiter) wait(ctx context.Context, g *gather, w *gathered) (redstream.Decision, error) {
-	select {
-	case <-w.done:
-		return w.d, w.err
-	case <-ctx.Done():
-		g.mu.Lock()
-		for i, o := range g.waiting {
-			if o == w { // not sent yet: it leaves the gathering
-				g.waiting = append(g.waiting[:i], g.waiting[i+1:]...)
-				break
-			}
-		}
-		g.mu.Unlock()
-		return redstream.Decision{}, l.script.wrap(ctx.Err())
-	}
+// as ctx ends.
+func (l *Limiter) wait(ctx context.Context, g *gather, w *waiter[decisionReq, redstream.Decision]) (redstream.Decision, error) {
+	return g.wait(ctx, w, l.script.wrap)
 }
 
-// handOn ends one of g's calls in flight: the decisions gathered meanwhile go next in its
-// place, from a goroutine of their own (the caller whose call just returned does not wait
-// for them), or g has one call fewer in flight.
+// handOn ends one of g's calls in flight: the decisions gathered meanwhile go next.
 func (l *Limiter) handOn(g *gather) {
-	g.mu.Lock()
-	ws := g.waiting
-	g.waiting = nil
-	if len(ws) == 0 {
-		g.inFlight--
-	}
-	g.mu.Unlock()
-	if len(ws) > 0 {
-		go l.drain(g, ws)
-	}
-}
-
-// drain decides ws, then whatever gathered while they were in flight, until nothing has.
-// A panic (a defect) fails the decisions in hand with an error instead of taking the
-// process down, and leaves g idle.
-func (l *Limiter) drain(g *gather, ws []*gathered) {
-	defer func() {
-		if r := recover(); r != nil {
-			err := l.script.wrap(fmt.Errorf("redisbackend: coalesced decisions failed: %v", r))
-			g.mu.Lock()
-			g.inFlight-- // this drain's call; the gathered decisions fail with it
-			ws = append(ws, g.waiting...)
-			g.waiting = nil
-			g.mu.Unlock()
-			for _, w := range ws {
-				select {
-				case <-w.done:
-				default:
-					w.err = err
-					close(w.done)
-				}
-			}
-		}
-	}()
-	for len(ws) > 0 {
-		l.decideGathered(ws)
-		g.mu.Lock()
-		ws = g.waiting
-		g.waiting = nil
-		if len(ws) == 0 {
-			g.inFlight--
-		}
-		g.mu.Unlock()
+	if ws := g.handOn(); len(ws) > 0 {
+		go g.drain(ws, l.decideGathered, l.script.wrap)
 	}
 }
 
 // decideGathered decides ws as batches, one per distinct (now, n) (most callers ask at
-// the server's time for one unit, so there is usually one), and closes their done.
-func (l *Limiter) decideGathered(ws []*gathered) {
+// the server's time for one unit, so there is usually one), setting each one's answer.
+func (l *Limiter) decideGathered(ws []*waiter[decisionReq, redstream.Decision]) {
 	for len(ws) > 0 {
-		now, n := ws[0].now, ws[0].n
+		now, n := ws[0].q.now, ws[0].q.n
 		same, rest := ws[:0:0], ws[:0:0]
 		for _, w := range ws {
-			if w.now.Equal(now) && w.n == n {
+			if w.q.now.Equal(now) && w.q.n == n {
 				same = append(same, w)
 			} else {
 				rest = append(rest, w)
@@ -181,13 +95,12 @@ func (l *Limiter) decideGathered(ws []*gathered) {
 		keys := make([]string, len(same))
 		sts := make([]localStart, len(same))
 		for i, w := range same {
-			keys[i], sts[i] = w.key, w.st
+			keys[i], sts[i] = w.q.key, w.q.st
 		}
 		ds, errs := l.decideKeys(keys, now, n, sts)
 		l.gathers.decided.Add(int64(len(same)))
 		for i, w := range same {
-			w.d, w.err = ds[i], errs[i]
-			close(w.done)
+			w.a, w.err = ds[i], errs[i]
 		}
 		ws = rest
 	}

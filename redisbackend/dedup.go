@@ -298,10 +298,10 @@ func (d *setDedup) CheckAndMark(ctx context.Context, element string) (bool, erro
 		return false, fmt.Errorf("redisbackend: element 0: %w", err)
 	}
 	if g := d.gather; g != nil { // coalesced checks (dedupcoalesce.go)
-		if w := g.enter(element, ""); w != nil {
-			return g.wait(ctx, w)
+		if w := g.check(element, ""); w != nil {
+			return g.answer(ctx, w)
 		}
-		defer g.handOn()
+		defer g.done()
 	}
 	dups, err := d.checkAndMark(ctx, []string{element}, 1)
 	if err != nil {
@@ -314,7 +314,7 @@ func (d *setDedup) CheckAndMark(ctx context.Context, element string) (bool, erro
 func (d *setDedup) gathered(ws []*dedupWaiter, k int) {
 	elems := make([]string, len(ws))
 	for i, w := range ws {
-		elems[i] = w.elem
+		elems[i] = w.q.elem
 	}
 	dups, err := d.checkAndMark(context.Background(), elems, k)
 	fill(ws, dups, err)

@@ -2,8 +2,6 @@ package redisbackend
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"sync/atomic"
 )
 
@@ -21,24 +19,20 @@ import (
 
 // dedupGather is the coalescing of one deduplicator's CheckAndMark calls.
 type dedupGather struct {
-	mu       sync.Mutex
-	inFlight int // calls in flight: at most maxInFlight
-	waiting  []*dedupWaiter
-	// batch checks and marks ws in one call bounded by k timeouts, setting each one's dup
-	// and err (it does not close done).
+	gathering[dedupReq, bool]
+	// batch checks and marks ws in one call bounded by k timeouts, setting each one's
+	// answer (true: a duplicate) and err.
 	batch   func(ws []*dedupWaiter, k int)
 	wrap    func(error) error // the deduplicator's error prefix
 	decided atomic.Int64      // elements checked in gatherings
 }
 
-// dedupWaiter is one element waiting in a gathering; done is closed once dup and err are
-// set. at is the check's time argument (the windowed deduplicator's; "" for the server's).
-type dedupWaiter struct {
-	elem, at string
-	done     chan struct{}
-	dup      bool
-	err      error
-}
+// dedupReq is one element waiting in a gathering, with the check's time argument (the
+// windowed deduplicator's; "" for the server's).
+type dedupReq struct{ elem, at string }
+
+// dedupWaiter is one waiting check.
+type dedupWaiter = waiter[dedupReq, bool]
 
 // newDedupGather returns the coalescing of the deduplicator of b, or nil when its calls may
 // not gather: coalescing is off, or the calls have no timeout of their own (a gathering
@@ -50,89 +44,28 @@ func newDedupGather(b dedupBase, batch func(ws []*dedupWaiter, k int), wrap func
 	return &dedupGather{batch: batch, wrap: wrap}
 }
 
-// enter takes a place among the calls in flight and returns nil, or, when all are taken,
-// queues elem in the next gathering and returns its waiter.
-func (g *dedupGather) enter(elem, at string) *dedupWaiter {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.inFlight < maxInFlight {
-		g.inFlight++
-		return nil
-	}
-	w := &dedupWaiter{elem: elem, at: at, done: make(chan struct{})}
-	g.waiting = append(g.waiting, w)
-	return w
+// check enters elem at at in g: nil when it goes at once (the caller then calls and ends
+// with handOn), or its waiter.
+func (g *dedupGather) check(elem, at string) *dedupWaiter {
+	return g.enter(dedupReq{elem: elem, at: at})
 }
 
-// wait returns w's answer once its gathering has made it, or its context's error as soon
-// as ctx ends (leaving the gathering if it has not gone yet).
-func (g *dedupGather) wait(ctx context.Context, w *dedupWaiter) (bool, error) {
-	select {
-	case <-w.done:
-		return w.dup, w.err
-	case <-ctx.Done():
-		g.mu.Lock()
-		for i, o := range g.waiting {
-			if o == w {
-				g.waiting = append(g.waiting[:i], g.waiting[i+1:]...)
-				break
-			}
-		}
-		g.mu.Unlock()
-		return false, g.wrap(ctx.Err())
+// answer waits for w's answer, or ctx's end.
+func (g *dedupGather) answer(ctx context.Context, w *dedupWaiter) (bool, error) {
+	return g.wait(ctx, w, g.wrap)
+}
+
+// done ends one call in flight: the checks gathered meanwhile go next.
+func (g *dedupGather) done() {
+	if ws := g.handOn(); len(ws) > 0 {
+		go g.drain(ws, g.run, g.wrap)
 	}
 }
 
-// handOn ends one call in flight: the elements gathered meanwhile go next in its place,
-// from a goroutine of their own, or there is one call fewer in flight.
-func (g *dedupGather) handOn() {
-	g.mu.Lock()
-	ws := g.waiting
-	g.waiting = nil
-	if len(ws) == 0 {
-		g.inFlight--
-	}
-	g.mu.Unlock()
-	if len(ws) > 0 {
-		go g.drain(ws)
-	}
-}
-
-// drain checks ws, then whatever gathered while they were in flight, until nothing has. A
-// panic (a defect) fails the elements in hand with an error and leaves g idle.
-func (g *dedupGather) drain(ws []*dedupWaiter) {
-	defer func() {
-		if r := recover(); r != nil {
-			err := g.wrap(fmt.Errorf("redisbackend: coalesced deduplicator checks failed: %v", r))
-			g.mu.Lock()
-			g.inFlight--
-			ws = append(ws, g.waiting...)
-			g.waiting = nil
-			g.mu.Unlock()
-			for _, w := range ws {
-				select {
-				case <-w.done:
-				default:
-					w.err = err
-					close(w.done)
-				}
-			}
-		}
-	}()
-	for len(ws) > 0 {
-		g.batch(ws, (len(ws)+batchChunk-1)/batchChunk)
-		g.decided.Add(int64(len(ws)))
-		for _, w := range ws {
-			close(w.done)
-		}
-		g.mu.Lock()
-		ws = g.waiting
-		g.waiting = nil
-		if len(ws) == 0 {
-			g.inFlight--
-		}
-		g.mu.Unlock()
-	}
+// run checks a gathering's elements in one call, with a timeout per batchChunk of them.
+func (g *dedupGather) run(ws []*dedupWaiter) {
+	g.batch(ws, (len(ws)+batchChunk-1)/batchChunk)
+	g.decided.Add(int64(len(ws)))
 }
 
 // fill sets every waiter's answer from a batch's: dups[i] for ws[i], or err for all.
@@ -141,7 +74,7 @@ func fill(ws []*dedupWaiter, dups []bool, err error) {
 		if err != nil {
 			w.err = err
 		} else {
-			w.dup = dups[i]
+			w.a = dups[i]
 		}
 	}
 }

@@ -414,7 +414,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, now time.Time, n int64
 	keys := l.callKeys(key)
 	if l.gathers != nil { // coalesced decisions (coalesce.go)
 		g := l.gathers.of(c, keys[0])
-		if w := g.enter(key, now, n, sent); w != nil {
+		if w := g.enter(decisionReq{key: key, now: now, n: n, st: sent}); w != nil {
 			return l.wait(ctx, g, w)
 		}
 		defer l.handOn(g)

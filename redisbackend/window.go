@@ -123,10 +123,10 @@ func (d *windowDedup) CheckAndMarkAt(ctx context.Context, element string, now ti
 		return false, err
 	}
 	if g := d.gather; g != nil { // coalesced checks (dedupcoalesce.go)
-		if w := g.enter(element, a); w != nil {
-			return g.wait(ctx, w)
+		if w := g.check(element, a); w != nil {
+			return g.answer(ctx, w)
 		}
-		defer g.handOn()
+		defer g.done()
 	}
 	v, err := d.run(ctx, scriptDedupWindow, []string{a, d.warg, element})
 	return v == 1, err
@@ -138,7 +138,7 @@ func (d *windowDedup) CheckAndMarkAt(ctx context.Context, element string, now ti
 func (d *windowDedup) gathered(ws []*dedupWaiter, k int) {
 	calls := make([]rueidis.LuaExec, len(ws))
 	for i, w := range ws {
-		calls[i] = rueidis.LuaExec{Keys: d.keys, Args: []string{w.at, d.warg, w.elem}}
+		calls[i] = rueidis.LuaExec{Keys: d.keys, Args: []string{w.q.at, d.warg, w.q.elem}}
 	}
 	vs := make([]int64, len(ws))
 	err := d.doN(context.Background(), k, func(ctx context.Context, c rueidis.Client, cp *caps) error {
@@ -156,7 +156,7 @@ func (d *windowDedup) gathered(ws []*dedupWaiter, k int) {
 		return
 	}
 	for i, w := range ws {
-		w.dup = vs[i] == 1
+		w.a = vs[i] == 1
 	}
 }
 

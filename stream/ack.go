@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
 // acker acknowledges the entries handled: a queue drained into one fenced acknowledgement
@@ -171,10 +173,10 @@ func (h *acker) xack(ctx context.Context, items []ackItem) (ackReply, error) {
 	}
 	lo, hi := items[0].id, items[0].id
 	for _, it := range items[1:] {
-		if compareIDs(it.id, lo) < 0 {
+		if streamwire.CompareIDs(it.id, lo) < 0 {
 			lo = it.id
 		}
-		if compareIDs(it.id, hi) > 0 {
+		if streamwire.CompareIDs(it.id, hi) > 0 {
 			hi = it.id
 		}
 	}

@@ -1,6 +1,10 @@
 package stream
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/redstream-go/redstream/internal/streamwire"
+)
 
 // Per-key order (Handler.OrderedByKey).
 //
@@ -44,7 +48,7 @@ func (h *keyLines) admit(j job) bool {
 	if l.head == j.e.id {
 		return true
 	}
-	i, _ := slices.BinarySearchFunc(l.waiting, j.e.id, func(w job, id string) int { return compareIDs(w.e.id, id) })
+	i, _ := slices.BinarySearchFunc(l.waiting, j.e.id, func(w job, id string) int { return streamwire.CompareIDs(w.e.id, id) })
 	l.waiting = slices.Insert(l.waiting, i, j)
 	h.lineOf[j.e.id] = k
 	h.parked++
@@ -81,40 +85,4 @@ func (h *keyLines) advance(id string) (job, bool) {
 	l.head = next.e.id
 	h.parked--
 	return next, true
-}
-
-// compareIDs orders two stream entry ids ("ms-seq") numerically.
-func compareIDs(a, b string) int {
-	am, as := splitID(a)
-	bm, bs := splitID(b)
-	if c := compareDigits(am, bm); c != 0 {
-		return c
-	}
-	return compareDigits(as, bs)
-}
-
-func splitID(id string) (ms, seq string) {
-	for i := 0; i < len(id); i++ {
-		if id[i] == '-' {
-			return id[:i], id[i+1:]
-		}
-	}
-	return id, ""
-}
-
-// compareDigits compares two decimal numbers without leading zeros.
-func compareDigits(a, b string) int {
-	if len(a) != len(b) {
-		if len(a) < len(b) {
-			return -1
-		}
-		return 1
-	}
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	vm "github.com/VictoriaMetrics/metrics"
+	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
 func newOrderedRT(capacity int) *dispatcher {
@@ -80,8 +81,8 @@ func TestCompareIDs(t *testing.T) {
 		a, b string
 		want int
 	}{{"1-0", "2-0", -1}, {"10-0", "9-0", 1}, {"5-10", "5-9", 1}, {"5-1", "5-1", 0}, {"1700000000000-0", "999999999999-5", 1}} {
-		if got := compareIDs(c.a, c.b); got != c.want {
-			t.Errorf("compareIDs(%s, %s) = %d, want %d", c.a, c.b, got, c.want)
+		if got := streamwire.CompareIDs(c.a, c.b); got != c.want {
+			t.Errorf("streamwire.CompareIDs(%s, %s) = %d, want %d", c.a, c.b, got, c.want)
 		}
 	}
 }

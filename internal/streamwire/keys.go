@@ -220,3 +220,39 @@ func PeriodicKeys(stream, name string) (schedules, state string) {
 // PeriodicIndexKey is the set of the stream keys that have registered schedules, for
 // listing them all (a key of its own slot, written apart from the schedules).
 const PeriodicIndexKey = "redstream:periodic"
+
+// CompareIDs orders two stream entry ids ("ms-seq", or "ms") numerically.
+func CompareIDs(a, b string) int {
+	am, as := splitID(a)
+	bm, bs := splitID(b)
+	if c := compareDigits(am, bm); c != 0 {
+		return c
+	}
+	return compareDigits(as, bs)
+}
+
+func splitID(id string) (ms, seq string) {
+	for i := 0; i < len(id); i++ {
+		if id[i] == '-' {
+			return id[:i], id[i+1:]
+		}
+	}
+	return id, ""
+}
+
+// compareDigits compares two decimal numbers without leading zeros.
+func compareDigits(a, b string) int {
+	if len(a) != len(b) {
+		if len(a) < len(b) {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
