@@ -141,61 +141,10 @@ func TestCoalescedCallerDeadline(t *testing.T) {
 	for range maxInFlight {
 		go func() { _, err := l.AllowN(ctx, "k", time.Time{}, 1); hung <- err }()
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		g.mu.Lock()
-		full := g.inFlight == maxInFlight
-		g.mu.Unlock()
-		if full {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the first %d decisions never went out", maxInFlight)
-		}
-	}
-	meter := redistest.NewStallMeter(t)
-	const waiters = 10
-	type result struct {
-		err         error
-		took, stall time.Duration
-		cancelled   bool
-	}
-	results := make(chan result, waiters)
-	for i := range waiters {
-		go func() {
-			var cctx context.Context
-			var cancel context.CancelFunc
-			cancelled := i%2 == 1
-			if cancelled {
-				cctx, cancel = context.WithCancel(ctx)
-				time.AfterFunc(50*time.Millisecond, cancel)
-			} else {
-				cctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
-			}
-			defer cancel()
-			var err error
-			took, stall := meter.Time(func() { _, err = l.AllowN(cctx, fmt.Sprint("w", i), time.Time{}, 1) })
-			results <- result{err, took, stall, cancelled}
-		}()
-	}
-	for range waiters {
-		r := <-results
-		want := context.DeadlineExceeded
-		if r.cancelled {
-			want = context.Canceled
-		}
-		if !errors.Is(r.err, want) {
-			t.Errorf("a waiting decision returned %v, want %v", r.err, want)
-		}
-		if r.took > 300*time.Millisecond+r.stall {
-			t.Errorf("a waiting decision with a 50 ms context returned after %v (the process stalled %v meanwhile)", r.took, r.stall)
-		}
-	}
-	g.mu.Lock()
-	left := len(g.waiting)
-	g.mu.Unlock()
-	if left != 0 {
-		t.Errorf("%d decisions stayed in the gathering after their callers left", left)
-	}
+	waitersKeepDeadlines(t, g, "decision", func(ctx context.Context, i int) error {
+		_, err := l.AllowN(ctx, fmt.Sprint("w", i), time.Time{}, 1)
+		return err
+	})
 	select {
 	case err := <-hung:
 		t.Fatalf("a hung decision returned (%v) while the server was stopped", err)
@@ -242,5 +191,67 @@ func TestCoalescingOff(t *testing.T) {
 	}
 	if m.gathers != nil {
 		t.Error("a multi-limit limiter coalesces")
+	}
+}
+
+// waitersKeepDeadlines checks, with g's calls all hung in flight, that 10 requests made by
+// call (half with a 50 ms deadline, half cancelled after 50 ms) each return their context's
+// error within 300 ms (plus the process's stall), and that none stays in g's gathering.
+func waitersKeepDeadlines[Q, A any](t *testing.T, g *gathering[Q, A], what string, call func(ctx context.Context, i int) error) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		g.mu.Lock()
+		full := g.inFlight == maxInFlight
+		g.mu.Unlock()
+		if full {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first %d %ss never went out", maxInFlight, what)
+		}
+	}
+	meter := redistest.NewStallMeter(t)
+	const waiters = 10
+	type result struct {
+		err         error
+		took, stall time.Duration
+		cancelled   bool
+	}
+	results := make(chan result, waiters)
+	for i := range waiters {
+		go func() {
+			var cctx context.Context
+			var cancel context.CancelFunc
+			cancelled := i%2 == 1
+			if cancelled {
+				cctx, cancel = context.WithCancel(context.Background())
+				time.AfterFunc(50*time.Millisecond, cancel)
+			} else {
+				cctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+			}
+			defer cancel()
+			var err error
+			took, stall := meter.Time(func() { err = call(cctx, i) })
+			results <- result{err, took, stall, cancelled}
+		}()
+	}
+	for range waiters {
+		r := <-results
+		want := context.DeadlineExceeded
+		if r.cancelled {
+			want = context.Canceled
+		}
+		if !errors.Is(r.err, want) {
+			t.Errorf("a waiting %s returned %v, want %v", what, r.err, want)
+		}
+		if r.took > 300*time.Millisecond+r.stall {
+			t.Errorf("a waiting %s with a 50 ms context returned after %v (the process stalled %v meanwhile)", what, r.took, r.stall)
+		}
+	}
+	g.mu.Lock()
+	left := len(g.waiting)
+	g.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d %ss stayed in the gathering after their callers left", left, what)
 	}
 }

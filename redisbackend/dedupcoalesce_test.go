@@ -157,62 +157,10 @@ func TestCoalescedCheckDeadline(t *testing.T) {
 			for i := range maxInFlight {
 				go func() { _, err := d.CheckAndMark(ctx, fmt.Sprint("hung", i)); hung <- err }()
 			}
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-				g.mu.Lock()
-				full := g.inFlight == maxInFlight
-				g.mu.Unlock()
-				if full {
-					break
-				}
-				if time.Now().After(deadline) {
-					resume()
-					t.Fatalf("the first %d checks never went out", maxInFlight)
-				}
-			}
-			meter := redistest.NewStallMeter(t)
-			const waiters = 10
-			type result struct {
-				err         error
-				took, stall time.Duration
-				cancelled   bool
-			}
-			results := make(chan result, waiters)
-			for i := range waiters {
-				go func() {
-					var cctx context.Context
-					var cancel context.CancelFunc
-					cancelled := i%2 == 1
-					if cancelled {
-						cctx, cancel = context.WithCancel(ctx)
-						time.AfterFunc(50*time.Millisecond, cancel)
-					} else {
-						cctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
-					}
-					defer cancel()
-					var err error
-					took, stall := meter.Time(func() { _, err = d.CheckAndMark(cctx, fmt.Sprint("w", i)) })
-					results <- result{err, took, stall, cancelled}
-				}()
-			}
-			for range waiters {
-				r := <-results
-				want := context.DeadlineExceeded
-				if r.cancelled {
-					want = context.Canceled
-				}
-				if !errors.Is(r.err, want) {
-					t.Errorf("a waiting check returned %v, want %v", r.err, want)
-				}
-				if r.took > 300*time.Millisecond+r.stall {
-					t.Errorf("a waiting check with a 50 ms context returned after %v (the process stalled %v meanwhile)", r.took, r.stall)
-				}
-			}
-			g.mu.Lock()
-			left := len(g.waiting)
-			g.mu.Unlock()
-			if left != 0 {
-				t.Errorf("%d checks stayed in the gathering after their callers left", left)
-			}
+			waitersKeepDeadlines(t, &g.gathering, "check", func(ctx context.Context, i int) error {
+				_, err := d.CheckAndMark(ctx, fmt.Sprint("w", i))
+				return err
+			})
 			select {
 			case err := <-hung:
 				t.Errorf("a hung check returned (%v) while the server was stopped", err)
