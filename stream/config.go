@@ -157,6 +157,11 @@ type Config struct {
 	// ErrOutcomeUnknown). It also bounds a context without deadline. Default 2 s; 1 ms
 	// to 1 hour.
 	SendTimeout time.Duration `yaml:"send-timeout-ms" unit:"ms"`
+	// DisableHistory stops the consumer from recording the per-minute history of its topics
+	// (entries handled, failures, retries and dead letters per group), which the console
+	// draws: one pipelined call per handler at most once a second, into a small hash per
+	// topic and minute that expires after 25 hours. Default false: recorded.
+	DisableHistory bool `yaml:"disable-history"`
 
 	// Logger receives the consumer's log records. Nil means slog.Default(). Levels: Warn
 	// when background work starts failing (reads, acknowledgements, scans, leases,

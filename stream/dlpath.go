@@ -185,6 +185,7 @@ func (h *deadLetterer) deadLetter(id, reason string, minIdle int64, owner string
 	switch res.Status {
 	case 1:
 		h.m.deadLettered.Inc()
+		h.m.hist[histDead].Add(1)
 		h.m.acked.Inc()
 		h.logDeadLettered(id, reason)
 	case -1:

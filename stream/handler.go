@@ -422,6 +422,7 @@ func handleTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call 
 	}
 	if err != nil && d.acked.Load() {
 		rt.m.errors.Inc() // acknowledged or dead-lettered by the handler itself: nothing to retry
+		rt.m.hist[histFailed].Add(1)
 		return false
 	}
 	if errors.Is(err, errDuplicate) {
@@ -433,6 +434,7 @@ func handleTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call 
 		// delivery fails (and is retried) rather than complete without it.
 		if rerr := rt.res.complete(ctx, d, m.Key); errors.Is(rerr, ErrStaleDelivery) {
 			rt.m.errors.Inc()
+			rt.m.hist[histFailed].Add(1)
 			return false // superseded: the current delivery records the outcome
 		} else if rerr != nil {
 			err = rerr
@@ -440,6 +442,7 @@ func handleTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call 
 	}
 	if err == nil {
 		rt.m.consumed.Inc()
+		rt.m.hist[histProcessed].Add(1)
 		if h.OnSuccess != nil {
 			h.OnSuccess(ctx, m)
 		}
@@ -449,6 +452,7 @@ func handleTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call 
 		return false
 	}
 	rt.m.errors.Inc()
+	rt.m.hist[histFailed].Add(1)
 	rt.logPanic(id, j.deliveries, err)
 	if timedOut {
 		rt.m.timeouts.Inc()
@@ -461,6 +465,7 @@ func handleTyped[T any](ctx context.Context, rt *handlerRT, h *Handler[T], call 
 	retry := !rt.noRetry && !isPermanent(err)
 	if retry && j.deliveries < int64(rt.maxd) {
 		rt.m.retried.Inc()
+		rt.m.hist[histRetried].Add(1)
 		rt.leases.touch(id) // the backoff counts from now
 		rt.retr.schedule(id, j.deliveries, rt.retr.backoff(j.deliveries))
 		return true

@@ -22,6 +22,8 @@ type housekeeper struct {
 	reapAt     time.Time    // last removal of idle consumers (scanner goroutine only)
 	gaugeState opState
 	houseState opState
+	histAt     time.Time // last history write (scanner goroutine only)
+	histState  opState
 }
 
 func newHousekeeper(s *scope) *housekeeper { return &housekeeper{scope: s} }
@@ -49,6 +51,9 @@ func (h *housekeeper) tick() {
 	if last := h.gaugesAt.Load(); last == 0 || now.Sub(time.Unix(0, last)) >= c.cfg.Autoclaim.Interval {
 		h.updateGauges()
 	}
+	hctx, cancel := c.ioContext(h.runCtx)
+	h.writeHistory(hctx, now, false)
+	cancel()
 	if c.cfg.ConsumerTimeout > 0 {
 		period := min(max(c.cfg.ConsumerTimeout/4, time.Second), time.Minute)
 		if h.reapAt.IsZero() || now.Sub(h.reapAt) >= period {

@@ -184,6 +184,7 @@ func (d *delivery) deadLetter(ctx context.Context, reason string) error {
 	switch res.Status {
 	case 1:
 		h.m.deadLettered.Inc()
+		h.m.hist[histDead].Add(1)
 		h.m.acked.Inc()
 		if h.results() != nil {
 			h.results().failed(d.id, fieldOf(d.fields, fieldKey), fence, reason)

@@ -115,11 +115,13 @@ func MetricFamilies() []metrics.Family { return slices.Clone(families) }
 const (
 	opRead, opAck, opScan, opRetry, opLease = "read", "ack", "scan", "retry", "lease"
 	opDeadLetter, opGauges, opHousekeeping  = "dead_letter", "gauges", "housekeeping"
+	opHistory                               = "history"
 	opGroup, opDelay, opLimit               = "group", "delay", "limit"
 )
 
 // handlerMetrics are one handler's (topic, group) metrics, created once.
 type handlerMetrics struct {
+	hist                                                    historyCounts // since the last history write (history.go)
 	set                                                     *metrics.Set
 	topic, group                                            string
 	part                                                    int

@@ -170,6 +170,7 @@ func (h *retrier) scanner() {
 		select {
 		case <-h.runCtx.Done():
 			t.Stop()
+			h.house.stopHistory()
 			return
 		case <-t.C:
 		case <-h.scanNow:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/internal/keyslot"
@@ -256,3 +257,22 @@ func compareDigits(a, b string) int {
 	}
 	return 0
 }
+
+// historySuffix starts the keys of a stream's per-minute history (see HistoryKey).
+const historySuffix = ":stats:"
+
+// HistoryKey returns the key of stream's history for the minute starting at minute (Unix
+// seconds / 60): a hash of "<kind>|<group>" -> count, kind one of HistoryKinds, written by
+// the consumers ("{orders}:stats:29606420" for "orders"), in the stream's slot, expiring
+// HistoryTTL after its last write.
+func HistoryKey(stream string, minute int64) string {
+	return SlotPrefix(stream) + historySuffix + strconv.FormatInt(minute, 10)
+}
+
+// HistoryKinds are the counts a stream's history keeps per group and minute: entries
+// handled successfully, handler failures, failures left for a retry, and entries moved to
+// the dead-letter stream.
+var HistoryKinds = [...]string{"processed", "failed", "retried", "dead"}
+
+// HistoryTTL is how long a minute of history lives after its last write.
+const HistoryTTL = 25 * time.Hour
