@@ -284,6 +284,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET /result", c.pageResult)
 	m.HandleFunc("GET /delayed", c.pageDelayed)
 	m.HandleFunc("GET /entries", c.pageEntries)
+	m.HandleFunc("GET /history", c.pageHistory)
 	m.HandleFunc("GET /static/console.css", c.static("text/css; charset=utf-8", consoleCSS))
 	m.HandleFunc("GET /static/console.js", c.static("text/javascript; charset=utf-8", consoleJS))
 	m.Handle("POST /dlq/replay", c.action(c.doReplay))

@@ -18,7 +18,9 @@ var consoleCSS string
 var consoleJS string
 
 var templates = template.Must(template.New("").Funcs(template.FuncMap{
-	"link": buildLink,
+	"link":         buildLink,
+	"add":          func(a, b int) int { return a + b },
+	"hoursChoices": func() []int { return []int{1, 3, 6, 12, 24} },
 	"refreshParam": func(n int) string {
 		if n == 0 {
 			return ""

@@ -400,6 +400,30 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("refused POSTs changed the dead letters: %d, want 1", n)
 	}
 
+	// The history the running consumer recorded (at most a second after it happened): the
+	// chart of the failures while the payment service was down, and the successes since.
+	waitFor(t, 20*time.Second, "the consumer's history of failures and successes", func() bool {
+		var failed, processed int64
+		for m := time.Now().Unix()/60 - 2; m <= time.Now().Unix()/60; m++ {
+			h, _ := client.Do(ctx, client.B().Hgetall().Key(streamwire.HistoryKey(topic, m)).Build()).AsStrMap()
+			f, _ := strconv.ParseInt(h["failed|billing"], 10, 64)
+			p, _ := strconv.ParseInt(h["processed|billing"], 10, 64)
+			failed, processed = failed+f, processed+p
+		}
+		return failed > 0 && processed > 0
+	})
+	do("open the history", chromedp.Navigate(base+"/topic?t="+topic), chromedp.WaitVisible(css("#groups")),
+		chromedp.Click(css("#history-link")), chromedp.WaitVisible(css("#history-chart")))
+	totals, err := chromedp.Run(bctx, chromedp.Evaluate[map[string]string](
+		`Object.fromEntries(Array.from(document.querySelectorAll("#history-chart polyline")).map(p => [p.dataset.kind, p.dataset.total]))`))
+	if err != nil {
+		t.Fatalf("browser: the chart's series: %v", err)
+	}
+	if totals["failed"] == "" || totals["failed"] == "0" || totals["processed"] == "" || totals["processed"] == "0" {
+		t.Fatalf("the chart does not draw the recorded failures and successes: %v", totals)
+	}
+	shot("history.png")
+
 	// A message scheduled an hour ahead: listed from the overview, then cancelled (confirming
 	// the dialog); it never reaches the stream.
 	later := stream.Message[browserOrder]{Key: "order-later", Body: browserOrder{ID: 99, Customer: "ada"}}
