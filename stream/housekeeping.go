@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
 // housekeeper refreshes a handler's gauges (and Stats) and removes idle consumers from its
@@ -188,4 +189,51 @@ func (c *Consumer) leaveGroup(h *handlerRT) {
 			h.log.Info("stream: consumer keeps its name in the group: it owns pending entries")
 		}
 	}
+}
+
+// writeHistory adds the counts since the last write to the minute of now, unless the last
+// write is less than historyEvery ago (force: write anyway, as the handler stops).
+func (h *housekeeper) writeHistory(ctx context.Context, now time.Time, force bool) {
+	if h.c.cfg.DisableHistory || (!force && now.Sub(h.histAt) < historyEvery) {
+		return
+	}
+	h.histAt = now
+	var took [len(streamwire.HistoryKinds)]int64
+	counted := false
+	for i := range took {
+		took[i] = h.m.hist[i].Swap(0)
+		counted = counted || took[i] != 0
+	}
+	if !counted {
+		return
+	}
+	cl := h.c.client
+	key := streamwire.HistoryKey(h.stream, now.Unix()/60)
+	cmds := make(rueidis.Commands, 0, len(took)+1)
+	for i, n := range took {
+		if n != 0 {
+			cmds = append(cmds, cl.B().Hincrby().Key(key).Field(streamwire.HistoryKinds[i]+"|"+h.group).Increment(n).Build())
+		}
+	}
+	cmds = append(cmds, cl.B().Pexpire().Key(key).Milliseconds(streamwire.HistoryTTL.Milliseconds()).Build())
+	for _, r := range cl.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			for i, n := range took { // kept for the next write
+				h.m.hist[i].Add(n)
+			}
+			if ctx.Err() == nil || force {
+				h.m.backgroundError(opHistory)
+				h.histState.fail(h.log, "stream: writing the topic's history fails", err)
+			}
+			return
+		}
+	}
+	h.histState.ok(h.log, "stream: writing the topic's history works again")
+}
+
+// stopHistory writes the last counts as the handler stops, within a second.
+func (h *housekeeper) stopHistory() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	h.writeHistory(ctx, time.Now(), true)
 }
