@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	vm "github.com/VictoriaMetrics/metrics"
@@ -98,7 +99,10 @@ type Console struct {
 	cfg       stream.Config // the application's configuration, with defaults
 	dl        *stream.DeadLetters
 	producer  *stream.Producer // cancels and delivers scheduled messages (topics as stream keys)
-	topics    []string         // explicit stream keys, or nil for discovery
+	discoMu   sync.Mutex       // guards disco and discoAt: the last discovery of the topics
+	disco     discovery
+	discoAt   time.Time
+	topics    []string // explicit stream keys, or nil for discovery
 	maxTopics int
 	prefix    string // "" for the root, else "/x/y" without a trailing slash
 	readOnly  bool

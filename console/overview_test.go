@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +115,37 @@ func TestRefresh(t *testing.T) {
 	}
 	if st, body := b.get("/topic?refresh=5"); st != http.StatusBadRequest || strings.Contains(body, `http-equiv="refresh"`) {
 		t.Errorf("an error page reloads: %d", st)
+	}
+}
+
+// TestDiscoveryCached: ten requests in a row cost one discovery (one SCAN per node), not one
+// each.
+func TestDiscoveryCached(t *testing.T) {
+	srv := redistest.NewServer(t)
+	c := redistest.NewClient(t, srv.Addr)
+	xadd(t, c, newTopic(t), "body", "{}")
+	scans := func() int64 {
+		info, err := c.Do(context.Background(), c.B().Info().Section("commandstats").Build()).ToString()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_scan:calls="); ok {
+				n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	web, _ := serve(t, console.Options{Client: c})
+	b := newBrowser(t, web.URL)
+	before := scans()
+	for range 10 {
+		if st, _ := b.get("/"); st != http.StatusOK {
+			t.Fatalf("GET /: %d", st)
+		}
+	}
+	if n := scans() - before; n != 1 {
+		t.Errorf("10 overview requests ran %d SCANs, want 1 (one discovery)", n)
 	}
 }

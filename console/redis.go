@@ -38,6 +38,26 @@ func (c *Console) discover(ctx context.Context) (discovery, error) {
 		sort.Strings(t)
 		return discovery{Topics: t}, nil
 	}
+	// One scan serves every request of the next discoveryTTL (pages, refreshes, other
+	// operators): a keyspace of millions of keys is not scanned per request.
+	c.discoMu.Lock()
+	defer c.discoMu.Unlock()
+	if time.Since(c.discoAt) < discoveryTTL {
+		return c.disco, nil
+	}
+	d, err := c.scanTopics(ctx)
+	if err != nil {
+		return d, err
+	}
+	c.disco, c.discoAt = d, time.Now()
+	return d, nil
+}
+
+// discoveryTTL is how long one discovery of the topics serves.
+const discoveryTTL = 5 * time.Second
+
+// scanTopics finds the topics by SCAN on every master.
+func (c *Console) scanTopics(ctx context.Context) (discovery, error) {
 	keys := map[string]bool{}
 	truncated := false
 	nodes := c.client.Nodes()
