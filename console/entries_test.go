@@ -92,6 +92,13 @@ func TestEntriesSearch(t *testing.T) {
 	if got := walk("/entries" + q("t", topic, "key", "k3")); len(got) != byKey {
 		t.Errorf("key k3: %d entries, want %d", len(got), byKey)
 	}
+	// An id range: from the 100th entry to the 199th, 100 entries, whatever the time range.
+	if got := walk("/entries" + q("t", topic, "from-id", all[99], "to-id", all[198])); len(got) != 100 || got[0] != all[99] || got[99] != all[198] {
+		t.Errorf("the id range found %d entries (%v .. %v), want the 100 from %s to %s", len(got), first(got), last(got), all[99], all[198])
+	}
+	if st, _ := b.get("/entries" + q("t", topic, "from-id", "x-1")); st != http.StatusBadRequest {
+		t.Errorf("a bad id: %d, want 400", st)
+	}
 	if st, _ := b.get("/entries" + q("t", topic, "to", "not a time")); st != http.StatusBadRequest {
 		t.Errorf("a bad time: %d, want 400", st)
 	}
@@ -99,4 +106,18 @@ func TestEntriesSearch(t *testing.T) {
 	if st != http.StatusOK || !strings.Contains(body, `id="entries-link"`) {
 		t.Errorf("the topic page does not link its entries: %d", st)
 	}
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+func last(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[len(s)-1]
 }

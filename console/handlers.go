@@ -277,9 +277,9 @@ func filterParams(r *http.Request, deadLetters bool) (deadLetterFilter, string, 
 	fields := []struct {
 		name string
 		to   *string
-	}{{"body", &f.Body}, {"key", &f.Key}, {"from", &f.From}, {"to", &f.To}, {"group", &f.Group}, {"q", &f.Q}}
+	}{{"body", &f.Body}, {"key", &f.Key}, {"from", &f.From}, {"to", &f.To}, {"from-id", &f.FromID}, {"to-id", &f.ToID}, {"group", &f.Group}, {"q", &f.Q}}
 	if !deadLetters {
-		fields = fields[:4]
+		fields = fields[:6]
 	}
 	var err error
 	for _, v := range fields {

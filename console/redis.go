@@ -643,18 +643,21 @@ type deadLetterFilter struct {
 	Q        string // in the error text, any case
 	Body     string // in the body as stored, exact case
 	Key      string // the message key, exact
-	From, To string // time range of the dead-lettering, as the form gives it ("2006-01-02T15:04"), UTC
-	from, to string // their stream ids ("" for no bound)
+	From, To string // time range of the entries, as the form gives it ("2006-01-02T15:04"), UTC
+	FromID   string // first entry id, inclusive
+	ToID     string // last entry id, inclusive
+	from, to string // the range's bounds as stream ids ("" for none): the narrower of both
 }
 
 // Set reports whether any filter is set.
 func (f deadLetterFilter) Set() bool {
-	return f.Group != "" || f.Q != "" || f.Body != "" || f.Key != "" || f.From != "" || f.To != ""
+	return f.Group != "" || f.Q != "" || f.Body != "" || f.Key != "" || f.From != "" || f.To != "" || f.FromID != "" || f.ToID != ""
 }
 
 // Pairs returns the filter as link parameters, with the topic first.
 func (f deadLetterFilter) Pairs(topic string) []string {
-	return []string{"t", topic, "group", f.Group, "q", f.Q, "body", f.Body, "key", f.Key, "from", f.From, "to", f.To}
+	return []string{"t", topic, "group", f.Group, "q", f.Q, "body", f.Body, "key", f.Key, "from", f.From, "to", f.To,
+		"from-id", f.FromID, "to-id", f.ToID}
 }
 
 // formTime is the time format of the filter's range (an HTML datetime-local input, UTC).
@@ -676,6 +679,21 @@ func (f *deadLetterFilter) parseRange() error {
 			return fmt.Errorf("parameter \"to\": %q is not a time like 2006-01-02T15:04", f.To)
 		}
 		f.to = strconv.FormatInt(max(t.Add(time.Minute).UnixMilli()-1, 0), 10)
+	}
+	for _, b := range []struct {
+		name, id string
+		bound    *string
+		later    int // the bound kept is the later (1) or the earlier (-1) one
+	}{{"from-id", f.FromID, &f.from, 1}, {"to-id", f.ToID, &f.to, -1}} {
+		if b.id == "" {
+			continue
+		}
+		if !validID(b.id) {
+			return fmt.Errorf("parameter %q: %q is not a stream entry id", b.name, b.id)
+		}
+		if *b.bound == "" || streamwire.CompareIDs(b.id, *b.bound)*b.later > 0 {
+			*b.bound = b.id
+		}
 	}
 	return nil
 }
