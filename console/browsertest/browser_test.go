@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"html"
 	"image/png"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +25,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/console"
 	"github.com/redstream-go/redstream/internal/redistest"
@@ -295,6 +298,42 @@ func TestBrowser(t *testing.T) {
 	if got := text("#deadletters"); !strings.Contains(got, "no dead letters match") {
 		t.Fatalf("a search without matches:\n%s", got)
 	}
+
+	// A million dead letters, 12 of them holding a needle: the search finds exactly those,
+	// page after page, each page bounded by its time budget (its time is logged).
+	big := topic + "-big"
+	planted := plantMillion(t, client, big, "needle-4c1")
+	next := base + "/dlq?" + url.Values{"t": {big}, "body": {"needle-4c1"}}.Encode()
+	found := map[string]bool{}
+	for page := 1; next != ""; page++ {
+		if page > 20 {
+			t.Fatal("the search over a million dead letters does not end")
+		}
+		began := time.Now()
+		do("search a million dead letters", chromedp.Navigate(next), chromedp.WaitVisible(css("#scanned")))
+		t.Logf("search page %d: %v, %s", page, time.Since(began), text("#scanned"))
+		ids, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#deadletters input.sel")).map(i => i.value)`))
+		if err != nil {
+			t.Fatalf("browser: the found ids: %v", err)
+		}
+		for _, id := range ids {
+			found[id] = true
+		}
+		if next, err = chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector("a.next") ? document.querySelector("a.next").href : ""`)); err != nil {
+			t.Fatalf("browser: the next page's link: %v", err)
+		}
+	}
+	if len(found) != len(planted) {
+		t.Errorf("the search found %d of the %d planted dead letters", len(found), len(planted))
+	}
+	for id := range found {
+		if !planted[id] {
+			t.Errorf("%s found but not planted", id)
+		}
+	}
+	if err := client.Do(ctx, client.B().Del().Key(streamwire.DeadLetterStreamName(big)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
 	openDLQ()
 
 	// Inspect the first, then replay it.
@@ -559,4 +598,43 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// plantMillion writes 1,000,000 dead letters of topic (pipelined), 12 of them at random
+// places with a body holding needle, and returns those 12's ids.
+func plantMillion(t *testing.T, c rueidis.Client, topic, needle string) map[string]bool {
+	t.Helper()
+	const n, batch = 1_000_000, 10_000
+	planted := map[int]bool{}
+	for len(planted) < 12 {
+		planted[rand.IntN(n)] = true
+	}
+	key := streamwire.DeadLetterStreamName(topic)
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	ids := map[string]bool{}
+	start := time.Now()
+	for i := 0; i < n; i += batch {
+		cmds := make(rueidis.Commands, 0, batch)
+		for k := i; k < i+batch; k++ {
+			body := fmt.Sprintf(`{"orderId":%d,"customer":"bob"}`, k)
+			if planted[k] {
+				body = fmt.Sprintf(`{"orderId":%d,"customer":"%s"}`, k, needle)
+			}
+			cmds = append(cmds, c.B().Xadd().Key(key).Id("*").FieldValue().FieldValue("key", "order-"+strconv.Itoa(k)).
+				FieldValue("enc", "plain").FieldValue("body", body).FieldValue("ts", now).FieldValue("dl_id", "1-1").
+				FieldValue("dl_group", "billing").FieldValue("dl_consumer", "c1").FieldValue("dl_deliveries", "2").
+				FieldValue("dl_error", "payment service down").FieldValue("dl_ts", now).Build())
+		}
+		for j, r := range c.DoMulti(context.Background(), cmds...) {
+			id, err := r.ToString()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if planted[i+j] {
+				ids[id] = true
+			}
+		}
+	}
+	t.Logf("wrote %d dead letters in %v", n, time.Since(start))
+	return ids
 }
