@@ -119,7 +119,8 @@ type topicsPage struct {
 	Explicit  bool
 	MaxTopics int
 	Trim      stream.TrimConfig
-	Sum       topicSummary // the listed topics' totals (Lag: the largest)
+	Sum       topicSummary  // the listed topics' totals (Lag: the largest)
+	Rows      []overviewRow // Topics with each topic's partitions and levels folded under a sum
 	Facts     redisFacts
 	FactsErr  string
 }
@@ -162,6 +163,7 @@ func (c *Console) pageTopics(w http.ResponseWriter, r *http.Request) {
 			tp.Sum.Lag = max(tp.Sum.Lag, t.Lag)
 		}
 	}
+	tp.Rows = foldParts(tp.Topics)
 	if f, err := c.facts(r.Context()); err != nil {
 		tp.FactsErr = err.Error()
 	} else {
