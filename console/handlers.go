@@ -154,6 +154,7 @@ func (c *Console) pageTopics(w http.ResponseWriter, r *http.Request) {
 	for _, t := range tp.Topics {
 		tp.Sum.Length += t.Length
 		tp.Sum.Consumers += t.Consumers
+		tp.Sum.Idle += t.Idle
 		tp.Sum.Pending += t.Pending
 		tp.Sum.Delayed += t.Delayed
 		tp.Sum.DeadLetters += t.DeadLetters

@@ -99,6 +99,7 @@ func addTo(r *overviewRow, s topicSummary) {
 	r.Folded++
 	r.Length += s.Length
 	r.Consumers += s.Consumers
+	r.Idle += s.Idle
 	r.Pending += s.Pending
 	r.Delayed += s.Delayed
 	r.DeadLetters += s.DeadLetters

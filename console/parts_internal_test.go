@@ -1,9 +1,14 @@
 package console
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/redis/rueidis"
+	"github.com/redstream-go/redstream/internal/redistest"
 	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
@@ -75,4 +80,39 @@ func FuzzStreamOf(f *testing.F) {
 			t.Fatalf("streamOf(%q) = %q, %q, true", name, topic, part)
 		}
 	})
+}
+
+// TestIdleConsumers: a consumer that has not tried to read for staleAfter is counted idle,
+// one that just read is not, and a topic without groups has none.
+func TestIdleConsumers(t *testing.T) {
+	defer func(d time.Duration) { staleAfter = d }(staleAfter)
+	staleAfter = 100 * time.Millisecond
+	ctx := context.Background()
+	c := redistest.Client(t)
+	topic, quiet := fmt.Sprintf("idle-%d", time.Now().UnixNano()), fmt.Sprintf("quiet-%d", time.Now().UnixNano())
+	for _, cmd := range []rueidis.Completed{
+		c.B().Xadd().Key(topic).Id("*").FieldValue().FieldValue("body", "{}").Build(),
+		c.B().Xadd().Key(quiet).Id("*").FieldValue().FieldValue("body", "{}").Build(),
+		c.B().XgroupCreate().Key(topic).Group("g").Id("0").Build(),
+		c.B().Xreadgroup().Group("g", "stopped").Count(1).Streams().Key(topic).Id(">").Build(),
+	} {
+		if err := c.Do(ctx, cmd).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(3 * staleAfter)
+	if err := c.Do(ctx, c.B().Xadd().Key(topic).Id("*").FieldValue().FieldValue("body", "{}").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, c.B().Xreadgroup().Group("g", "alive").Count(1).Streams().Key(topic).Id(">").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	con, err := New(Options{Client: c, Topics: []string{topic, quiet}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := con.summaries(ctx, []string{topic, quiet})
+	if ss[0].Consumers != 2 || ss[0].Idle != 1 || ss[1].Idle != 0 {
+		t.Fatalf("consumers %d, idle %d (want 2, 1); the topic without groups: idle %d", ss[0].Consumers, ss[0].Idle, ss[1].Idle)
+	}
 }

@@ -262,9 +262,15 @@ type topicSummary struct {
 	Pending     int64 // delivered, not acknowledged, over the groups
 	Lag         int64 // the largest group's entries not yet delivered; -1 when Redis does not know it
 	Delayed     int64 // scheduled messages (WithDelay, WithDeliverAt) not yet due
+	Idle        int64 // consumers idle longer than staleAfter: stopped, crashed or stuck
 	DeadLetters int64
 	Err         string
+	groups      []string
 }
+
+// staleAfter is how long a consumer may go without reading before the overview counts it
+// idle: a running consumer reads at least every BlockTimeout (2 s by default).
+var staleAfter = time.Minute
 
 // summaries reads one line per topic with one pipelined round of commands.
 func (c *Console) summaries(ctx context.Context, topics []string) []topicSummary {
@@ -301,6 +307,7 @@ func (c *Console) summaries(ctx context.Context, topics []string) []topicSummary
 		if gs, err := parseGroups(r[3]); err == nil {
 			s.Groups, s.Exists = len(gs), true
 			for _, g := range gs {
+				s.groups = append(s.groups, g.Name)
 				s.Consumers += g.Consumers
 				s.Pending += g.Pending
 				if g.Lag < 0 || s.Lag < 0 {
@@ -324,7 +331,44 @@ func (c *Console) summaries(ctx context.Context, topics []string) []topicSummary
 		}
 		out[i] = s
 	}
+	c.idleConsumers(ctx, out)
 	return out
+}
+
+// idleConsumers counts, in one more pipelined round, each topic's consumers that have not
+// tried to read for staleAfter (XINFO CONSUMERS).
+func (c *Console) idleConsumers(ctx context.Context, ss []topicSummary) {
+	cl := c.client
+	var cmds rueidis.Commands
+	var of []int
+	for i, s := range ss {
+		for _, g := range s.groups {
+			cmds = append(cmds, cl.B().XinfoConsumers().Key(s.Name).Group(g).Build())
+			of = append(of, i)
+		}
+	}
+	if len(cmds) == 0 {
+		return
+	}
+	for j, r := range cl.DoMulti(ctx, cmds...) {
+		cs, err := r.ToArray()
+		if err != nil {
+			continue // the group went away meanwhile: its consumers are not counted
+		}
+		for _, m := range cs {
+			info, err := m.AsMap()
+			if err != nil {
+				continue
+			}
+			// idle is since the consumer's last attempted read or claim: a running consumer's
+			// blocking reads keep it low on a quiet topic too ("inactive", since the last
+			// successful one, would not).
+			ms, err := mapInt(info, "idle")
+			if err == nil && time.Duration(ms)*time.Millisecond > staleAfter {
+				ss[of[j]].Idle++
+			}
+		}
+	}
 }
 
 func isNoSuchKey(err error) bool {
