@@ -18,6 +18,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/redisbackend"
 )
 
 // Peeker is a rate limiter whose keys the console can look up without changing them.
@@ -47,7 +48,8 @@ type limiterEntry struct {
 	Limits []limitInfo
 	peeker Peeker
 	reset  Resetter
-	keys   func(string) []string // the engine's Redis keys of a user key, when it has them
+	denied func(n int) []redisbackend.DeniedKey // the engine's keys denied from memory, when it keeps them
+	keys   func(string) []string                // the engine's Redis keys of a user key, when it has them
 }
 
 // limitInfo describes one limit of a limiter.
@@ -85,6 +87,11 @@ func newLimiterEntry(name string, l redstream.Limiter) (limiterEntry, error) {
 	}
 	e.Kind = fmt.Sprintf("%T", e.peeker)
 	e.reset, _ = e.peeker.(Resetter)
+	if d, ok := e.peeker.(interface {
+		DeniedKeys(n int) []redisbackend.DeniedKey
+	}); ok {
+		e.denied = d.DeniedKeys
+	}
 	if k, ok := e.peeker.(interface{ Keys(string) []string }); ok {
 		e.keys = k.Keys
 	}
@@ -254,6 +261,7 @@ type limitState struct {
 // limitsPage is the data of the limits page.
 type limitsPage struct {
 	Limiters  []limiterEntry
+	Denied    []deniedList // per limiter that keeps local denials: its most denied keys
 	Lookup    lookup
 	Selected  string // the limiter selected in the form
 	FormKey   string
@@ -287,7 +295,7 @@ func (c *Console) pageLimits(w http.ResponseWriter, r *http.Request) {
 
 // renderLimits renders the limits page, with the lookup lk when it names a limiter.
 func (c *Console) renderLimits(w http.ResponseWriter, r *http.Request, status int, lk lookup, notice string) {
-	p := limitsPage{Limiters: c.limiters, Lookup: lk, FormKey: lk.formKey(), Notice: notice}
+	p := limitsPage{Limiters: c.limiters, Lookup: lk, FormKey: lk.formKey(), Notice: notice, Denied: c.deniedLists()}
 	p.Selected = lk.Limiter
 	if p.Selected == "" && c.limiter(lk.Select) != nil {
 		p.Selected = lk.Select
@@ -428,3 +436,43 @@ func (c *Console) doResetKey(w http.ResponseWriter, r *http.Request) {
 
 // noticeReset is the limits page's notice after a reset (done=reset).
 const noticeReset = "The key's state was deleted: it is a new key again."
+
+// deniedList is one limiter's most denied keys.
+type deniedList struct {
+	Limiter string
+	Keys    []deniedRow
+}
+
+// deniedRow is one key denied from memory, as listed: its text, or its hex bytes when it
+// is not printable text (Enc "hex").
+type deniedRow struct {
+	Key, Enc string
+	Shown    string // cut for display
+	Denials  int64
+	Retry    time.Duration
+}
+
+// maxDeniedShown is how many of a limiter's most denied keys the limits page lists.
+const maxDeniedShown = 10
+
+// deniedLists returns the most denied keys of every limiter that keeps local denials (a
+// read of its process's table: no Redis call).
+func (c *Console) deniedLists() []deniedList {
+	var out []deniedList
+	for _, e := range c.limiters {
+		if e.denied == nil {
+			continue
+		}
+		l := deniedList{Limiter: e.Name}
+		for _, k := range e.denied(maxDeniedShown) {
+			r := deniedRow{Key: k.Key, Enc: "text", Denials: k.Denials, Retry: k.Retry}
+			if !utf8.ValidString(k.Key) || strings.ContainsFunc(k.Key, unicode.IsControl) {
+				r.Key, r.Enc = hex.EncodeToString([]byte(k.Key)), "hex"
+			}
+			r.Shown, _ = cutString(r.Key, 120)
+			l.Keys = append(l.Keys, r)
+		}
+		out = append(out, l)
+	}
+	return out
+}

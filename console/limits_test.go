@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -281,4 +282,43 @@ type opaque struct{}
 
 func (opaque) AllowN(context.Context, string, time.Time, int64) (redstream.Decision, error) {
 	return redstream.Decision{}, nil
+}
+
+// TestLimitsMostDenied: the limits page lists a Redis limiter's keys denied from memory,
+// most denied first, each linking to its lookup (a binary key as hex), and nothing for an
+// engine without local denials.
+func TestLimitsMostDenied(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Client(t)
+	prefix := fmt.Sprintf("cl-denied-%d", time.Now().UnixNano())
+	hot, err := redisbackend.NewLimiter(c, redstream.TokenBucket(1, 0.001), redisbackend.Options{KeyPrefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, n := range map[string]int{"ada@example.com": 6, "bob@example.com": 3, "\x00bin": 2, "calm": 1} {
+		for range n {
+			if _, err := hot.AllowN(ctx, key, time.Time{}, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mem, err := memory.NewLimiter(redstream.TokenBucket(1, 0.001), memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := serve(t, console.Options{Client: c, Limiters: map[string]redstream.Limiter{"login": hot, "mem": mem}})
+	st, body := newBrowser(t, srv.URL).get("/limits")
+	if st != http.StatusOK {
+		t.Fatalf("GET /limits: %d\n%s", st, body)
+	}
+	i := strings.Index(body, `data-limiter="login"`)
+	if i < 0 || strings.Contains(body, `data-limiter="mem"`) {
+		t.Fatalf("the most denied keys are not listed for login alone:\n%s", body)
+	}
+	table := body[i : i+strings.Index(body[i:], "</table>")]
+	ada, bob, bin := strings.Index(table, ">ada@example.com</a>"), strings.Index(table, ">bob@example.com</a>"), strings.Index(table, ">0062696e</a>")
+	if ada < 0 || bob < ada || bin < bob || strings.Contains(table, "calm") {
+		t.Errorf("want ada (5 denials), bob (2), the binary key (1) in that order, and not calm:\n%s", table)
+	}
+	mustContain(t, table, `<td class="n">5</td>`, `href="/limits?enc=text&amp;key=ada%40example.com&amp;l=login"`, `href="/limits?enc=hex&amp;key=0062696e&amp;l=login"`)
 }

@@ -65,6 +65,9 @@
 // given back, and decisions admitted from leases, per key prefix. docs/limiters.md, "Hot
 // keys under their limit", has the details.
 //
+// [Limiter.DeniedKeys] lists the keys a limiter now denies from memory, most denied first:
+// the hot keys over their limit, for an operator.
+//
 // Coalesced decisions (on by default; [Options.DisableCoalescing]): an AllowN that arrives
 // while 4 calls of the same server (of the same hash slot on a cluster) are in flight
 // waits for one of them to return, and everything that gathered meanwhile goes in its

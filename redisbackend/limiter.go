@@ -458,6 +458,14 @@ func (l *Limiter) decide(ctx context.Context, c rueidis.Client, cp *caps, keys [
 	return r
 }
 
+// DeniedKeys returns up to n of the keys the limiter now denies from memory (local denials:
+// a key denied by Redis whose next requests the limiter answers itself until the denial's
+// RetryAfter), most denied first: the hot keys over their limit, for an operator (the
+// console's limits page lists them). It reads the process's table only, never Redis, and
+// is empty with Options.DisableLocalDenials, for multi-limit and JavaCompatible limiters,
+// and for algorithms without local denials.
+func (l *Limiter) DeniedKeys(n int) []DeniedKey { return l.local.top(n) }
+
 // BreakerState returns the state of the limiter's circuit breaker (BreakerClosed when
 // Options.Breaker.Disabled); on a cluster, the worst of its masters' breakers (open when
 // any is open). metrics.Named exports it as a gauge.

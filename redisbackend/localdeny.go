@@ -1,12 +1,13 @@
 package redisbackend
 
 import (
-	"github.com/redis/rueidis"
 	"hash/maphash"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/engine"
@@ -73,6 +74,9 @@ type localEntry struct {
 	rem   int64 // the denial's Remaining
 	retry int64 // µs, the denial's RetryAfter (> 0)
 	reset int64 // µs, the denial's ResetAfter
+	// denials counts the key's denials since it was last admitted (or entered the table):
+	// Redis's and the local ones, for DeniedKeys. Shared by the key's successive entries.
+	denials *atomic.Int64
 }
 
 type localShard struct {
@@ -178,6 +182,7 @@ func (t *localTable) lookup(key string, now time.Time, n int64) (d redstream.Dec
 		return d, false, st
 	}
 	t.denied.Inc()
+	e.denials.Add(1)
 	return engine.Decision(cd), true, st
 }
 
@@ -241,10 +246,57 @@ func (t *localTable) record(key string, now time.Time, n int64, st localStart, d
 	if t.epoch.Load() != st.epoch {
 		return // a Reset ran since the request was sent: its denial may predate it
 	}
-	if _, ok := s.m[key]; !ok && len(s.m) >= t.perShard {
-		t.evict(s)
+	if old, ok := s.m[key]; ok {
+		e.denials = old.denials
+	} else {
+		if len(s.m) >= t.perShard {
+			t.evict(s)
+		}
+		e.denials = new(atomic.Int64)
 	}
+	e.denials.Add(1)
 	s.m[key] = e
+}
+
+// DeniedKey is a key a limiter denies from memory (see Limiter.DeniedKeys).
+type DeniedKey struct {
+	Key string
+	// Denials counts the key's requests denied since it was last admitted (or since the
+	// limiter first kept one of its denials): Redis's and those answered in process.
+	Denials int64
+	// Retry is how long the latest denial lasts from now (at least 0).
+	Retry time.Duration
+}
+
+// top returns up to n of the table's keys whose denial still lasts (all of those at
+// explicit times: their axis is the caller's), most denied first.
+func (t *localTable) top(n int) []DeniedKey {
+	if t == nil || n <= 0 {
+		return nil
+	}
+	mono, wall := monoMicros(), time.Now().UnixMicro()
+	var out []DeniedKey
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.RLock()
+		for k, e := range s.m {
+			at := wall
+			if e.mono {
+				at = mono
+			}
+			if left := e.retry - (at - e.t0); left > 0 || !e.mono {
+				out = append(out, DeniedKey{Key: k, Denials: e.denials.Load(), Retry: time.Duration(max(left, 0)) * time.Microsecond})
+			}
+		}
+		s.mu.RUnlock()
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Denials != out[j].Denials {
+			return out[i].Denials > out[j].Denials
+		}
+		return out[i].Key < out[j].Key
+	})
+	return out[:min(n, len(out))]
 }
 
 // evict makes room in a full shard: it drops the entries that have run out on the

@@ -475,3 +475,44 @@ func BenchmarkLocalDenials(b *testing.B) {
 		})
 	}
 }
+
+// TestDeniedKeys: the keys denied from memory, most denied first, with every denial counted
+// (Redis's and the local ones), none once admitted or reset, and none without local
+// denials.
+func TestDeniedKeys(t *testing.T) {
+	ctx := context.Background()
+	client := redistest.Client(t)
+	l := mustLimiter(t, client, redstream.TokenBucket(2, 0.001), Options{KeyPrefix: uniq("denied")})
+	for key, n := range map[string]int{"hot": 10, "warm": 3, "ok": 1} {
+		for range n {
+			if _, err := l.AllowN(ctx, key, time.Time{}, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := l.DeniedKeys(10)
+	if len(got) != 2 || got[0].Key != "hot" || got[0].Denials != 8 || got[1].Key != "warm" || got[1].Denials != 1 {
+		t.Fatalf("DeniedKeys = %+v, want hot (8 denials) then warm (1)", got)
+	}
+	if got[0].Retry <= 0 || got[0].Retry > 1001*time.Second {
+		t.Errorf("hot's denial lasts %v, want within the bucket's 1000 s", got[0].Retry)
+	}
+	if one := l.DeniedKeys(1); len(one) != 1 || one[0].Key != "hot" {
+		t.Errorf("DeniedKeys(1) = %+v", one)
+	}
+	if err := l.Reset(ctx, "hot"); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.DeniedKeys(10); len(got) != 1 || got[0].Key != "warm" {
+		t.Errorf("after Reset(hot): %+v, want warm alone", got)
+	}
+	off := mustLimiter(t, client, redstream.TokenBucket(1, 0.001), Options{KeyPrefix: uniq("denied-off"), DisableLocalDenials: true})
+	for range 3 {
+		if _, err := off.AllowN(ctx, "k", time.Time{}, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := off.DeniedKeys(10); len(got) != 0 {
+		t.Errorf("without local denials: %+v", got)
+	}
+}
