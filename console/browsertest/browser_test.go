@@ -486,6 +486,30 @@ func TestBrowser(t *testing.T) {
 	if n, err := producer.Scheduled(ctx, topic); err != nil || n != 0 {
 		t.Fatalf("%d messages still scheduled (%v) after the cancel", n, err)
 	}
+	// Another, delivered now from the page: it is in the stream at once, and handled.
+	early := stream.Message[browserOrder]{Key: "order-early", Body: browserOrder{ID: 98, Customer: "ada"}}
+	if _, err := producer.Send(ctx, topic, early, stream.WithDelay(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	do("deliver it now", chromedp.Navigate(base+"/delayed?t="+topic), chromedp.WaitVisible(css("#delayed input.sel")),
+		chromedp.Click(css(`#delayed input.sel`)), chromedp.Click(css("#deliver-now")), chromedp.WaitVisible(css("#notice")))
+	if got := text("#notice"); !strings.Contains(got, "1 of 1 selected scheduled messages delivered now") {
+		t.Fatalf("deliver-now notice: %q", got)
+	}
+	waitFor(t, 15*time.Second, "the handler to handle order 98 delivered now", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return handled[98] == 1
+	})
+
+	// The topic's entries, searched by key: order-early's entry alone.
+	do("search the entries", chromedp.Navigate(base+"/topic?t="+topic), chromedp.WaitVisible(css("#groups")),
+		chromedp.Click(css("#entries-link")), chromedp.WaitVisible(css("#entries")),
+		chromedp.SendKeys(css(`input[name="key"]`), "order-early"), chromedp.Click(css("#search")), chromedp.WaitVisible(css("#scanned")))
+	if got := text("#entries"); !strings.Contains(got, "order-early") || strings.Contains(got, "order-1") {
+		t.Fatalf("the entries searched by key:\n%s", got)
+	}
+	shot("entries.png")
 
 	// The rate limits: look up ada's sign-in key; the page shows what the engine peeks.
 	do("open the limits page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("#topics")),
