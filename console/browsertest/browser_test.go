@@ -611,6 +611,42 @@ func TestBrowser(t *testing.T) {
 	if infos, err := sched.List(ctx, topic); err != nil || len(infos) != 1 || !infos[0].Paused {
 		t.Fatalf("after pause from the page: %+v, %v", infos, err)
 	}
+	do("resume the report", chromedp.Click(css(`tr[data-name="nightly-report"] button[value="resume"]`)),
+		chromedp.WaitVisible(css(`tr[data-name="nightly-report"][data-paused="false"]`)))
+	do("remove the report", chromedp.Click(css(`tr[data-name="nightly-report"] button[value="remove"]`)), chromedp.WaitVisible(css("#no-schedules")))
+	if infos, err := sched.List(ctx, topic); err != nil || len(infos) != 0 {
+		t.Fatalf("after remove from the page: %+v, %v", infos, err)
+	}
+
+	// The last dead letter replayed with "replay all"; then two more purged after typing the
+	// topic's name.
+	do("replay all", chromedp.Navigate(base+"/dlq?t="+topic), chromedp.WaitVisible(css("#replay-all")),
+		chromedp.Click(css("#replay-all")), chromedp.WaitVisible(css("#result")))
+	if n := xlen(t, client, dlq); n != 0 {
+		t.Fatalf("%d dead letters left after replay all", n)
+	}
+	for range 2 {
+		if err := client.Do(ctx, client.B().Xadd().Key(dlq).Id("*").FieldValue().FieldValue("key", "k").FieldValue("enc", "plain").
+			FieldValue("body", "{}").FieldValue("dl_group", "billing").FieldValue("dl_error", "boom").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	do("purge", chromedp.Navigate(base+"/dlq?t="+topic), chromedp.WaitVisible(css("#purge-link")), chromedp.Click(css("#purge-link")),
+		chromedp.WaitVisible(css("#confirm")), chromedp.SendKeys(css("#confirm"), topic), chromedp.Click(css("#purge")),
+		chromedp.WaitVisible(css("#result")))
+	if got := text("#result"); !strings.Contains(got, "2") {
+		t.Errorf("purge result: %q", got)
+	}
+	if n := xlen(t, client, dlq); n != 0 {
+		t.Fatalf("%d dead letters left after the purge", n)
+	}
+
+	// The overview reloads itself when asked.
+	do("reload every 5 s", chromedp.Navigate(base+"/"), chromedp.WaitVisible(css("#refresh")), chromedp.Click(css(`#refresh a[href$="refresh=5"]`)),
+		chromedp.WaitVisible(css(`#refresh a[href="/"]`)))
+	if n, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll('meta[http-equiv="refresh"][content="5"]').length`)); err != nil || n != 1 {
+		t.Errorf("the overview does not reload every 5 s: %d, %v", n, err)
+	}
 }
 
 func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
