@@ -30,7 +30,7 @@ func init() {
 
 const streamsUsage = `usage: redstream streams [--topic T[,T...]] [flags]
 
-Prints each topic's stream (length, first and last entry, dead letters), its consumer
+Prints each topic's stream (length, first and last entry, dead letters, scheduled messages), its consumer
 groups (consumers, pending, lag, last delivered id) and their consumers (pending, idle).
 Without --topic it discovers the topics by a bounded SCAN ... TYPE stream of every node
 (every master of a cluster), dead-letter streams excluded; --scan-limit bounds the keys
@@ -62,6 +62,7 @@ type (
 		LastGeneratedID string      `json:"last_generated_id"`
 		EntriesAdded    int64       `json:"entries_added"` // -1 before Redis 7.0
 		DeadLetters     int64       `json:"dead_letters"`
+		Scheduled       int64       `json:"scheduled"` // messages sent with a delay, not yet due
 		Groups          []groupJSON `json:"groups"`
 	}
 	groupJSON struct {
@@ -171,11 +172,13 @@ var errNoStream = errors.New("no such stream")
 // length of its dead-letter stream, each call bounded.
 func describeStream(ctx context.Context, client rueidis.Client, key string, consumers bool) (topicJSON, error) {
 	t := topicJSON{Stream: key, EntriesAdded: -1, Groups: []groupJSON{}}
+	schedule, _ := streamwire.DelayedKeys(key)
 	cctx, cancel := callContext(ctx)
 	res := client.DoMulti(cctx,
 		client.B().XinfoStream().Key(key).Build(),
 		client.B().XinfoGroups().Key(key).Build(),
-		client.B().Xlen().Key(streamwire.DeadLetterStreamName(key)).Build())
+		client.B().Xlen().Key(streamwire.DeadLetterStreamName(key)).Build(),
+		client.B().Zcard().Key(schedule).Build())
 	cancel()
 	info, err := res[0].AsMap()
 	if err != nil {
@@ -191,6 +194,9 @@ func describeStream(ctx context.Context, client rueidis.Client, key string, cons
 	t.LastID = entryID(info["last-entry"])
 	if t.DeadLetters, err = res[2].AsInt64(); err != nil {
 		return t, fmt.Errorf("XLEN %s: %w", streamwire.DeadLetterStreamName(key), err)
+	}
+	if t.Scheduled, err = res[3].AsInt64(); err != nil {
+		return t, fmt.Errorf("ZCARD %s: %w", schedule, err)
 	}
 	groups, err := res[1].ToArray()
 	if err != nil {
@@ -343,7 +349,7 @@ func printStreams(out io.Writer, doc streamsJSON, tgt target) {
 		if first == "" {
 			first, last = "-", "-"
 		}
-		fmt.Fprintf(out, "\n%s (stream %s): length %d, first %s, last %s, dead letters %d\n", printable(t.Topic), printable(t.Stream), t.Length, first, last, t.DeadLetters)
+		fmt.Fprintf(out, "\n%s (stream %s): length %d, first %s, last %s, dead letters %d, scheduled %d\n", printable(t.Topic), printable(t.Stream), t.Length, first, last, t.DeadLetters, t.Scheduled)
 		if len(t.Groups) == 0 {
 			fmt.Fprintln(out, "  no consumer group")
 			continue

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/redstream-go/redstream/internal/redistest"
+	"github.com/redstream-go/redstream/internal/streamwire"
 )
 
 // do runs commands on client, failing the test on an error.
@@ -89,6 +90,11 @@ func TestStreamsCommand(t *testing.T) {
 	srv := redistest.NewServer(t)
 	client := redistest.NewClient(t, srv.Addr)
 	streamsFixture(t, client, "")
+	// Two messages of orders scheduled for later (their schedule, as WithDelay writes it).
+	sched, _ := streamwire.DelayedKeys("orders")
+	if err := client.Do(context.Background(), client.B().Zadd().Key(sched).ScoreMember().ScoreMember(1e15, "a").ScoreMember(1e15, "b").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
 
 	out, err := runCmd(t, "streams", "--redis", srv.Addr, "--json")
 	if err != nil {
@@ -102,6 +108,9 @@ func TestStreamsCommand(t *testing.T) {
 		t.Errorf("topics %+v, want orders and payments_prod (no dead-letter stream, no string)", doc.Topics)
 	}
 	checkOrders(t, findTopic(doc, "orders"), "orders")
+	if o := findTopic(doc, "orders"); o == nil || o.Scheduled != 2 {
+		t.Errorf("orders: scheduled %+v, want 2", o)
+	}
 
 	out, err = runCmd(t, "streams", "--redis", srv.Addr, "--json", "--env", "prod")
 	if doc := parseStreams(t, out); err != nil || len(doc.Topics) != 1 || doc.Topics[0].Topic != "payments" || doc.Topics[0].Stream != "payments_prod" {
@@ -121,7 +130,7 @@ func TestStreamsCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"orders (stream orders): length 3", "dead letters 1", "g1", "consumer c1", "pending 2"} {
+	for _, want := range []string{"orders (stream orders): length 3", "dead letters 1, scheduled 2", "g1", "consumer c1", "pending 2"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}
