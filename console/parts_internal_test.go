@@ -86,7 +86,7 @@ func FuzzStreamOf(f *testing.F) {
 // one that just read is not, and a topic without groups has none.
 func TestIdleConsumers(t *testing.T) {
 	defer func(d time.Duration) { staleAfter = d }(staleAfter)
-	staleAfter = 100 * time.Millisecond
+	staleAfter = time.Second
 	ctx := context.Background()
 	c := redistest.Client(t)
 	topic, quiet := fmt.Sprintf("idle-%d", time.Now().UnixNano()), fmt.Sprintf("quiet-%d", time.Now().UnixNano())
@@ -100,7 +100,7 @@ func TestIdleConsumers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(3 * staleAfter)
+	time.Sleep(staleAfter + 500*time.Millisecond)
 	if err := c.Do(ctx, c.B().Xadd().Key(topic).Id("*").FieldValue().FieldValue("body", "{}").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
