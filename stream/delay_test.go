@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -82,54 +83,85 @@ func (l *logCapture) count(prefix string) int {
 	return n
 }
 
+// precisionAttempts is how many times a test of a delivery-time promise measures before it
+// fails: a runner's stall (the server's process, or ours, descheduled for a while) makes one
+// measurement late, and does not repeat three times over. What is wrong on every delivery
+// (early, twice, never) fails at once instead.
+const precisionAttempts = 3
+
+// measurePrecision runs measure up to precisionAttempts times, until a run finds no lateness
+// beyond its bounds (an empty list), and fails with every run's findings if none did.
+func measurePrecision(t *testing.T, what string, measure func(attempt int) []string) {
+	t.Helper()
+	var all []string
+	for attempt := 1; attempt <= precisionAttempts; attempt++ {
+		late := measure(attempt)
+		if len(late) == 0 {
+			return
+		}
+		for _, l := range late {
+			t.Logf("attempt %d: %s", attempt, l)
+			all = append(all, fmt.Sprintf("attempt %d: %s", attempt, l))
+		}
+	}
+	t.Errorf("%s: late in all %d attempts:\n%s", what, precisionAttempts, strings.Join(all, "\n"))
+}
+
 // delayedPrecision sends a message with a 2 s delay through client, three times, and checks
 // that it arrives 2 s later: the median of the three within ±100 ms (the promised
-// precision), none early, none later than 500 ms (one scheduling hiccup of a loaded machine
-// may not fail the test), each exactly once.
+// precision), none later than 500 ms, each exactly once and none early. The lateness bounds
+// are measured up to precisionAttempts times (measurePrecision), each on a new topic.
 func delayedPrecision(t *testing.T, client rueidis.Client) {
 	t.Helper()
 	cfg := fastConfig()
-	topic := newTopic(t)
-	a := newArrivals()
-	c := newConsumer(t, client, cfg)
-	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Handle: a.handle}); err != nil {
-		t.Fatal(err)
-	}
-	startConsumer(t, c)
-	p := newProducer(t, client, cfg)
-	const delay = 2 * time.Second
-	var offs []time.Duration
-	for round := 1; round <= 3; round++ {
-		sent := time.Now()
-		id := send(t, p, topic, order{ID: round}, stream.WithDelay(delay))
-		if len(id) != 24 || strings.Contains(id, "-") {
-			t.Fatalf("Send with a delay returned %q, want a 24-hex-digit schedule id", id)
+	measurePrecision(t, "a message sent with a 2s delay", func(int) []string {
+		topic := newTopic(t)
+		a := newArrivals()
+		c := newConsumer(t, client, cfg)
+		if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Handle: a.handle}); err != nil {
+			t.Fatal(err)
 		}
-		if n, err := p.Scheduled(context.Background(), topic); err != nil || n != 1 {
-			t.Fatalf("Scheduled = %d, %v; want 1", n, err)
+		startConsumer(t, c)
+		p := newProducer(t, client, cfg)
+		const delay = 2 * time.Second
+		var offs []time.Duration
+		var late []string
+		for round := 1; round <= 3; round++ {
+			sent := time.Now()
+			id := send(t, p, topic, order{ID: round}, stream.WithDelay(delay))
+			if len(id) != 24 || strings.Contains(id, "-") {
+				t.Fatalf("Send with a delay returned %q, want a 24-hex-digit schedule id", id)
+			}
+			if n, err := p.Scheduled(context.Background(), topic); err != nil || n != 1 {
+				t.Fatalf("Scheduled = %d, %v; want 1", n, err)
+			}
+			eventually(t, 5*time.Second, "Stats to see the scheduled message", func() bool {
+				return c.Stats().Handlers[0].Scheduled == 1
+			})
+			eventually(t, 10*time.Second, "the delayed message", func() bool { return len(a.get(round)) == 1 })
+			off := a.get(round)[0].Sub(sent) - delay
+			t.Logf("round %d: arrived %v after its due time", round, off)
+			if off < -10*time.Millisecond {
+				t.Errorf("round %d: a message sent with a 2s delay arrived %v early", round, -off)
+			}
+			if off > 500*time.Millisecond {
+				late = append(late, fmt.Sprintf("round %d arrived %v after its due time, want at most 500ms", round, off))
+			}
+			offs = append(offs, off)
 		}
-		eventually(t, 5*time.Second, "Stats to see the scheduled message", func() bool {
-			return c.Stats().Handlers[0].Scheduled == 1
-		})
-		eventually(t, 10*time.Second, "the delayed message", func() bool { return len(a.get(round)) == 1 })
-		off := a.get(round)[0].Sub(sent) - delay
-		t.Logf("round %d: arrived %v after its due time", round, off)
-		if off < -10*time.Millisecond || off > 500*time.Millisecond {
-			t.Errorf("round %d: a message sent with a 2s delay arrived %v after its due time, want within -10ms..+500ms", round, off)
+		slices.Sort(offs)
+		t.Logf("lateness over 3 rounds: median %v, worst %v", offs[1], offs[2])
+		if offs[1] > 100*time.Millisecond {
+			late = append(late, fmt.Sprintf("median lateness %v, want within ±100ms", offs[1]))
 		}
-		offs = append(offs, off)
-	}
-	slices.Sort(offs)
-	t.Logf("lateness over 3 rounds: median %v, worst %v", offs[1], offs[2])
-	if offs[1] < -10*time.Millisecond || offs[1] > 100*time.Millisecond {
-		t.Errorf("median lateness of a 2s delay %v, want within ±100ms", offs[1])
-	}
-	time.Sleep(200 * time.Millisecond)
-	for round := 1; round <= 3; round++ {
-		if n := len(a.get(round)); n != 1 {
-			t.Errorf("message %d handled %d times, want once", round, n)
+		time.Sleep(200 * time.Millisecond)
+		for round := 1; round <= 3; round++ {
+			if n := len(a.get(round)); n != 1 {
+				t.Errorf("message %d handled %d times, want once", round, n)
+			}
 		}
-	}
+		return late
+	})
 }
 
 // TestDelayedDelivery: a message sent with a 2 s delay arrives 2 s later (±100 ms) on a real
@@ -146,53 +178,61 @@ func TestDelayedDeliveryCluster(t *testing.T) {
 
 // TestDelayedPrecisionShort measures the lateness of delays shorter and longer than the
 // poll interval (100 ms by default): at most the poll interval plus the call's time, a few
-// ms once the mover has seen the message.
+// ms once the mover has seen the message. The lateness bounds are measured up to
+// precisionAttempts times (measurePrecision), each on a new topic.
 func TestDelayedPrecisionShort(t *testing.T) {
 	client := redistest.Client(t)
 	cfg := fastConfig()
-	topic := newTopic(t)
-	a := newArrivals()
-	c := newConsumer(t, client, cfg)
-	if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 4, Handle: a.handle}); err != nil {
-		t.Fatal(err)
-	}
-	startConsumer(t, c)
-	p := newProducer(t, client, cfg)
-	const n = 40
-	sent := make([]time.Time, n)
-	delays := make([]time.Duration, n)
-	for i := range n {
-		delays[i] = time.Duration(10+37*i) * time.Millisecond
-		sent[i] = time.Now()
-		send(t, p, topic, order{ID: i}, stream.WithDelay(delays[i]))
-		time.Sleep(7 * time.Millisecond)
-	}
-	eventually(t, 15*time.Second, "every message", func() bool { return a.count() == n })
-	var short, long []time.Duration
-	for i := range n {
-		off := a.get(i)[0].Sub(sent[i]) - delays[i]
-		if off < -10*time.Millisecond || off > stream.DefaultDelayPollInterval+time.Second {
-			t.Errorf("message %d (delay %v) arrived %v after its due time, want at most the poll interval (+1s for a loaded machine)", i, delays[i], off)
+	measurePrecision(t, "delays around the poll interval", func(int) []string {
+		topic := newTopic(t)
+		a := newArrivals()
+		c := newConsumer(t, client, cfg)
+		if err := stream.Register(c, stream.Handler[order]{Topic: topic, Group: "g", Concurrency: 4, Handle: a.handle}); err != nil {
+			t.Fatal(err)
 		}
-		if off > 20*time.Millisecond {
-			t.Logf("message %d (delay %v) arrived %v late", i, delays[i], off)
+		startConsumer(t, c)
+		p := newProducer(t, client, cfg)
+		const n = 40
+		sent := make([]time.Time, n)
+		delays := make([]time.Duration, n)
+		for i := range n {
+			delays[i] = time.Duration(10+37*i) * time.Millisecond
+			sent[i] = time.Now()
+			send(t, p, topic, order{ID: i}, stream.WithDelay(delays[i]))
+			time.Sleep(7 * time.Millisecond)
 		}
-		if delays[i] < stream.DefaultDelayPollInterval {
-			short = append(short, off)
-		} else {
-			long = append(long, off)
+		eventually(t, 15*time.Second, "every message", func() bool { return a.count() == n })
+		var short, long []time.Duration
+		var late []string
+		for i := range n {
+			off := a.get(i)[0].Sub(sent[i]) - delays[i]
+			if off < -10*time.Millisecond {
+				t.Errorf("message %d (delay %v) arrived %v early", i, delays[i], -off)
+			}
+			if off > stream.DefaultDelayPollInterval+time.Second {
+				late = append(late, fmt.Sprintf("message %d (delay %v) arrived %v after its due time, want at most the poll interval (+1s for a loaded machine)", i, delays[i], off))
+			}
+			if off > 20*time.Millisecond {
+				t.Logf("message %d (delay %v) arrived %v late", i, delays[i], off)
+			}
+			if delays[i] < stream.DefaultDelayPollInterval {
+				short = append(short, off)
+			} else {
+				long = append(long, off)
+			}
 		}
-	}
-	slices.Sort(short)
-	slices.Sort(long)
-	t.Logf("lateness, delays under the poll interval: median %v, max %v (%d messages)", short[len(short)/2], short[len(short)-1], len(short))
-	t.Logf("lateness, delays over the poll interval: median %v, max %v (%d messages)", long[len(long)/2], long[len(long)-1], len(long))
-	// A mover that only polled would make the median about half the poll interval (uniform
-	// over it) plus the call's time; one that wakes at the due time makes it a few ms. The
-	// bound sits between the two, with room for a loaded runner.
-	if med := long[len(long)/2]; med > stream.DefaultDelayPollInterval*2/5 {
-		t.Errorf("median lateness of delays over the poll interval %v, want under %v (the mover wakes at the due time)", med, stream.DefaultDelayPollInterval*2/5)
-	}
+		slices.Sort(short)
+		slices.Sort(long)
+		t.Logf("lateness, delays under the poll interval: median %v, max %v (%d messages)", short[len(short)/2], short[len(short)-1], len(short))
+		t.Logf("lateness, delays over the poll interval: median %v, max %v (%d messages)", long[len(long)/2], long[len(long)-1], len(long))
+		// A mover that only polled would make the median about half the poll interval (uniform
+		// over it) plus the call's time; one that wakes at the due time makes it a few ms. The
+		// bound sits between the two, with room for a loaded runner.
+		if med := long[len(long)/2]; med > stream.DefaultDelayPollInterval*2/5 {
+			late = append(late, fmt.Sprintf("median lateness of delays over the poll interval %v, want under %v (the mover wakes at the due time)", med, stream.DefaultDelayPollInterval*2/5))
+		}
+		return late
+	})
 }
 
 // TestDelayedOrderCancelBatch: messages due at the same time arrive in send order; a
