@@ -159,7 +159,7 @@ func TestBrowser(t *testing.T) {
 		l, err := redisbackend.NewMultiLimiter(client, specs, redisbackend.Options{KeyPrefix: "shop:rl:login"})
 		loginLimiter = l
 		return l, err
-	}, redstream.Rule{Name: "burst", Spec: redstream.TokenBucket(5, 1.0/60)},
+	}, redstream.Rule{Name: "burst", Spec: redstream.TokenBucket(5, 1.0/3600)}, // a token an hour: none comes back during the test
 		redstream.Rule{Name: "hourly", Spec: redstream.FixedWindow(time.Hour, 20)})
 	if err != nil {
 		t.Fatal(err)
