@@ -11,6 +11,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/health"
 	"github.com/redstream-go/redstream/internal/yamlx"
 	"github.com/redstream-go/redstream/memory"
@@ -948,7 +949,7 @@ func normalizePolicy(s string) string {
 
 // previous reads the previous spec of the single-limit policy p at n (node prev, absent
 // when the policy has none) and its carry strategy, and checks that the change can carry
-// state: a Redis policy, the same algorithm, and what core.Limit.CheckCarry allows.
+// state: a Redis policy, the same algorithm, and what coreops.CheckCarry allows.
 func (l *loader) previous(n, prev yamlx.Node, p *PolicySettings) error {
 	_, carrySet, _ := n.Get("carry")
 	if !prev.Exists() || prev.IsNull() {
@@ -986,7 +987,7 @@ func (l *loader) previous(n, prev yamlx.Node, p *PolicySettings) error {
 	}
 	nl, _ := p.Spec().Core()
 	ol, _ := p.Previous.Core()
-	if err := nl.CheckCarry(ol, p.Carry); err != nil {
+	if err := coreops.CheckCarry(nl, ol, p.Carry); err != nil {
 		return prev.Errorf("%s", strings.TrimPrefix(err.Error(), "redstream: invalid configuration: "))
 	}
 	return nil

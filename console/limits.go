@@ -18,6 +18,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/redisbackend"
 )
 
@@ -121,7 +122,7 @@ func newLimiterEntry(name string, l redstream.Limiter) (limiterEntry, error) {
 func describeLimit(l core.Limit) string {
 	period := time.Duration(l.Period()) * time.Microsecond
 	if a, err := core.Lookup(l.Name()); err == nil && a.Shape == core.Bucket {
-		interval := time.Duration(l.Ints()[0]) * time.Microsecond
+		interval := time.Duration(coreops.Ints(l)[0]) * time.Microsecond
 		return fmt.Sprintf("burst %d, 1 per %v (full again after %v)", l.Max(), interval, period)
 	}
 	return fmt.Sprintf("%d per %v", l.Max(), period)

@@ -3,6 +3,8 @@ package core
 import (
 	"fmt"
 	"math"
+
+	"github.com/redstream-go/redstream/internal/corekit"
 )
 
 // Bloom holds the parameters of a Bloom filter split into Shards equal blocks of ShardBits
@@ -15,7 +17,7 @@ import (
 //
 // and ShardBits = ceil(m / Shards).
 //
-// Positions of an element e (its bytes), with (h1, h2) = Murmur3x64_128(e, 0):
+// Positions of an element e (its bytes), with (h1, h2) = MurmurHash3_x64_128(e, 0):
 //
 //	shard  = ((h1 >> 32) * Shards) >> 32
 //	pos[i] = (h1 + i*h2) mod ShardBits,   i = 0 .. K-1, unsigned 64-bit wrapping arithmetic
@@ -77,7 +79,7 @@ func NewBloom(n int64, p float64, shards int) (Bloom, error) {
 // Locate returns the element's shard and appends its K bit positions within that shard to
 // pos (pass a reused slice to avoid allocation).
 func (b Bloom) Locate(elem []byte, pos []uint64) (int, []uint64) {
-	h1, h2 := Murmur3x64_128(elem, 0)
+	h1, h2 := corekit.Murmur3x64_128(elem, 0)
 	shard := int(((h1 >> 32) * uint64(b.Shards)) >> 32)
 	for i := 0; i < b.K; i++ {
 		pos = append(pos, (h1+uint64(i)*h2)%b.ShardBits)

@@ -5,9 +5,9 @@ import "fmt"
 // Carry is how a key's state carries over when its limit changes (a policy raised from 10
 // to 20 per minute, a bucket's rate lowered): the first decision on a key under the new
 // limit seeds its state from the state the key had under the previous limit, once
-// ([Limit.SeedState]). The zero value is CarryReset.
+// (internal/coreops.SeedState). The zero value is CarryReset.
 //
-// What each strategy keeps, per parameter shape (Algorithm.Seed):
+// What each strategy keeps, per parameter shape (Algorithm.seed):
 //
 //   - buckets (token and leaky: the state is a TAT): the cost still to be earned back at
 //     the change, u = TAT - now, counted in whole units of the old interval rounded up
@@ -58,13 +58,13 @@ func ParseCarry(s string) (Carry, error) {
 	return 0, fmt.Errorf("%w: unknown carry strategy %q, want reset, as-is or proportional", ErrInvalidConfig, s)
 }
 
-// Seed returns how a limit change carries the algorithm's state words, one letter per word
+// seed returns how a limit change carries the algorithm's state words, one letter per word
 // of State.Words, derived from its shape: "d" for the bucket shape (Words[0] is a TAT, a
 // debt in time), "s" then a "c" per further word for the window shape (the window's start,
 // then counts), and "" for an algorithm whose state is not words (the sliding log) or of
 // another shape, which carries nothing (a change resets it). internal/luagen generates the
 // same table into the Lua scripts.
-func (a Algorithm) Seed() string {
+func (a Algorithm) seed() string {
 	switch {
 	case a.Shape == Bucket && a.Words == 1:
 		return "d"
@@ -76,15 +76,15 @@ func (a Algorithm) Seed() string {
 	return ""
 }
 
-// CheckCarry reports whether a key's state under from can be carried into l by c: nil, or
+// checkCarry reports whether a key's state under from can be carried into l by c: nil, or
 // an error wrapping ErrInvalidConfig that says why (an unknown c is always an error).
-// CarryReset always can, and so does a limit that did not change ([Limit.Same]), whatever
-// its algorithm: its state goes on as it is (SeedState keeps it), so an unchanged sliding
+// CarryReset always can, and so does a limit that did not change (same), whatever
+// its algorithm: its state goes on as it is (seedState keeps it), so an unchanged sliding
 // log or concurrency limit beside a changed limit is no reason to refuse. Otherwise
 // CarryAsIs and CarryProportional need the same algorithm, one that carries its state
-// (Algorithm.Seed), the same window for the window shape, and for CarryProportional
+// (Algorithm.seed), the same window for the window shape, and for CarryProportional
 // products below 2^53 (burst × burst', L × L').
-func (l Limit) CheckCarry(from Limit, c Carry) error {
+func (l Limit) checkCarry(from Limit, c Carry) error {
 	switch c {
 	case CarryReset:
 		return nil
@@ -92,7 +92,7 @@ func (l Limit) CheckCarry(from Limit, c Carry) error {
 	default:
 		return fmt.Errorf("%w: unknown carry strategy %d", ErrInvalidConfig, int(c))
 	}
-	if l.alg != nil && l.Same(from) {
+	if l.alg != nil && l.same(from) {
 		return nil
 	}
 	if from.alg == nil || l.alg == nil {
@@ -101,11 +101,11 @@ func (l Limit) CheckCarry(from Limit, c Carry) error {
 	if from.alg.Name != l.alg.Name {
 		return fmt.Errorf("%w: carry %s: the previous limit is %s, the new one %s; a change of algorithm can only reset", ErrInvalidConfig, c, from.alg.Name, l.alg.Name)
 	}
-	roles := l.alg.Seed()
+	roles := l.alg.seed()
 	if roles == "" {
 		return fmt.Errorf("%w: carry %s: the %s algorithm carries no state; a change can only reset", ErrInvalidConfig, c, l.alg.Name)
 	}
-	fi, ni := from.Ints(), l.Ints()
+	fi, ni := from.ints(), l.ints()
 	if roles[0] == 's' && fi[0] != ni[0] {
 		return fmt.Errorf("%w: carry %s: the window changes from %dµs to %dµs; a change of window can only reset", ErrInvalidConfig, c, fi[0], ni[0])
 	}
@@ -115,20 +115,20 @@ func (l Limit) CheckCarry(from Limit, c Carry) error {
 	return nil
 }
 
-// SeedState returns the state of a key under l seeded at now from its state old under the
-// previous limit from, by c (see [Carry]). A limit that did not change ([Limit.Same])
-// keeps old as it is, whatever c; otherwise a pair CheckCarry refuses, and CarryReset,
+// seedState returns the state of a key under l seeded at now from its state old under the
+// previous limit from, by c (see [Carry]). A limit that did not change (same)
+// keeps old as it is, whatever c; otherwise a pair checkCarry refuses, and CarryReset,
 // give the zero State (a new key). It is a pure function: an engine calls it once per key,
 // on the first decision under l, for a key it holds no state of under l.
-func (l Limit) SeedState(from Limit, old State, now int64, c Carry) State {
-	if l.Same(from) {
+func (l Limit) seedState(from Limit, old State, now int64, c Carry) State {
+	if l.same(from) {
 		return old
 	}
-	if c == CarryReset || l.CheckCarry(from, c) != nil {
+	if c == CarryReset || l.checkCarry(from, c) != nil {
 		return State{}
 	}
-	roles := l.alg.Seed()
-	fi, ni := from.Ints(), l.Ints()
+	roles := l.alg.seed()
+	fi, ni := from.ints(), l.ints()
 	var s State
 	for i := 0; i < len(roles); i++ {
 		w := old.Words[i]
@@ -170,13 +170,13 @@ func seedCount(count, l, l2 int64, c Carry) int64 {
 	return min64(count, l2)
 }
 
-// Same reports whether l and o are the same limit: the same algorithm and Ints, so the
+// same reports whether l and o are the same limit: the same algorithm and Ints, so the
 // same state and the same decisions (the Redis engines' keys carry exactly these).
-func (l Limit) Same(o Limit) bool {
+func (l Limit) same(o Limit) bool {
 	if l.alg == nil || o.alg == nil || l.alg.Name != o.alg.Name {
 		return l.alg == o.alg
 	}
-	a, b := l.Ints(), o.Ints()
+	a, b := l.ints(), o.ints()
 	if len(a) != len(b) {
 		return false
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 )
 
 func mustLimit(t *testing.T, name string, p core.Params) core.Limit {
@@ -57,7 +58,7 @@ func TestSeedState(t *testing.T) {
 		{"refused pair resets", fw10, tb10, window, core.CarryAsIs, [3]int64{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tc.to.SeedState(tc.from, tc.old, now, tc.c)
+			got := coreops.SeedState(tc.to, tc.from, tc.old, now, tc.c)
 			if got.Words != tc.want || got.Log != nil {
 				t.Errorf("SeedState = %v, want %v", got.Words, tc.want)
 			}
@@ -100,7 +101,7 @@ func TestCheckCarry(t *testing.T) {
 		{"unknown strategy", fw, fw, core.Carry(7), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.to.CheckCarry(tc.from, tc.c)
+			err := coreops.CheckCarry(tc.to, tc.from, tc.c)
 			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, core.ErrInvalidConfig)) {
 				t.Errorf("CheckCarry = %v, want ok %v", err, tc.ok)
 			}
@@ -128,7 +129,7 @@ func TestParseCarry(t *testing.T) {
 // (or none), so every engine's carry table covers it.
 func TestSeedEveryAlgorithm(t *testing.T) {
 	for _, a := range core.Algorithms() {
-		if s := a.Seed(); s != "" && len(s) != a.Words {
+		if s := coreops.SeedWords(a); s != "" && len(s) != a.Words {
 			t.Errorf("%s: Seed %q for %d words", a.Name, s, a.Words)
 		}
 	}

@@ -12,14 +12,14 @@ import "fmt"
 // ResetAfter until the newest one does. A request admitted through the registry alone
 // (AllowN) is a lease nobody releases: its units count until it expires.
 //
-// On top of the admission, [ReleaseLease] and [ExtendLease] free or renew a live lease's
+// On top of the admission, releaseLease and extendLease (internal/coreops) free or renew a live lease's
 // entries; a lease that no longer counts (expired, already released) is left alone, so a
 // late or repeated release changes nothing.
 type concurrency struct{ slidingLog }
 
 // settle is not the sliding log's: a concurrency limit does not settle reservations (its
-// units come back by releasing their lease, ReleaseLease), so it does not implement
-// settler, and Limit.Settles reports false for it. (This method shadows the embedded
+// units come back by releasing their lease, releaseLease), so it does not implement
+// settler, and settles reports false for it. (This method shadows the embedded
 // slidingLog.settle; it is never called.)
 func (concurrency) settle() {}
 
@@ -77,11 +77,11 @@ func (l *Log) remove(i, n int) {
 	}
 }
 
-// ReleaseLease frees a lease of n units of concurrency limit l taken (or last extended) at
+// releaseLease frees a lease of n units of concurrency limit l taken (or last extended) at
 // at, in state s at now: it removes the lease's n entries if they still count, and reports
 // whether it did. An expired lease, one already released, or a limit of another algorithm
 // leave s unchanged and give false. Engines check the lease's token before calling it.
-func ReleaseLease(l Limit, s *State, at, now, n int64) bool {
+func releaseLease(l Limit, s *State, at, now, n int64) bool {
 	c, ok := leaseOf(l)
 	if !ok {
 		return false
@@ -93,11 +93,11 @@ func ReleaseLease(l Limit, s *State, at, now, n int64) bool {
 	return ok
 }
 
-// ExtendLease renews a live lease of n units of concurrency limit l taken (or last
+// extendLease renews a live lease of n units of concurrency limit l taken (or last
 // extended) at at, in state s at now: its entries move to eff = max(now, the newest entry)
 // and it expires Window after eff. It returns eff and true, or false, leaving s unchanged,
 // for a lease that no longer counts (or a limit of another algorithm).
-func ExtendLease(l Limit, s *State, at, now, n int64) (int64, bool) {
+func extendLease(l Limit, s *State, at, now, n int64) (int64, bool) {
 	c, ok := leaseOf(l)
 	if !ok {
 		return 0, false

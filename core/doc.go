@@ -13,16 +13,20 @@
 // Limiters: the registry of algorithms ([Algorithms], [Lookup]) holds one [Algorithm] row per
 // algorithm: its name, its parameter [Shape] ([Bucket]: capacity and rate; [Window]: window
 // and limit), its Lua function and its state words. [Algorithm.New] validates [Params] and
-// returns a [Limit], which decides a key's [State] ([Limit.CheckState], [Limit.CommitState],
-// [Limit.StepState]) and says when the key may be forgotten ([Limit.IdleState]). The rows
-// are the token bucket and the leaky bucket (both GCRA), the exact sliding log, the sliding
-// counter (two weighted windows), the fixed window and the concurrency limit (units held at
-// once by leases that expire; [ReleaseLease] and [ExtendLease] act on its leases); every
-// engine reads the registry, so
-// an algorithm added to it reaches them all (CONTRIBUTING.md, "Adding a limiter algorithm").
-// [Combine] merges the decisions of several limits applied all-or-nothing.
+// returns a [Limit], which decides a key's [State] ([Limit.StepState]) and says when the key
+// may be forgotten ([Limit.IdleState]). The rows are the token bucket and the leaky bucket
+// (both GCRA), the exact sliding log, the sliding counter (two weighted windows), the fixed
+// window and the concurrency limit (units held at once by leases that expire). Every engine
+// reads the registry, so an algorithm added to it reaches them all (CONTRIBUTING.md, "Adding
+// a limiter algorithm"). [Combine] merges the decisions of several limits applied
+// all-or-nothing.
 //
-// Deduplication: [WindowDedup] and [Bloom] (sizing and bit positions from [Murmur3x64_128]).
+// What only engines call on a Limit (deciding in two halves for all-or-nothing limits,
+// settling reservations, carrying state across a limit change, releasing and extending
+// leases) is not part of this package's API: core implements it, and the engines reach it
+// through the internal package internal/coreops.
+//
+// Deduplication: [WindowDedup] and [Bloom] (sizing and bit positions from MurmurHash3_x64_128).
 // Retries: [Backoff].
 //
 // The package uses only the standard library (and internal/corekit, which does too),

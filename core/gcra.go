@@ -78,13 +78,13 @@ func (g gcra) max() int64    { return g.Burst }
 func (g gcra) period() int64 { return g.Burst * g.Interval }
 func (g gcra) ints() []int64 { return []int64{g.Interval, g.Tolerance, g.Burst} }
 
-func (g gcra) check(s *State, now, n int64, d *Decision, next *Next) error {
+func (g gcra) check(s *State, now, n int64, d *Decision, next *corekit.Next) error {
 	tat, err := g.decide(d, s.Words[0], now, n)
-	*next = Next{tat}
+	*next = corekit.Next{tat}
 	return err
 }
 
-func (g gcra) commit(s *State, next Next) { s.Words[0] = next[0] }
+func (g gcra) commit(s *State, next corekit.Next) { s.Words[0] = next[0] }
 
 func (g gcra) step(s *State, now, n int64, d *Decision) error {
 	tat, err := g.decide(d, s.Words[0], now, n)

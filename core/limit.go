@@ -1,13 +1,15 @@
 package core
 
+import "github.com/redstream-go/redstream/internal/corekit"
+
 // Limit is one validated rate limit, whatever its algorithm: an [Algorithm]'s New returns
 // it, and an engine holds a []Limit and needs no switch over the algorithm set. A Limit is
 // a small value, safe to copy and for concurrent use; its zero value is not usable.
 //
-// A decision is two halves, so that several limits can be applied all-or-nothing:
-// CheckState decides a request without changing the key's state and returns what to
-// store; CommitState stores it once every limit of the request admitted it. StepState is
-// the two in one call, for a single limit. All are pure functions of their arguments.
+// StepState decides a request for a key and records it when admitted; IdleState says when
+// the key is back to its initial state. Both are pure functions of their arguments. (The
+// engines also decide in two halves, so that several limits apply all-or-nothing, settle
+// reservations and carry state across a limit change: that half is internal/coreops.)
 //
 // The state of one key is a [State], the shape the WebAssembly ABI passes: up to three
 // words and, for the sliding log, the log. The zero State is a new key.
@@ -23,8 +25,8 @@ type limiter interface {
 	max() int64
 	period() int64
 	ints() []int64
-	check(s *State, now, n int64, d *Decision, next *Next) error
-	commit(s *State, next Next)
+	check(s *State, now, n int64, d *Decision, next *corekit.Next) error
+	commit(s *State, next corekit.Next)
 	step(s *State, now, n int64, d *Decision) error
 	idle(s *State, now int64) bool
 }
@@ -37,11 +39,6 @@ type State struct {
 	Log   *Log
 }
 
-// Next is what CommitState stores: the state words of the buckets and windows, and for the
-// sliding log how the log changes (drop the oldest Next[0] entries, then append Next[1]
-// entries at time Next[2]). These are the WebAssembly ABI's three state result slots.
-type Next [3]int64
-
 // Name returns the algorithm's name, as in configuration files (Algorithm.Name).
 func (l Limit) Name() string { return l.alg.Name }
 
@@ -53,24 +50,25 @@ func (l Limit) Max() int64 { return l.l.max() }
 // algorithms, and for the buckets the time to earn a full burst back.
 func (l Limit) Period() int64 { return l.l.period() }
 
-// Ints returns the integer parameters, in a new slice, in the order the Lua scripts take
+// ints returns the integer parameters, in a new slice, in the order the Lua scripts take
 // them after now and n: interval, tolerance and burst for the bucket shape, window and
 // limit for the window shape.
-func (l Limit) Ints() []int64 { return l.l.ints() }
+func (l Limit) ints() []int64 { return l.l.ints() }
 
-// CheckState decides a request of cost n at now for a key in state s, without changing s,
-// writing the decision into *d and, when it admits, what CommitState must store into
+// checkState decides a request of cost n at now for a key in state s, without changing s,
+// writing the decision into *d and, when it admits, what commitState must store into
 // *next (all of both). The results are written through pointers for the reason StepState
 // gives.
-func (l Limit) CheckState(s *State, now, n int64, d *Decision, next *Next) error {
+func (l Limit) checkState(s *State, now, n int64, d *Decision, next *corekit.Next) error {
 	return l.l.check(s, now, n, d, next)
 }
 
-// CommitState records an admitted request in s: next is what CheckState wrote.
-func (l Limit) CommitState(s *State, next Next) { l.l.commit(s, next) }
+// commitState records an admitted request in s: next is what checkState wrote.
+func (l Limit) commitState(s *State, next corekit.Next) { l.l.commit(s, next) }
 
-// StepState is CheckState followed, when the decision admits, by CommitState, in one call
-// that writes the decision into *d (all of it). It is the call an in-process engine makes
+// StepState decides a request of cost n at now for a key in state s, writing the decision
+// into *d (all of it), and records the request in s when the decision admits (a denied
+// request changes nothing). It is the call an in-process engine makes
 // on a key it holds: a Decision is too large to be returned in registers, and Go copies a
 // returned one through memory.
 func (l Limit) StepState(s *State, now, n int64, d *Decision) error { return l.l.step(s, now, n, d) }

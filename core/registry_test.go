@@ -43,7 +43,7 @@ func TestRegistry(t *testing.T) {
 				t.Fatalf("Name() = %q, want %q", l.Name(), a.Name)
 			}
 			wantInts := map[Shape]int{Bucket: 3, Window: 2}[a.Shape]
-			if got := len(l.Ints()); got != wantInts {
+			if got := len(l.ints()); got != wantInts {
 				t.Fatalf("%d Ints, want %d for its shape", got, wantInts)
 			}
 			var s State

@@ -1,10 +1,14 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/redstream-go/redstream/internal/corekit"
+)
 
 // Settling a reservation: a request admitted at its estimated cost, whose actual cost is
-// known later. Limit.ChargeOf names what the admission took from a limit (a Charge);
-// Limit.SettleState gives back the difference (actual below the estimate) or takes it
+// known later. chargeOf names what the admission took from a limit (a corekit.Charge);
+// settleState gives back the difference (actual below the estimate) or takes it
 // (actual above), on the key's state as it is at the time of the settlement. With no other
 // traffic on the key, reserving n and settling at actual leaves the key in the state that
 // admitting actual at the reservation's time would have left (for actual = 0: as if the
@@ -27,55 +31,46 @@ import "fmt"
 // key never goes into debt, and the part of a charge that does not fit is dropped (the
 // returned change says how much was applied).
 
-// Charge is what an admitted request took from one limit, as a settlement needs it: N
-// units at At, the algorithm's charge point (the TAT the request left for a bucket, the
-// start of the window it was counted in, the time of the sliding log's entries). Every
-// runtime derives it from the admitted decision ([Limit.ChargeOf]), so a Charge made by one
-// runtime settles in another.
-type Charge struct {
-	At, N int64
-}
-
 // settler is what an algorithm that can settle implements (core/settle.go); a Limit whose
 // algorithm lacks it answers Settles false.
 type settler interface {
-	// chargeAt returns Charge.At of an admitted decision d of a request at now.
+	// chargeAt returns corekit.Charge.At of an admitted decision d of a request at now.
 	chargeAt(now int64, d *Decision) int64
 	// settle applies the difference between actual and c.N to s at now and returns the
 	// change applied, in units: negative for a refund, positive for a charge.
-	settle(s *State, c Charge, now, actual int64) int64
+	settle(s *State, c corekit.Charge, now, actual int64) int64
 }
 
-// Settles reports whether the limit's algorithm can settle a reservation. Every rate
+// settles reports whether the limit's algorithm can settle a reservation. Every rate
 // algorithm of the registry can; the concurrency limit cannot (its units come back by
 // releasing their lease), nor can an algorithm added without a settlement.
-func (l Limit) Settles() bool {
+func (l Limit) settles() bool {
 	_, ok := l.l.(settler)
 	return ok
 }
 
-// ChargeOf returns the Charge of a request of cost n admitted at now with the decision d
-// (what CheckState or StepState wrote). It is meaningful only for an admitted decision of
-// a limit that Settles; otherwise it is the zero Charge.
-func (l Limit) ChargeOf(now, n int64, d *Decision) Charge {
+// chargeOf returns the corekit.Charge of a request of cost n admitted at now with the decision d
+// (what checkState or StepState wrote). It is meaningful only for an admitted decision of
+// a limit that settles; otherwise it is the zero corekit.Charge.
+func (l Limit) chargeOf(now, n int64, d *Decision) corekit.Charge {
 	st, ok := l.l.(settler)
 	if !ok || !d.Allowed {
-		return Charge{}
+		return corekit.Charge{}
 	}
-	return Charge{At: st.chargeAt(now, d), N: n}
+	return corekit.Charge{At: st.chargeAt(now, d), N: n}
 }
 
-// SettleState settles the charge c at now with the actual cost actual (0 cancels it): it
+// settleState settles the charge c at now with the actual cost actual (0 cancels it): it
 // changes s by the difference as the package's settlement rules say and returns the change
 // applied, in units (negative for a refund, positive for a charge, 0 when nothing was left
 // to adjust). Errors: ErrInvalidCost for actual < 0 or c.N < 1, ErrInvalidTime for now,
 // and ErrInvalidConfig for a limit that does not Settle; s is unchanged then.
-func (l Limit) SettleState(s *State, c Charge, now, actual int64) (int64, error) {
+func (l Limit) settleState(s *State, c corekit.Charge, now, actual int64) (int64, error) {
 	st, ok := l.l.(settler)
 	if !ok {
 		return 0, fmt.Errorf("%w: algorithm %q cannot settle a reservation", ErrInvalidConfig, l.alg.Name)
 	}
-	if err := CheckTime(now); err != nil {
+	if err := checkTime(now); err != nil {
 		return 0, err
 	}
 	if actual < 0 || c.N < 1 {
@@ -89,7 +84,7 @@ func (l Limit) SettleState(s *State, c Charge, now, actual int64) (int64, error)
 
 func (g gcra) chargeAt(now int64, d *Decision) int64 { return now + d.ResetAfter }
 
-func (g gcra) settle(s *State, c Charge, now, actual int64) int64 {
+func (g gcra) settle(s *State, c corekit.Charge, now, actual int64) int64 {
 	tat := s.Words[0]
 	if actual < c.N {
 		if tat <= now {
@@ -115,7 +110,7 @@ func (g gcra) settle(s *State, c Charge, now, actual int64) int64 {
 
 func (p fixedWindow) chargeAt(now int64, d *Decision) int64 { return now + d.ResetAfter - p.Window }
 
-func (p fixedWindow) settle(s *State, c Charge, now, actual int64) int64 {
+func (p fixedWindow) settle(s *State, c corekit.Charge, now, actual int64) int64 {
 	w := &s.Words
 	if c.At+p.Window <= max64(now, w[0]) || w[0] > c.At {
 		return 0 // the window is over
@@ -143,7 +138,7 @@ func (p slidingCounter) chargeAt(now int64, d *Decision) int64 {
 	return now + d.ResetAfter - 2*p.Window
 }
 
-func (p slidingCounter) settle(s *State, c Charge, now, actual int64) int64 {
+func (p slidingCounter) settle(s *State, c corekit.Charge, now, actual int64) int64 {
 	w := &s.Words
 	switch {
 	case c.At+2*p.Window <= max64(now, w[0]):
@@ -161,7 +156,7 @@ func (p slidingCounter) settle(s *State, c Charge, now, actual int64) int64 {
 
 func (p slidingLog) chargeAt(now int64, d *Decision) int64 { return now + d.ResetAfter - p.Window }
 
-func (p slidingLog) settle(s *State, c Charge, now, actual int64) int64 {
+func (p slidingLog) settle(s *State, c corekit.Charge, now, actual int64) int64 {
 	if s.Log == nil {
 		s.Log = new(Log)
 	}
@@ -212,7 +207,7 @@ func (l *Log) splice(i, del, ins int, ts int64) {
 }
 
 // Settles reports whether the algorithm's limits can settle a reservation
-// ([Limit.Settles]); the Lua dispatch of settlements (internal/luagen) and the other
+// (internal/coreops.Settles of its limits); the Lua dispatch of settlements (internal/luagen) and the other
 // runtimes read it. An Algorithm that is not a row of the registry does not settle.
 func (a Algorithm) Settles() bool {
 	for i := range registry {

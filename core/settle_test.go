@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/redstream-go/redstream/internal/corekit"
 )
 
 // settleFunc settles c at now with actual: Limit.SettleState, or a mutant of it.
-type settleFunc func(l Limit, s *State, c Charge, now, actual int64) error
+type settleFunc func(l Limit, s *State, c corekit.Charge, now, actual int64) error
 
-func coreSettle(l Limit, s *State, c Charge, now, actual int64) error {
-	_, err := l.SettleState(s, c, now, actual)
+func coreSettle(l Limit, s *State, c corekit.Charge, now, actual int64) error {
+	_, err := l.settleState(s, c, now, actual)
 	return err
 }
 
@@ -56,9 +58,9 @@ func sameState(l Limit, a, b State, from int64) string {
 	for _, dt := range []int64{0, 1, 997, per / 3, per / 2, per - 1, per, per + 1, 2*per - 1, 2 * per} {
 		for n := int64(1); n <= l.Max(); n++ {
 			var da, db Decision
-			var na, nb Next
-			ea := l.CheckState(&a, from+dt, n, &da, &na)
-			eb := l.CheckState(&b, from+dt, n, &db, &nb)
+			var na, nb corekit.Next
+			ea := l.checkState(&a, from+dt, n, &da, &na)
+			eb := l.checkState(&b, from+dt, n, &db, &nb)
 			if da != db || (ea == nil) != (eb == nil) {
 				return fmt.Sprintf("at +%dµs n=%d: %+v, want %+v", dt, n, db, da)
 			}
@@ -95,7 +97,7 @@ func checkSettle(l Limit, settle settleFunc, seed uint64, cases int) string {
 		if err := l.StepState(&got, t0, est, &d); err != nil || !d.Allowed {
 			continue
 		}
-		ch := l.ChargeOf(t0, est, &d)
+		ch := l.chargeOf(t0, est, &d)
 		ts := t0
 		if r.IntN(2) == 0 {
 			ts += r.Int64N(2 * l.Period())
@@ -113,7 +115,7 @@ func checkSettle(l Limit, settle settleFunc, seed uint64, cases int) string {
 func TestSettleMatchesAllowActual(t *testing.T) {
 	for i, l := range settleLimits(t) {
 		t.Run(fmt.Sprintf("%s/%d", l.Name(), i%2), func(t *testing.T) {
-			if !l.Settles() {
+			if !l.settles() {
 				t.Fatalf("%s does not settle", l.Name())
 			}
 			if diff := checkSettle(l, coreSettle, uint64(i), 3000); diff != "" {
@@ -127,22 +129,22 @@ func TestSettleMatchesAllowActual(t *testing.T) {
 // forgets the charge point, is caught by the property for every algorithm.
 func TestSettleMutants(t *testing.T) {
 	mutants := map[string]settleFunc{
-		"refund one short": func(l Limit, s *State, c Charge, now, actual int64) error {
+		"refund one short": func(l Limit, s *State, c corekit.Charge, now, actual int64) error {
 			return coreSettle(l, s, c, now, min64(c.N, actual+1))
 		},
-		"refund one more": func(l Limit, s *State, c Charge, now, actual int64) error {
+		"refund one more": func(l Limit, s *State, c corekit.Charge, now, actual int64) error {
 			if actual < c.N && actual > 0 {
 				actual--
 			}
 			return coreSettle(l, s, c, now, actual)
 		},
-		"charge one short": func(l Limit, s *State, c Charge, now, actual int64) error {
+		"charge one short": func(l Limit, s *State, c corekit.Charge, now, actual int64) error {
 			if actual > c.N {
 				actual--
 			}
 			return coreSettle(l, s, c, now, actual)
 		},
-		"charge point moved": func(l Limit, s *State, c Charge, now, actual int64) error {
+		"charge point moved": func(l Limit, s *State, c corekit.Charge, now, actual int64) error {
 			c.At += l.Period()
 			return coreSettle(l, s, c, now, actual)
 		},
@@ -166,17 +168,17 @@ func TestSettleErrors(t *testing.T) {
 	var s State
 	for _, tc := range []struct {
 		name   string
-		c      Charge
+		c      corekit.Charge
 		now    int64
 		actual int64
 		want   error
 	}{
-		{"negative actual", Charge{At: 5, N: 2}, 10, -1, ErrInvalidCost},
-		{"empty charge", Charge{At: 5}, 10, 1, ErrInvalidCost},
-		{"bad time", Charge{At: 5, N: 2}, -1, 1, ErrInvalidTime},
+		{"negative actual", corekit.Charge{At: 5, N: 2}, 10, -1, ErrInvalidCost},
+		{"empty charge", corekit.Charge{At: 5}, 10, 1, ErrInvalidCost},
+		{"bad time", corekit.Charge{At: 5, N: 2}, -1, 1, ErrInvalidTime},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := l.SettleState(&s, tc.c, tc.now, tc.actual); !errors.Is(err, tc.want) {
+			if _, err := l.settleState(&s, tc.c, tc.now, tc.actual); !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
 			if s != (State{}) {
@@ -197,24 +199,24 @@ func TestSettleBounds(t *testing.T) {
 			if err := l.StepState(&s, now, 1, &d); err != nil || !d.Allowed {
 				t.Fatalf("reserve: %+v, %v", d, err)
 			}
-			c := l.ChargeOf(now, 1, &d)
+			c := l.chargeOf(now, 1, &d)
 			// Another request fills the key.
 			if err := l.StepState(&s, now, l.Max()-1, &d); err != nil || !d.Allowed {
 				t.Fatalf("fill: %+v, %v", d, err)
 			}
-			got, err := l.SettleState(&s, c, now, 0)
+			got, err := l.settleState(&s, c, now, 0)
 			if err != nil || got != -1 {
 				t.Fatalf("cancel = %d, %v; want -1", got, err)
 			}
 			// Exactly one unit is free again: the other request's units stay taken.
-			if err := l.CheckState(&s, now, 2, &d, new(Next)); err != nil || d.Allowed {
+			if err := l.checkState(&s, now, 2, &d, new(corekit.Next)); err != nil || d.Allowed {
 				t.Fatalf("cost 2 after the refund: %+v, %v; want denied", d, err)
 			}
-			if err := l.CheckState(&s, now, 1, &d, new(Next)); err != nil || !d.Allowed {
+			if err := l.checkState(&s, now, 1, &d, new(corekit.Next)); err != nil || !d.Allowed {
 				t.Fatalf("cost 1 after the refund: %+v, %v; want admitted", d, err)
 			}
 			// A second cancel of the same charge gives back nothing more than is left of it.
-			again, _ := l.SettleState(&s, c, now, 0)
+			again, _ := l.settleState(&s, c, now, 0)
 			if again < -1 {
 				t.Fatalf("second cancel = %d", again)
 			}
@@ -223,12 +225,12 @@ func TestSettleBounds(t *testing.T) {
 			if err := l.StepState(&f, now, 1, &d); err != nil {
 				t.Fatal(err)
 			}
-			c = l.ChargeOf(now, 1, &d)
-			got, err = l.SettleState(&f, c, now, 10*l.Max())
+			c = l.chargeOf(now, 1, &d)
+			got, err = l.settleState(&f, c, now, 10*l.Max())
 			if err != nil || got != l.Max()-1 {
 				t.Fatalf("charge = %d, %v; want %d", got, err, l.Max()-1)
 			}
-			if err := l.CheckState(&f, now, 1, &d, new(Next)); err != nil || d.Allowed {
+			if err := l.checkState(&f, now, 1, &d, new(corekit.Next)); err != nil || d.Allowed {
 				t.Fatalf("after a full charge: %+v, %v; want denied", d, err)
 			}
 		})
@@ -244,8 +246,8 @@ func TestAlgorithmSettles(t *testing.T) {
 		// Every rate algorithm settles; a concurrency limit's units come back by releasing
 		// their lease instead.
 		want := a.Name != "concurrency"
-		if a.Settles() != l.Settles() || a.Settles() != want {
-			t.Fatalf("%s: Algorithm.Settles = %v, Limit.Settles = %v; want %v", a.Name, a.Settles(), l.Settles(), want)
+		if a.Settles() != l.settles() || a.Settles() != want {
+			t.Fatalf("%s: Algorithm.Settles = %v, Limit.Settles = %v; want %v", a.Name, a.Settles(), l.settles(), want)
 		}
 	}
 	if (Algorithm{Name: "nope"}).Settles() {

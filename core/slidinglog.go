@@ -1,6 +1,10 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/redstream-go/redstream/internal/corekit"
+)
 
 // slidingLog is the exact sliding window log: a request of cost n is admitted at now iff the
 // number of admitted units recorded in (now-Window, now] plus n is at most Limit. An entry
@@ -98,7 +102,7 @@ func (l *Log) Reset() { l.head, l.n = 0, 0 }
 // depends on whether an earlier one was denied.
 func (p slidingLog) checkLog(l *Log, now, n int64, d *Decision) error {
 	*d = Decision{}
-	if err := CheckTime(now); err != nil {
+	if err := checkTime(now); err != nil {
 		return err
 	}
 	if err := checkCost(n, p.Limit); err != nil {
@@ -164,22 +168,22 @@ func (p slidingLog) ints() []int64 { return []int64{p.Window, p.Limit} }
 // check decides on s.Log. When it admits, next says what record would do: drop the next[0]
 // oldest entries (those expired at the effective time), then append next[1] entries at
 // next[2] (now, or the newest entry's time if later).
-func (p slidingLog) check(s *State, now, n int64, d *Decision, next *Next) error {
+func (p slidingLog) check(s *State, now, n int64, d *Decision, next *corekit.Next) error {
 	l := s.Log
 	if l == nil {
 		l = &emptyLog
 	}
-	*next = Next{}
+	*next = corekit.Next{}
 	if err := p.checkLog(l, now, n, d); err != nil || !d.Allowed {
 		return err
 	}
 	eff := p.effective(l, now)
-	*next = Next{int64(l.firstLive(eff - p.Window)), n, eff}
+	*next = corekit.Next{int64(l.firstLive(eff - p.Window)), n, eff}
 	return nil
 }
 
 // commit applies next to s.Log, creating it for a new key.
-func (p slidingLog) commit(s *State, next Next) {
+func (p slidingLog) commit(s *State, next corekit.Next) {
 	if s.Log == nil {
 		s.Log = new(Log)
 	}
@@ -195,7 +199,7 @@ func (p slidingLog) commit(s *State, next Next) {
 // step decides on s.Log in place, creating it for a new key's first admitted request.
 func (p slidingLog) step(s *State, now, n int64, d *Decision) error {
 	if s.Log == nil {
-		var next Next
+		var next corekit.Next
 		err := p.check(s, now, n, d, &next)
 		if err == nil && d.Allowed {
 			p.commit(s, next)

@@ -28,8 +28,8 @@ const (
 // maxExact is 2^53, the bound on every product the algorithms form.
 const maxExact int64 = 1 << 53
 
-// CheckTime returns ErrInvalidTime when now is outside [0, MaxTime].
-func CheckTime(now int64) error {
+// checkTime returns ErrInvalidTime when now is outside [0, MaxTime].
+func checkTime(now int64) error {
 	if now < 0 || now > MaxTime {
 		return fmt.Errorf("%w: %d µs", ErrInvalidTime, now)
 	}
@@ -41,7 +41,7 @@ func CheckTime(now int64) error {
 //
 //go:noinline
 func badRequest(now, n, limit int64) error {
-	if err := CheckTime(now); err != nil {
+	if err := checkTime(now); err != nil {
 		return err
 	}
 	return checkCost(n, limit)

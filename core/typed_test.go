@@ -31,7 +31,7 @@ func NewTokenBucket(capacity, rate float64) (bucketT, error) {
 	if err != nil {
 		return bucketT{}, err
 	}
-	return bucketT{l, l.Ints()[0], l.Max()}, nil
+	return bucketT{l, l.ints()[0], l.Max()}, nil
 }
 
 func NewLeakyBucket(capacity, rate float64) (bucketT, error) {
@@ -39,7 +39,7 @@ func NewLeakyBucket(capacity, rate float64) (bucketT, error) {
 	if err != nil {
 		return bucketT{}, err
 	}
-	return bucketT{l, l.Ints()[0], l.Max()}, nil
+	return bucketT{l, l.ints()[0], l.Max()}, nil
 }
 
 type windowT struct {

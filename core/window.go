@@ -1,6 +1,10 @@
 package core
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/redstream-go/redstream/internal/corekit"
+)
 
 // fixedWindow counts admitted cost per window aligned to multiples of Window since the epoch:
 // a request of cost n is admitted iff the current window's count plus n is at most Limit.
@@ -36,7 +40,7 @@ func newFixedWindow(p Params) (limiter, error) {
 // when admitted, writing the decision into *d (all of it).
 func (p fixedWindow) step(s *State, now, n int64, d *Decision) error {
 	*d = Decision{}
-	if err := CheckTime(now); err != nil {
+	if err := checkTime(now); err != nil {
 		return err
 	}
 	if err := checkCost(n, p.Limit); err != nil {
@@ -73,14 +77,14 @@ func (p fixedWindow) max() int64    { return p.Limit }
 func (p fixedWindow) period() int64 { return p.Window }
 func (p fixedWindow) ints() []int64 { return []int64{p.Window, p.Limit} }
 
-func (p fixedWindow) check(s *State, now, n int64, d *Decision, next *Next) error {
+func (p fixedWindow) check(s *State, now, n int64, d *Decision, next *corekit.Next) error {
 	c := *s
 	err := p.step(&c, now, n, d)
 	*next = c.Words
 	return err
 }
 
-func (p fixedWindow) commit(s *State, next Next) { s.Words = next }
+func (p fixedWindow) commit(s *State, next corekit.Next) { s.Words = next }
 
 // slidingCounter approximates a sliding window with two aligned fixed windows: the estimate
 // at now is
@@ -116,7 +120,7 @@ func newSlidingCounter(p Params) (limiter, error) {
 // when admitted, writing the decision into *d (all of it).
 func (p slidingCounter) step(s *State, now, n int64, d *Decision) error {
 	*d = Decision{}
-	if err := CheckTime(now); err != nil {
+	if err := checkTime(now); err != nil {
 		return err
 	}
 	if err := checkCost(n, p.Limit); err != nil {
@@ -177,11 +181,11 @@ func (p slidingCounter) max() int64    { return p.Limit }
 func (p slidingCounter) period() int64 { return p.Window }
 func (p slidingCounter) ints() []int64 { return []int64{p.Window, p.Limit} }
 
-func (p slidingCounter) check(s *State, now, n int64, d *Decision, next *Next) error {
+func (p slidingCounter) check(s *State, now, n int64, d *Decision, next *corekit.Next) error {
 	c := *s
 	err := p.step(&c, now, n, d)
 	*next = c.Words
 	return err
 }
 
-func (p slidingCounter) commit(s *State, next Next) { s.Words = next }
+func (p slidingCounter) commit(s *State, next corekit.Next) { s.Words = next }

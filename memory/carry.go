@@ -5,6 +5,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/engine"
 )
 
@@ -12,7 +13,7 @@ import (
 // NewMultiLimiter takes them) that replaces l without losing its keys' state: the first
 // decision or reservation (ReserveN) on a key the successor does not hold reads the key's
 // state in l and seeds it by c (core.Carry: as-is, proportional or reset,
-// core.Limit.SeedState), once, under the successor's lock for that key; from then on the
+// coreops.SeedState), once, under the successor's lock for that key; from then on the
 // successor holds the key. A request refused before it is decided (a cost above a limit)
 // seeds nothing. A limit that did not change keeps the key's state as it is, a sliding
 // log's or concurrency limit's log included (copied: l's own goes on apart). l keeps its
@@ -20,7 +21,7 @@ import (
 // with the successor from the change on.
 //
 // The successor has l's Options. It returns an error wrapping redstream.ErrInvalidConfig
-// for specs l cannot carry into by c (core.Limit.CheckCarry: another algorithm, another
+// for specs l cannot carry into by c (coreops.CheckCarry: another algorithm, another
 // window, a changed sliding log or concurrency limit; reset and an unchanged limit always
 // work) or a number of specs other than l's. A
 // successor of a single token or leaky bucket decides under the shard lock (the lock-free
@@ -34,7 +35,7 @@ func (l *Limiter) Successor(c core.Carry, specs ...redstream.Spec) (*Limiter, er
 		return nil, err
 	}
 	for i := range ls {
-		if err := ls[i].CheckCarry(l.limits[i], c); err != nil {
+		if err := coreops.CheckCarry(ls[i], l.limits[i], c); err != nil {
 			return nil, wrap(err)
 		}
 	}

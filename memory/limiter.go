@@ -6,6 +6,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/engine"
 	"github.com/redstream-go/redstream/internal/failure"
 )
@@ -116,7 +117,7 @@ func (l *Limiter) allow(d *redstream.Decision, key string, now time.Time, n int6
 		t = now.UnixMicro()
 		if len(l.limits) > 1 {
 			// A multi-limit's step errors name the limit; a bad time is the request's.
-			if err := core.CheckTime(t); err != nil {
+			if err := coreops.CheckTime(t); err != nil {
 				return wrap(err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/engine"
 	"github.com/redstream-go/redstream/internal/reservation"
 )
@@ -25,7 +26,7 @@ import (
 func (l *Limiter) ReserveN(ctx context.Context, key string, now time.Time, n int64) (*redstream.Reservation, error) {
 	var longest int64
 	for _, lim := range l.limits {
-		if !lim.Settles() {
+		if !coreops.Settles(lim) {
 			return nil, fmt.Errorf("memory: ReserveN: %w: algorithm %q cannot settle", redstream.ErrInvalidConfig, lim.Name())
 		}
 		longest = max(longest, lim.Period())
@@ -34,12 +35,12 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, now time.Time, n int
 		return nil, wrap(engine.CheckRequest(key, now, n))
 	}
 	t := l.cfg.Micros(now)
-	if err := core.CheckTime(t); err != nil {
+	if err := coreops.CheckTime(t); err != nil {
 		return nil, wrap(err)
 	}
 	var (
 		d   core.Decision
-		cs  []core.Charge
+		cs  []coreops.Charge
 		err error
 	)
 	if l.buckets != nil {

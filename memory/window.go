@@ -7,6 +7,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/engine"
 	"github.com/redstream-go/redstream/internal/failure"
 )
@@ -55,7 +56,7 @@ func (d *windowDedup) window() time.Duration {
 // at validates an explicit time and returns it, or the clock's, in µs.
 func (d *windowDedup) at(now time.Time) (int64, error) {
 	t := d.opts.Micros(now)
-	if err := core.CheckTime(t); err != nil {
+	if err := coreops.CheckTime(t); err != nil {
 		return 0, failure.Prefixed("memory", err)
 	}
 	return t, nil

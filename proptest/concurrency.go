@@ -7,6 +7,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"pgregory.net/rapid"
 )
 
@@ -55,16 +56,16 @@ func (m *leaseModel) state(key string) []core.State {
 func (m *leaseModel) acquire(key string, now, n int64) (core.Decision, int64, error) {
 	st := m.state(key)
 	ds := make([]core.Decision, len(m.limits))
-	nx := make([]core.Next, len(m.limits))
+	nx := make([]coreops.Next, len(m.limits))
 	for i, l := range m.limits {
-		if err := l.CheckState(&st[i], now, n, &ds[i], &nx[i]); err != nil {
+		if err := coreops.CheckState(l, &st[i], now, n, &ds[i], &nx[i]); err != nil {
 			return core.Decision{}, 0, err
 		}
 	}
 	d := core.Combine(ds)
 	if d.Allowed {
 		for i, l := range m.limits {
-			l.CommitState(&st[i], nx[i])
+			coreops.CommitState(l, &st[i], nx[i])
 		}
 		// A lease whose entries the log pruned is gone for good: its token must not release
 		// or extend a later lease taken at its old time (time going back).
@@ -79,7 +80,7 @@ func (m *leaseModel) acquire(key string, now, n int64) (core.Decision, int64, er
 }
 
 func (m *leaseModel) release(ml *modelLease, key string, now int64) bool {
-	if ml.released || !core.ReleaseLease(m.limits[m.ci], &m.state(key)[m.ci], ml.at, now, ml.n) {
+	if ml.released || !coreops.ReleaseLease(m.limits[m.ci], &m.state(key)[m.ci], ml.at, now, ml.n) {
 		return false
 	}
 	ml.released = true
@@ -90,7 +91,7 @@ func (m *leaseModel) extend(ml *modelLease, key string, now int64) (int64, bool)
 	if ml.released {
 		return 0, false
 	}
-	at, ok := core.ExtendLease(m.limits[m.ci], &m.state(key)[m.ci], ml.at, now, ml.n)
+	at, ok := coreops.ExtendLease(m.limits[m.ci], &m.state(key)[m.ci], ml.at, now, ml.n)
 	if ok {
 		ml.at = at
 	}

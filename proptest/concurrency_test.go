@@ -11,6 +11,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 )
 
 // modelLeaser is the reference model behind the ConcurrencyLimiter interface, with
@@ -61,14 +62,14 @@ func (l *modelLeaser) Release(_ context.Context, lease redstream.Lease, now time
 		return false, nil
 	}
 	if l.mutant == "release frees one unit too few" {
-		if ml.released || !core.ReleaseLease(l.m.limits[l.m.ci], &l.m.state(lease.Key)[l.m.ci], ml.at, l.when(now), ml.n-1) {
+		if ml.released || !coreops.ReleaseLease(l.m.limits[l.m.ci], &l.m.state(lease.Key)[l.m.ci], ml.at, l.when(now), ml.n-1) {
 			return false, nil
 		}
 		ml.released = true
 		return true, nil
 	}
 	if l.mutant == "second release frees again" && ml.released {
-		return core.ReleaseLease(l.m.limits[l.m.ci], &l.m.state(lease.Key)[l.m.ci], ml.at, l.when(now), ml.n), nil
+		return coreops.ReleaseLease(l.m.limits[l.m.ci], &l.m.state(lease.Key)[l.m.ci], ml.at, l.when(now), ml.n), nil
 	}
 	return l.m.release(ml, lease.Key, l.when(now)), nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 )
 
 // limitModel is the reference model of one limiter: core's two halves (CheckState, then
@@ -15,7 +16,7 @@ import (
 type limitModel struct {
 	p      core.Limit
 	states map[string]*core.State
-	last   core.Charge // the charge of the last request committed (reservations)
+	last   coreops.Charge // the charge of the last request committed (reservations)
 }
 
 func newLimitModel(p core.Limit) *limitModel {
@@ -35,12 +36,12 @@ func (m *limitModel) decide(key string, now time.Time, n int64, commit bool) (co
 	}
 	var (
 		d    core.Decision
-		next core.Next
+		next coreops.Next
 	)
-	err := m.p.CheckState(s, now.UnixMicro(), n, &d, &next)
+	err := coreops.CheckState(m.p, s, now.UnixMicro(), n, &d, &next)
 	if err == nil && d.Allowed && commit {
-		m.p.CommitState(s, next)
-		m.last = m.p.ChargeOf(now.UnixMicro(), n, &d)
+		coreops.CommitState(m.p, s, next)
+		m.last = coreops.ChargeOf(m.p, now.UnixMicro(), n, &d)
 	}
 	return d, err
 }
@@ -58,7 +59,7 @@ func (m *multiModel) decide(key string, now time.Time, n int64) (core.Decision, 
 		if n > l.p.Max() {
 			return core.Decision{}, fmt.Errorf("%w: n = %d, limit = %d", core.ErrCostTooLarge, n, l.p.Max())
 		}
-		if err := core.CheckTime(now.UnixMicro()); err != nil {
+		if err := coreops.CheckTime(now.UnixMicro()); err != nil {
 			return core.Decision{}, err
 		}
 	}
@@ -129,7 +130,7 @@ func checkRequest(key string, now time.Time, n int64) error {
 		return core.ErrInvalidCost
 	}
 	if !now.IsZero() {
-		return core.CheckTime(now.UnixMicro())
+		return coreops.CheckTime(now.UnixMicro())
 	}
 	return nil
 }

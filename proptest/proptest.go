@@ -36,6 +36,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"pgregory.net/rapid"
 )
 
@@ -236,7 +237,7 @@ func period(spec redstream.Spec) int64 {
 		return 1
 	}
 	if row, _ := core.Lookup(string(spec.Algorithm)); row.Shape == core.Bucket {
-		return max(1, l.Ints()[0])
+		return max(1, coreops.Ints(l)[0])
 	}
 	return max(1, l.Period())
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 )
 
 // modelLimiter is the reference model behind the Limiter interface, with an optional
@@ -58,13 +59,13 @@ func (l *modelLimiter) forceConsume(key string, now, n int64) {
 	}
 	switch {
 	case a.Shape == core.Bucket: // the GCRA buckets: the TAT moves n intervals on
-		s.Words[0] = max(s.Words[0], now) + n*m.p.Ints()[0]
+		s.Words[0] = max(s.Words[0], now) + n*coreops.Ints(m.p)[0]
 	case a.Words == 0: // the log: n entries at now (or the newest entry's time)
 		at := now
 		if s.Log != nil && s.Log.Len() > 0 {
 			at = max(at, s.Log.At(s.Log.Len()-1))
 		}
-		m.p.CommitState(s, core.Next{0, n, at})
+		coreops.CommitState(m.p, s, coreops.Next{0, n, at})
 	default: // the windows: the count of the current window
 		s.Words[1] += n
 	}

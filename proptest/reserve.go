@@ -9,6 +9,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"pgregory.net/rapid"
 )
 
@@ -111,7 +112,7 @@ func runReserver(rt *rapid.T, l reserver, mm *multiModel, limit, unit int64, max
 func (m *multiModel) settle(key string, now, actual int64) {
 	for _, lm := range m.limits {
 		// lm.last is the charge of the admission just made (limitModel.decide).
-		if _, err := lm.p.SettleState(lm.states[key], lm.last, now, actual); err != nil {
+		if _, err := coreops.SettleState(lm.p, lm.states[key], lm.last, now, actual); err != nil {
 			panic(fmt.Sprintf("proptest: the model's settlement failed: %v", err))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/failure"
 )
 
@@ -43,13 +44,13 @@ func (l *Limiter) useCarry(opts Options) error {
 				return failure.Prefixed("redisbackend", fmt.Errorf("%w (Options.Previous[%d])", err, i))
 			}
 		}
-		if prev == (redstream.Spec{}) || q.Same(p) {
+		if prev == (redstream.Spec{}) || coreops.Same(q, p) {
 			// The same spec has the same key: its state goes on as it is.
 			old = append(old, "", "0", "0", "0")
 			oldRoles = append(oldRoles, "")
 			continue
 		}
-		if err := p.CheckCarry(q, opts.Carry); err != nil {
+		if err := coreops.CheckCarry(p, q, opts.Carry); err != nil {
 			return failure.Prefixed("redisbackend", fmt.Errorf("%w (Options.Previous[%d])", err, i))
 		}
 		old = append(append(old, code), paddedParams(q)...)

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/corekit"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/keyslot"
 )
 
@@ -21,7 +23,7 @@ import (
 // or a space and does not start with '#'; its tag is the key itself, so plain keys stay
 // readable ("streaming:rl:{user:1}:sliding.60000000.10"). Any other key (braces, spaces,
 // binary bytes, very long) gets the tag "#" + 16 hex digits of MurmurHash3 x64 128
-// (core.Murmur3x64_128, seed 0, the first half, big-endian) and is appended whole after a
+// (corekit.Murmur3x64_128, seed 0, the first half, big-endian) and is appended whole after a
 // '|', so two different user keys never share a Redis key. Roles never contain ':', '|', '{'
 // or '}'. Redis Cluster hashes only the text between the first '{' and the first '}' after
 // it; prefixes may not contain braces, so that text is always the tag, and every key built
@@ -61,7 +63,7 @@ func plain(s string) bool {
 
 // hashTag returns the tag of a non-plain user key.
 func hashTag(s string) string {
-	h1, _ := core.Murmur3x64_128([]byte(s), 0)
+	h1, _ := corekit.Murmur3x64_128([]byte(s), 0)
 	var b [8]byte
 	for i := range b {
 		b[i] = byte(h1 >> (56 - 8*i))
@@ -120,7 +122,7 @@ func checkSize(what string, n int) error {
 // fingerprint returns the canonical form of a limit's parameters, which the key of every
 // limiter not in JavaCompatible mode carries, so that two limiters whose parameters differ
 // never read each other's state: the algorithm's name (core.Limit.Name), then each integer
-// parameter (core.Limit.Ints: interval, tolerance and burst in µs and units for the buckets,
+// parameter (coreops.Ints: interval, tolerance and burst in µs and units for the buckets,
 // window in µs and limit for the windows) in decimal, all joined by '.'. Examples:
 //
 //	redstream.SlidingWindow(time.Minute, 10)  sliding.60000000.10
@@ -134,7 +136,7 @@ func checkSize(what string, n int) error {
 func fingerprint(p core.Limit) string {
 	var b []byte
 	b = append(b, p.Name()...)
-	for _, x := range p.Ints() {
+	for _, x := range coreops.Ints(p) {
 		b = append(b, '.')
 		b = strconv.AppendInt(b, x, 10)
 	}

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redstream-go/redstream"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/redistest"
 )
 
@@ -267,7 +268,7 @@ func vectors(t *testing.T) vectorFile {
 	out := vectorFile{Comment: []string{
 		"Redis keys of redstream's limiters and deduplicators, for every runtime that shares them.",
 		"fingerprint = name + ('.' + decimal int) for each of ints.",
-		"ints are core.Limit.Ints(): for the buckets interval = round(1e6/rate) µs, tolerance =",
+		"ints are coreops.Ints(core.Limit): for the buckets interval = round(1e6/rate) µs, tolerance =",
 		"round(capacity*interval) µs (round half away from zero, float64), burst = tolerance div interval;",
 		"for the windows window_us (the window truncated to whole µs) and limit.",
 		"Single limit: <prefix>:{<tag>}:<fingerprint>; multi-limit i: <prefix>:{<tag>}:m<i>.<fingerprint>.",
@@ -289,7 +290,7 @@ func vectors(t *testing.T) vectorFile {
 				t.Fatal(err)
 			}
 			specs = append(specs, s.spec())
-			v.Ints = append(v.Ints, p.Ints())
+			v.Ints = append(v.Ints, coreops.Ints(p))
 			v.Fingerprints = append(v.Fingerprints, fingerprint(p))
 		}
 		o := Options{KeyPrefix: tc.prefix, JavaCompatible: tc.java}

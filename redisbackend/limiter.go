@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/engine"
 	"github.com/redstream-go/redstream/internal/failure"
 )
@@ -114,7 +115,7 @@ type Options struct {
 	// key is left to processes still deciding with the previous spec and expires on its
 	// own. Each key is seeded once: from then on its new key exists. See core.Carry for
 	// what each strategy keeps per algorithm. Empty Previous, or core.CarryReset (the default), starts every key
-	// afresh. A pair core.Limit.CheckCarry refuses (another algorithm, another window,
+	// afresh. A pair coreops.CheckCarry refuses (another algorithm, another window,
 	// a changed sliding log) is an error wrapping redstream.ErrInvalidConfig, and so is
 	// Previous with JavaCompatible or on NewConcurrencyLimiter. A carrying limiter decides one key per script call (AllowBatch
 	// pipelines them); Peek reads the new keys as they are and seeds nothing.
@@ -357,7 +358,7 @@ func isBlank(s string) bool {
 
 // algParams returns the script parameters of p, in ARGV order after now and n.
 func algParams(p core.Limit) []string {
-	ints := p.Ints()
+	ints := coreops.Ints(p)
 	s := make([]string, len(ints))
 	for i, x := range ints {
 		s[i] = strconv.FormatInt(x, 10)

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/engine"
 	"github.com/redstream-go/redstream/metrics"
 )
@@ -131,7 +132,7 @@ func newLocalTable(p core.Limit, prefix string, size int) *localTable {
 	}
 	t.kind = kind
 	if kind == localGCRA {
-		ints := p.Ints()
+		ints := coreops.Ints(p)
 		t.interval, t.tau = ints[0], ints[1]
 	}
 	t.perShard = max(1, size/localShards)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/redistest"
 	"github.com/redstream-go/redstream/memory"
 )
@@ -318,8 +319,8 @@ func TestPeekReplyMatchesCore(t *testing.T) {
 			}
 		}
 		var d core.Decision
-		var next core.Next
-		if err := p.CheckState(&st, at.UnixMicro(), 1, &d, &next); err != nil {
+		var next coreops.Next
+		if err := coreops.CheckState(p, &st, at.UnixMicro(), 1, &d, &next); err != nil {
 			t.Fatal(err)
 		}
 		want = append(want, d)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/engine"
 	"github.com/redstream-go/redstream/metrics"
 )
@@ -146,7 +147,7 @@ func newQuotaTable(p core.Limit, o QuotaOptions, prefix, margin string) (*quotaT
 	t := &quotaTable{limit: p.Max(), dur: d.Microseconds(), seed: maphash.MakeSeed(), perShard: max(1, leaseEntries/localShards),
 		counters: metrics.LeasedQuotaCounters(prefix)}
 	if code != "tb" {
-		t.window = p.Ints()[0] // fixed_window.lua's and sliding_counter.lua's W
+		t.window = coreops.Ints(p)[0] // fixed_window.lua's and sliding_counter.lua's W
 	}
 	t.share = max(1, int64(math.Floor(float64(t.limit)*share)))
 	t.args = append(append([]string{code}, paddedParams(p)...), margin, strconv.FormatInt(t.dur, 10))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/health"
 	"github.com/redstream-go/redstream/internal/reservation"
 )
@@ -77,10 +78,10 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, now time.Time, n int
 	}
 	at := vs[6*len(limits)]
 	ds := make([]core.Decision, len(limits))
-	cs := make([]core.Charge, len(limits))
+	cs := make([]coreops.Charge, len(limits))
 	for i, p := range limits {
 		ds[i] = coreDecision(vs[6*i:])
-		cs[i] = p.ChargeOf(at, n, &ds[i])
+		cs[i] = coreops.ChargeOf(p, at, n, &ds[i])
 	}
 	d := core.Combine(ds)
 	if d.Allowed {
@@ -125,7 +126,7 @@ func (l *Limiter) settling() ([]core.Limit, int64, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		if !p.Settles() {
+		if !coreops.Settles(p) {
 			return nil, 0, fmt.Errorf("redisbackend: ReserveN: %w: algorithm %q cannot settle", errInvalidConfig, p.Name())
 		}
 		limits[i], longest = p, max(longest, p.Period())

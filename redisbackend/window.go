@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/failure"
 )
 
@@ -73,7 +74,7 @@ func nowArg(now time.Time) (string, error) {
 		return "", nil
 	}
 	t := now.UnixMicro()
-	if err := core.CheckTime(t); err != nil {
+	if err := coreops.CheckTime(t); err != nil {
 		return "", failure.Prefixed("redisbackend", err)
 	}
 	return strconv.FormatInt(t, 10), nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/memory"
 )
 
@@ -67,7 +68,7 @@ func BenchmarkDecision(b *testing.B) {
 			var (
 				st   core.State
 				d    core.Decision
-				next core.Next
+				next coreops.Next
 			)
 			a := &l.abi[0]
 			now := start.UnixMicro()
@@ -78,7 +79,7 @@ func BenchmarkDecision(b *testing.B) {
 					b.Fatal(err)
 				}
 				if d.Allowed {
-					l.limits[0].CommitState(&st, next)
+					coreops.CommitState(l.limits[0], &st, next)
 				}
 			}
 		})

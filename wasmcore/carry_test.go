@@ -40,7 +40,7 @@ func carrySpecs(rt *rapid.T, m int) (old, next []redstream.Spec) {
 		case 0:
 			n = o
 		case 1:
-			// A limit whose state is a log carries only unchanged (core.Limit.CheckCarry).
+			// A limit whose state is a log carries only unchanged (coreops.CheckCarry).
 			o = rapid.SampledFrom([]redstream.Spec{redstream.SlidingWindow(2*time.Second, 3), redstream.Concurrency(3, 2*time.Second)}).Draw(rt, fmt.Sprint("log spec ", i))
 			n = o
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/engine"
 )
 
@@ -130,7 +131,7 @@ func (st *stepper) Seed(i int, old core.State, now int64) (core.State, error) {
 // no longer sees: decide with the successor from the change on.
 //
 // The successor has l's Options. It returns an error wrapping redstream.ErrInvalidConfig
-// for specs l cannot carry into by c (core.Limit.CheckCarry: another algorithm, another
+// for specs l cannot carry into by c (coreops.CheckCarry: another algorithm, another
 // window, a changed sliding log or concurrency limit; reset and an unchanged limit always
 // work) or a number of specs other than l's.
 func (l *Limiter) Successor(c core.Carry, specs ...redstream.Spec) (*Limiter, error) {
@@ -142,7 +143,7 @@ func (l *Limiter) Successor(c core.Carry, specs ...redstream.Spec) (*Limiter, er
 		return nil, err
 	}
 	for i := range ls {
-		if err := ls[i].CheckCarry(l.limits[i], c); err != nil {
+		if err := coreops.CheckCarry(ls[i], l.limits[i], c); err != nil {
 			return nil, fmt.Errorf("wasmcore: %w", err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/corekit"
 	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi"
 )
 
@@ -98,7 +99,7 @@ func TestStepsAgainstCore(t *testing.T) {
 			data := rapid.SliceOfN(rapid.Byte(), 0, 200).Draw(t, "data")
 			seed := rapid.Uint32().Draw(t, "seed")
 			h1, h2, err := in.murmur3(ctx, data, seed)
-			w1, w2 := core.Murmur3x64_128(data, seed)
+			w1, w2 := corekit.Murmur3x64_128(data, seed)
 			if err != nil || h1 != w1 || h2 != w2 {
 				t.Fatalf("murmur3(%x, %d) = %x %x, %v; core %x %x", data, seed, h1, h2, err, w1, w2)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/engine"
 )
 
@@ -158,7 +159,7 @@ func (d *Deduplicator) op(ctx context.Context, element string, now time.Time, ma
 
 func (d *Deduplicator) windowed(ctx context.Context, element string, now time.Time, mark bool) (bool, error) {
 	t := d.opts.micros(now)
-	if err := core.CheckTime(t); err != nil {
+	if err := coreops.CheckTime(t); err != nil {
 		return false, fmt.Errorf("wasmcore: %w", err)
 	}
 	in, err := d.opts.rt.acquire(ctx)

@@ -10,6 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi"
 )
 
@@ -202,7 +203,7 @@ func statusErr(s wasmabi.Status, f fn) error {
 // limitStep calls redstream_limit_step for limit l on the key's state s (its words, or
 // its log copied into the scratch buffer, oldest first), writing the decision into *d and
 // what CommitState must store into *next.
-func (in *instance) limitStep(ctx context.Context, l *abiLimit, s *core.State, now, n int64, d *core.Decision, next *core.Next) error {
+func (in *instance) limitStep(ctx context.Context, l *abiLimit, s *core.State, now, n int64, d *core.Decision, next *coreops.Next) error {
 	entries := 0
 	if s.Log != nil {
 		entries = s.Log.Len()
@@ -230,7 +231,7 @@ func (in *instance) limitStep(ctx context.Context, l *abiLimit, s *core.State, n
 		return statusErr(status, fnLimitStep)
 	}
 	b := in.slots()
-	*next = core.Next{slot(b, wasmabi.SlotState0), slot(b, wasmabi.SlotState1), slot(b, wasmabi.SlotState2)}
+	*next = coreops.Next{slot(b, wasmabi.SlotState0), slot(b, wasmabi.SlotState1), slot(b, wasmabi.SlotState2)}
 	if l.log && slot(b, wasmabi.SlotAllowed) != 0 && (next[0] < 0 || next[0] > int64(entries) || next[1] < 0 || next[1] > l.max) {
 		in.broken = true
 		return fmt.Errorf("%w: %s returned an impossible log change %v", ErrTrapped, fnNames[fnLimitStep], *next)
@@ -240,8 +241,8 @@ func (in *instance) limitStep(ctx context.Context, l *abiLimit, s *core.State, n
 }
 
 // limitCharge calls redstream_limit_charge: the charge of the admitted decision d of a
-// request of cost n at now (core.Limit.ChargeOf).
-func (in *instance) limitCharge(ctx context.Context, l *abiLimit, now, n int64, d *core.Decision) (core.Charge, error) {
+// request of cost n at now (coreops.ChargeOf).
+func (in *instance) limitCharge(ctx context.Context, l *abiLimit, now, n int64, d *core.Decision) (coreops.Charge, error) {
 	var allowed int32
 	if d.Allowed {
 		allowed = 1
@@ -252,18 +253,18 @@ func (in *instance) limitCharge(ctx context.Context, l *abiLimit, now, n int64, 
 	st[10], st[11], st[12] = uint64(d.RetryAfter), uint64(d.ResetAfter), uint64(d.Delay)
 	status, err := in.call(ctx, fnLimitCharge)
 	if err != nil {
-		return core.Charge{}, err
+		return coreops.Charge{}, err
 	}
 	if status != wasmabi.StatusOK {
-		return core.Charge{}, statusErr(status, fnLimitCharge)
+		return coreops.Charge{}, statusErr(status, fnLimitCharge)
 	}
 	b := in.slots()
-	return core.Charge{At: slot(b, 0), N: slot(b, 1)}, nil
+	return coreops.Charge{At: slot(b, 0), N: slot(b, 1)}, nil
 }
 
 // limitSettle calls redstream_limit_settle on the key's state s and stores the result in
-// it (core.Limit.SettleState).
-func (in *instance) limitSettle(ctx context.Context, l *abiLimit, s *core.State, c core.Charge, now, actual int64) error {
+// it (coreops.SettleState).
+func (in *instance) limitSettle(ctx context.Context, l *abiLimit, s *core.State, c coreops.Charge, now, actual int64) error {
 	entries := 0
 	if s.Log != nil {
 		entries = s.Log.Len()
@@ -379,7 +380,7 @@ func (in *instance) lease(ctx context.Context, f fn, l *abiLimit, s *core.State,
 }
 
 // limitSeed calls redstream_limit_seed: the state of a key under l seeded at now from its
-// state old under the previous limit from by c (core.Limit.SeedState).
+// state old under the previous limit from by c (coreops.SeedState).
 func (in *instance) limitSeed(ctx context.Context, l, from *abiLimit, old core.State, now int64, c core.Carry) (core.State, error) {
 	st := &in.stack
 	st[0], st[1], st[2], st[3], st[4] = i32(l.alg), f64(l.p.Capacity), f64(l.p.Rate), uint64(l.p.Window), uint64(l.p.Limit)

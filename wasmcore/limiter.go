@@ -7,6 +7,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/engine"
 )
 
@@ -171,15 +172,15 @@ type stepper struct {
 
 // Check calls the generic step export for limit i on s.
 // Charge is the charge of limit i's admitted decision, computed in the instance.
-func (st *stepper) Charge(i int, now, n int64, d *core.Decision) (core.Charge, error) {
+func (st *stepper) Charge(i int, now, n int64, d *core.Decision) (coreops.Charge, error) {
 	return st.in.limitCharge(st.ctx, &st.limits[i], now, n, d)
 }
 
 // Settle settles limit i of a key in state s in the instance.
-func (st *stepper) Settle(i int, s *core.State, c core.Charge, now, actual int64) error {
+func (st *stepper) Settle(i int, s *core.State, c coreops.Charge, now, actual int64) error {
 	return st.in.limitSettle(st.ctx, &st.limits[i], s, c, now, actual)
 }
 
-func (st *stepper) Check(i int, s *core.State, now, n int64, d *core.Decision, next *core.Next) error {
+func (st *stepper) Check(i int, s *core.State, now, n int64, d *core.Decision, next *coreops.Next) error {
 	return st.in.limitStep(st.ctx, &st.limits[i], s, now, n, d, next)
 }

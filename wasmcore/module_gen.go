@@ -8,7 +8,7 @@ const (
 	// same bytes from the same sources.
 	ModuleGoVersion = "go1.26.8"
 	// ModuleSHA256 is the hex SHA-256 digest of core.wasm.
-	ModuleSHA256 = "d0b0017d9f7e6fb5341d6a8f407ff63d151878053d9d9c7a5a36e30c9192a1f1"
+	ModuleSHA256 = "fe664f20a81aa1df809661accac7da38c0917b07438a25a85944b699f0391627"
 	// moduleSize is the size of core.wasm in bytes (len(Module())).
-	moduleSize = 2798946
+	moduleSize = 2818681
 )

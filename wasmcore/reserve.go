@@ -7,6 +7,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/engine"
 	"github.com/redstream-go/redstream/internal/reservation"
 )
@@ -22,7 +23,7 @@ import (
 func (l *Limiter) ReserveN(ctx context.Context, key string, now time.Time, n int64) (*redstream.Reservation, error) {
 	var longest int64
 	for _, lim := range l.limits {
-		if !lim.Settles() {
+		if !coreops.Settles(lim) {
 			return nil, fmt.Errorf("wasmcore: ReserveN: %w: algorithm %q cannot settle", errInvalidConfig, lim.Name())
 		}
 		longest = max(longest, lim.Period())
@@ -33,7 +34,7 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, now time.Time, n int
 	t := l.opts.cfg.Micros(now)
 	var (
 		d  core.Decision
-		cs []core.Charge
+		cs []coreops.Charge
 	)
 	err := l.withStepper(ctx, func(st *stepper) (err error) {
 		d, cs, err = l.k.ReserveWith(st, st, key, t, n)

@@ -60,3 +60,49 @@ func GCRA(d *Decision, interval, tolerance, burst, tat, now, n int64, shaping bo
 // GCRAIdle is the idle rule of the GCRA algorithms: a key whose TAT is not after now is
 // back to its initial state.
 func GCRAIdle(tat, now int64) bool { return tat <= now }
+
+// Next is what core's commit step stores for a key after its check step admitted a
+// request: the state words of the buckets and windows, and for the sliding log how the log
+// changes (drop the oldest Next[0] entries, then append Next[1] entries at time Next[2]).
+// These are the WebAssembly ABI's three state result slots.
+type Next [3]int64
+
+// Charge is what an admitted request took from one limit, as a settlement needs it: N
+// units at At, the algorithm's charge point (the TAT the request left for a bucket, the
+// start of the window it was counted in, the time of the sliding log's entries). Every
+// runtime derives it from the admitted decision, so a Charge made by one runtime settles in
+// another.
+type Charge struct {
+	At, N int64
+}
+
+// Ops is the half of core.Limit that only engines use: deciding in two steps, settling,
+// carrying state across a limit change, leases. Package core fills it at init with its
+// own types (L core.Limit, S core.State, D core.Decision, C core.Carry, A core.Algorithm)
+// and package internal/coreops reads it and exports it to the engines, so that core's
+// public API keeps what users call. Each field is the core method or function of the same
+// meaning (see internal/coreops).
+type Ops[L, S, D, C, A any] struct {
+	Check      func(l L, s *S, now, n int64, d *D, next *Next) error
+	Commit     func(l L, s *S, next Next)
+	Ints       func(l L) []int64
+	Same       func(l, o L) bool
+	Settles    func(l L) bool
+	ChargeOf   func(l L, now, n int64, d *D) Charge
+	Settle     func(l L, s *S, c Charge, now, actual int64) (int64, error)
+	CheckCarry func(l, from L, c C) error
+	Seed       func(l, from L, old S, now int64, c C) S
+	SeedWords  func(a A) string
+	Release    func(l L, s *S, at, now, n int64) bool
+	Extend     func(l L, s *S, at, now, n int64) (int64, bool)
+	CheckTime  func(now int64) error
+}
+
+var ops any
+
+// SetOps records core's Ops; core calls it once, at init.
+func SetOps[L, S, D, C, A any](o *Ops[L, S, D, C, A]) { ops = o }
+
+// GetOps returns the Ops core recorded, with core's types (a package that imports core is
+// initialised after it, so core's Ops are recorded by then).
+func GetOps[L, S, D, C, A any]() *Ops[L, S, D, C, A] { return ops.(*Ops[L, S, D, C, A]) }

@@ -130,7 +130,7 @@ func tasks(prefix string) []task {
 	// runtimes on one key.
 	for _, base := range slices.Clone(ts) {
 		if base.ID == string(redstream.AlgorithmConcurrency) {
-			continue // a concurrency limit releases leases, it does not settle (core.Limit.Settles)
+			continue // a concurrency limit releases leases, it does not settle (coreops.Settles)
 		}
 		r := base
 		r.ID, r.Prefix, r.Reserve = "reserve-"+base.ID, base.Prefix+":rsv", true

@@ -10,6 +10,7 @@ import (
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/corekit"
+	"github.com/redstream-go/redstream/internal/coreops"
 )
 
 // bucketTable maps keys to the TAT of a token or leaky bucket, the one int64 of GCRA state.
@@ -310,9 +311,9 @@ func (g *gcra) decideInto(d *core.Decision, tat, now, n int64) (int64, error) {
 func (g *gcra) badRequest(now, n int64) error {
 	var (
 		d    core.Decision
-		next core.Next
+		next coreops.Next
 	)
-	return g.lim.CheckState(&core.State{}, now, n, &d, &next)
+	return coreops.CheckState(g.lim, &core.State{}, now, n, &d, &next)
 }
 
 // NewBuckets returns the bucket table of lim and true when lim's algorithm is in
@@ -322,7 +323,7 @@ func NewBuckets(lim core.Limit, c Config) (*Buckets, bool) {
 	if !ok {
 		return nil, false
 	}
-	ints := lim.Ints()
+	ints := coreops.Ints(lim)
 	b := &Buckets{g: gcra{interval: ints[0], tolerance: ints[1], burst: ints[2], shaping: shaping, lim: lim}}
 	b.short, b.long = newBucketTable[shortKey](c), newBucketTable[string](c)
 	return b, true

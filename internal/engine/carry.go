@@ -1,9 +1,13 @@
 package engine
 
-import "github.com/redstream-go/redstream/core"
+import (
+	"github.com/redstream-go/redstream/core"
+
+	"github.com/redstream-go/redstream/internal/coreops"
+)
 
 // Carrier is where a successor limiter (one whose limits replace another's) finds the
-// state a key has under the previous limits, and how it carries it (core.Limit.SeedState).
+// state a key has under the previous limits, and how it carries it (coreops.SeedState).
 // Load returns a copy of the key's state under the previous limits (one per limit, index
 // for index), which keeps it; false when the previous limiter holds nothing of the key.
 // The successor seeds a key once: from then on it holds the key.
@@ -18,7 +22,7 @@ type Carrier struct {
 func (l *Limiter) Carry(c *Carrier) { l.carry = c }
 
 // Seeder is a Stepper that also seeds a successor's keys: the state of limit i seeded at
-// now from the key's state old under the previous limit (core.Limit.SeedState with the
+// now from the key's state old under the previous limit (coreops.SeedState with the
 // Carrier's previous limit and strategy), computed where the Stepper steps (a WebAssembly
 // instance). A Stepper that is not a Seeder seeds with core itself.
 type Seeder interface {
@@ -31,7 +35,7 @@ type Seeder interface {
 // limit's Max) seeds nothing, as the Redis scripts check both before they seed. An error of
 // the Seeder leaves the key unseeded.
 func (l *Limiter) seeded(st Stepper, key string, now, n int64) ([]core.State, bool, error) {
-	if l.carry == nil || core.CheckTime(now) != nil {
+	if l.carry == nil || coreops.CheckTime(now) != nil {
 		return nil, false, nil
 	}
 	for _, lim := range l.limits {
@@ -50,7 +54,7 @@ func (l *Limiter) seeded(st Stepper, key string, now, n int64) ([]core.State, bo
 			continue
 		}
 		if sd == nil {
-			out[j] = lim.SeedState(l.carry.From[j], old[j], now, l.carry.Carry)
+			out[j] = coreops.SeedState(lim, l.carry.From[j], old[j], now, l.carry.Carry)
 			continue
 		}
 		v, err := sd.Seed(j, old[j], now)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/internal/failure"
 )
 
@@ -106,7 +107,7 @@ func CheckRequest(key string, now time.Time, n int64) error {
 		return core.ErrInvalidCost
 	}
 	if !now.IsZero() {
-		return core.CheckTime(now.UnixMicro())
+		return coreops.CheckTime(now.UnixMicro())
 	}
 	return nil
 }

@@ -8,10 +8,11 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 )
 
 // LeaseStepper is a Stepper that also releases and extends the leases of limit i, a
-// concurrency limit, in the key's state s (core.ReleaseLease and core.ExtendLease), natively
+// concurrency limit, in the key's state s (coreops.ReleaseLease and coreops.ExtendLease), natively
 // ([Native]) or in a WebAssembly instance. Release reports whether the lease still held its
 // units (and s lost them); Extend whether it did and the lease's new time (s holds its
 // units there). Neither changes s when the lease no longer counts.
@@ -21,14 +22,14 @@ type LeaseStepper interface {
 	Extend(i int, s *core.State, at, now, n int64) (int64, bool, error)
 }
 
-// Release calls core.ReleaseLease of limit i.
+// Release calls coreops.ReleaseLease of limit i.
 func (ls Native) Release(i int, s *core.State, at, now, n int64) (bool, error) {
-	return core.ReleaseLease(ls[i], s, at, now, n), nil
+	return coreops.ReleaseLease(ls[i], s, at, now, n), nil
 }
 
-// Extend calls core.ExtendLease of limit i.
+// Extend calls coreops.ExtendLease of limit i.
 func (ls Native) Extend(i int, s *core.State, at, now, n int64) (int64, bool, error) {
-	at, ok := core.ExtendLease(ls[i], s, at, now, n)
+	at, ok := coreops.ExtendLease(ls[i], s, at, now, n)
 	return at, ok, nil
 }
 
@@ -114,10 +115,10 @@ func (l *Leases) Acquire(st LeaseStepper, key string, now, n int64) (redstream.L
 		l.keys[key] = k
 	}
 	var ds [Inline]core.Decision
-	var nx [Inline]core.Next
+	var nx [Inline]coreops.Next
 	dd, nn := ds[:0], nx[:0]
 	for i := range l.limits {
-		dd, nn = append(dd, core.Decision{}), append(nn, core.Next{})
+		dd, nn = append(dd, core.Decision{}), append(nn, coreops.Next{})
 		if err := st.Check(i, &k.states[i], now, n, &dd[i], &nn[i]); err != nil {
 			return redstream.Lease{}, err
 		}
@@ -128,7 +129,7 @@ func (l *Leases) Acquire(st LeaseStepper, key string, now, n int64) (redstream.L
 		return lease, nil
 	}
 	for i := range l.limits {
-		l.limits[i].CommitState(&k.states[i], nn[i])
+		coreops.CommitState(l.limits[i], &k.states[i], nn[i])
 	}
 	at := nn[l.ci][2]
 	k.forget(k.states[l.ci].Log)

@@ -5,23 +5,24 @@ import (
 
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 )
 
 // Stepper decides limit i of a request for a key in state s without changing s, as
-// core.Limit.CheckState does, natively ([Native]) or in a WebAssembly instance, writing the
+// coreops.CheckState does, natively ([Native]) or in a WebAssembly instance, writing the
 // decision into *d and what CommitState must store into *next (both may be left as they
 // are on an error). The kernel passes pointers into the locked shard's scratch space, so
 // that the call through the interface makes no stack variable escape.
 type Stepper interface {
-	Check(i int, s *core.State, now, n int64, d *core.Decision, next *core.Next) error
+	Check(i int, s *core.State, now, n int64, d *core.Decision, next *coreops.Next) error
 }
 
 // Native steps with core itself.
 type Native []core.Limit
 
 // Check calls CheckState of limit i.
-func (ls Native) Check(i int, s *core.State, now, n int64, d *core.Decision, next *core.Next) error {
-	return ls[i].CheckState(s, now, n, d, next)
+func (ls Native) Check(i int, s *core.State, now, n int64, d *core.Decision, next *coreops.Next) error {
+	return coreops.CheckState(ls[i], s, now, n, d, next)
 }
 
 // Inline is the number of limits a multi-limit decision handles without allocating.
@@ -153,7 +154,7 @@ func (l *Limiter) decideOne(out *redstream.Decision, st Stepper, key string, now
 		convert(out, d)
 		if d.Allowed {
 			lim := l.limits[0]
-			lim.CommitState(&v, *next)
+			coreops.CommitState(lim, &v, *next)
 			l.one.Insert(s, i, key, tag, v, func(v core.State) bool { return lim.IdleState(&v, now) })
 		}
 		return nil
@@ -163,7 +164,7 @@ func (l *Limiter) decideOne(out *redstream.Decision, st Stepper, key string, now
 		return err
 	}
 	if d.Allowed {
-		l.limits[0].CommitState(p, *next)
+		coreops.CommitState(l.limits[0], p, *next)
 	}
 	convert(out, d)
 	return nil
@@ -176,7 +177,7 @@ func (l *Limiter) decideOneNew(s *Shard[core.State], i int, key string, tag uint
 	var (
 		v    core.State
 		d    core.Decision
-		next core.Next
+		next coreops.Next
 	)
 	if l.carry != nil {
 		if e, seeded, _ := l.seeded(nil, key, now, n); seeded { // native seeding never fails
@@ -185,9 +186,9 @@ func (l *Limiter) decideOneNew(s *Shard[core.State], i int, key string, tag uint
 			return d, err
 		}
 	}
-	err := lim.CheckState(&v, now, n, &d, &next)
+	err := coreops.CheckState(lim, &v, now, n, &d, &next)
 	if err == nil && d.Allowed {
-		lim.CommitState(&v, next)
+		coreops.CommitState(lim, &v, next)
 		l.one.Insert(s, i, key, tag, v, func(v core.State) bool { return lim.IdleState(&v, now) })
 	}
 	return d, err
@@ -222,12 +223,12 @@ func (l *Limiter) decideMulti(st Stepper, key string, now, n int64) (core.Decisi
 func (l *Limiter) decideAll(sh *Shard[[]core.State], st Stepper, e []core.State, now, n int64, store func()) (core.Decision, error) {
 	var (
 		dsBuf   [Inline]core.Decision
-		nextBuf [Inline]core.Next
+		nextBuf [Inline]coreops.Next
 	)
 	ds, nexts := dsBuf[:0], nextBuf[:0]
 	if len(l.limits) > Inline {
 		ds = make([]core.Decision, 0, len(l.limits))
-		nexts = make([]core.Next, 0, len(l.limits))
+		nexts = make([]coreops.Next, 0, len(l.limits))
 	}
 	all := true
 	d, next := &sh.scratch, &sh.next
@@ -241,7 +242,7 @@ func (l *Limiter) decideAll(sh *Shard[[]core.State], st Stepper, e []core.State,
 	}
 	if all {
 		for j, lim := range l.limits {
-			lim.CommitState(&e[j], nexts[j])
+			coreops.CommitState(lim, &e[j], nexts[j])
 		}
 		if store != nil {
 			store()

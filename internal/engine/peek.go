@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 )
 
 // Peek decides a request of cost n for key at now without recording it: the decision of
@@ -18,7 +19,7 @@ func (b *Buckets) Peek(key string, now, n int64) (core.Decision, error) {
 }
 
 // PeekEach decides a request of cost n for key at now against every limit without
-// recording it, and returns each limit's own decision (core.Limit.CheckState), in the order
+// recording it, and returns each limit's own decision (coreops.CheckState), in the order
 // of the limits. The key's limits are read under its shard's lock, so the decisions are
 // those of one moment; a key the table does not hold is peeked at from the zero state and
 // not added. An error of limit i of a multi-limit is prefixed "limit i: ", as Decide's.
@@ -33,8 +34,8 @@ func (l *Limiter) PeekEach(key string, now, n int64) ([]core.Decision, error) {
 		if i, ok := s.Find(key, tag); ok {
 			p = s.Val(i)
 		}
-		var next core.Next
-		return ds, l.limits[0].CheckState(p, now, n, &ds[0], &next)
+		var next coreops.Next
+		return ds, coreops.CheckState(l.limits[0], p, now, n, &ds[0], &next)
 	}
 	s, tag := l.multi.Locate(key)
 	s.Lock()
@@ -46,8 +47,8 @@ func (l *Limiter) PeekEach(key string, now, n int64) ([]core.Decision, error) {
 		e = make([]core.State, len(l.limits))
 	}
 	for j, lim := range l.limits {
-		var next core.Next
-		if err := lim.CheckState(&e[j], now, n, &ds[j], &next); err != nil {
+		var next coreops.Next
+		if err := coreops.CheckState(lim, &e[j], now, n, &ds[j], &next); err != nil {
 			return nil, fmt.Errorf("limit %d: %w", j, err)
 		}
 	}

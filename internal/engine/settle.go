@@ -7,40 +7,41 @@ import (
 
 	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/corekit"
+	"github.com/redstream-go/redstream/internal/coreops"
 )
 
 // Settler settles limit i of a reservation, natively ([Native]) or in a WebAssembly
-// instance: the charge of an admitted decision (core.Limit.ChargeOf) and the settlement of
-// a key's state (core.Limit.SettleState, changing *s). Like a Stepper, it is used by one
+// instance: the charge of an admitted decision (coreops.ChargeOf) and the settlement of
+// a key's state (coreops.SettleState, changing *s). Like a Stepper, it is used by one
 // goroutine at a time.
 type Settler interface {
-	Charge(i int, now, n int64, d *core.Decision) (core.Charge, error)
-	Settle(i int, s *core.State, c core.Charge, now, actual int64) error
+	Charge(i int, now, n int64, d *core.Decision) (coreops.Charge, error)
+	Settle(i int, s *core.State, c coreops.Charge, now, actual int64) error
 }
 
 // Charge calls ChargeOf of limit i.
-func (ls Native) Charge(i int, now, n int64, d *core.Decision) (core.Charge, error) {
-	return ls[i].ChargeOf(now, n, d), nil
+func (ls Native) Charge(i int, now, n int64, d *core.Decision) (coreops.Charge, error) {
+	return coreops.ChargeOf(ls[i], now, n, d), nil
 }
 
 // Settle calls SettleState of limit i.
-func (ls Native) Settle(i int, s *core.State, c core.Charge, now, actual int64) error {
-	_, err := ls[i].SettleState(s, c, now, actual)
+func (ls Native) Settle(i int, s *core.State, c coreops.Charge, now, actual int64) error {
+	_, err := coreops.SettleState(ls[i], s, c, now, actual)
 	return err
 }
 
 // Reserve decides a request of cost n for key at now like DecideNative and, when every
-// limit admits it, returns what it took from each limit (core.Limit.ChargeOf), in the
+// limit admits it, returns what it took from each limit (coreops.ChargeOf), in the
 // order of the limits; a denial takes nothing and returns no charges. A successor seeds a
 // key it does not hold first, exactly as a decision does (and stores it, whatever the
 // decision).
-func (l *Limiter) Reserve(key string, now, n int64) (core.Decision, []core.Charge, error) {
+func (l *Limiter) Reserve(key string, now, n int64) (core.Decision, []coreops.Charge, error) {
 	return l.ReserveWith(l.native, Native(l.limits), key, now, n)
 }
 
 // ReserveWith is Reserve deciding with st (and seeding with it when it is a Seeder) and
 // charging with se.
-func (l *Limiter) ReserveWith(st Stepper, se Settler, key string, now, n int64) (core.Decision, []core.Charge, error) {
+func (l *Limiter) ReserveWith(st Stepper, se Settler, key string, now, n int64) (core.Decision, []coreops.Charge, error) {
 	if len(l.limits) == 1 {
 		s, tag := l.one.Locate(key)
 		s.Lock()
@@ -63,7 +64,7 @@ func (l *Limiter) ReserveWith(st Stepper, se Settler, key string, now, n int64) 
 		lim := l.limits[0]
 		var (
 			d    core.Decision
-			next core.Next
+			next coreops.Next
 		)
 		if err := st.Check(0, p, now, n, &d, &next); err != nil || !d.Allowed {
 			return d, nil, err
@@ -72,11 +73,11 @@ func (l *Limiter) ReserveWith(st Stepper, se Settler, key string, now, n int64) 
 		if err != nil {
 			return core.Decision{}, nil, err
 		}
-		lim.CommitState(p, next)
+		coreops.CommitState(lim, p, next)
 		if !ok {
 			l.one.Insert(s, i, key, tag, v, func(v core.State) bool { return lim.IdleState(&v, now) })
 		}
-		return d, []core.Charge{c}, nil
+		return d, []coreops.Charge{c}, nil
 	}
 	s, tag := l.multi.Locate(key)
 	s.Lock()
@@ -101,7 +102,7 @@ func (l *Limiter) ReserveWith(st Stepper, se Settler, key string, now, n int64) 
 		e = make([]core.State, len(l.limits))
 	}
 	ds := make([]core.Decision, len(l.limits))
-	nexts := make([]core.Next, len(l.limits))
+	nexts := make([]coreops.Next, len(l.limits))
 	all := true
 	for j := range l.limits {
 		if err := st.Check(j, &e[j], now, n, &ds[j], &nexts[j]); err != nil {
@@ -112,7 +113,7 @@ func (l *Limiter) ReserveWith(st Stepper, se Settler, key string, now, n int64) 
 	if !all {
 		return core.Combine(ds), nil, nil
 	}
-	cs := make([]core.Charge, len(l.limits))
+	cs := make([]coreops.Charge, len(l.limits))
 	for j := range l.limits {
 		c, err := se.Charge(j, now, n, &ds[j])
 		if err != nil {
@@ -121,7 +122,7 @@ func (l *Limiter) ReserveWith(st Stepper, se Settler, key string, now, n int64) 
 		cs[j] = c
 	}
 	for j, lim := range l.limits {
-		lim.CommitState(&e[j], nexts[j])
+		coreops.CommitState(lim, &e[j], nexts[j])
 	}
 	if !ok {
 		l.multi.Insert(s, i, key, tag, e, func(v []core.State) bool { return l.idle(v, now) })
@@ -130,14 +131,14 @@ func (l *Limiter) ReserveWith(st Stepper, se Settler, key string, now, n int64) 
 }
 
 // Settle applies the actual cost of a reservation whose charges Reserve returned to every
-// limit of key at now (core.Limit.SettleState). A key forgotten since is settled from a new
+// limit of key at now (coreops.SettleState). A key forgotten since is settled from a new
 // key's state and stored again only when the settlement left it not idle.
-func (l *Limiter) Settle(key string, cs []core.Charge, now, actual int64) error {
+func (l *Limiter) Settle(key string, cs []coreops.Charge, now, actual int64) error {
 	return l.SettleWith(Native(l.limits), key, cs, now, actual)
 }
 
 // SettleWith is Settle settling with se.
-func (l *Limiter) SettleWith(se Settler, key string, cs []core.Charge, now, actual int64) error {
+func (l *Limiter) SettleWith(se Settler, key string, cs []coreops.Charge, now, actual int64) error {
 	if len(cs) != len(l.limits) {
 		return fmt.Errorf("%w: %d charges for %d limits", core.ErrInvalidConfig, len(cs), len(l.limits))
 	}
@@ -183,18 +184,18 @@ func (l *Limiter) SettleWith(se Settler, key string, cs []core.Charge, now, actu
 
 // Reserve is Limiter.Reserve for a single bucket: the decision and, when admitted, its
 // charge.
-func (b *Buckets) Reserve(key string, now, n int64) (core.Decision, []core.Charge, error) {
+func (b *Buckets) Reserve(key string, now, n int64) (core.Decision, []coreops.Charge, error) {
 	d, err := b.Decide(key, now, n)
 	if err != nil || !d.Allowed {
 		return d, nil, err
 	}
-	return d, []core.Charge{b.g.lim.ChargeOf(now, n, &d)}, nil
+	return d, []coreops.Charge{coreops.ChargeOf(b.g.lim, now, n, &d)}, nil
 }
 
 // Settle is Limiter.Settle for a single bucket: the TAT of key is settled by
 // compare-and-swap under the shard lock (lock-free deciders may race on it), or stored
 // for a key forgotten since when the settlement left it not idle.
-func (b *Buckets) Settle(key string, cs []core.Charge, now, actual int64) error {
+func (b *Buckets) Settle(key string, cs []coreops.Charge, now, actual int64) error {
 	if len(cs) != 1 {
 		return fmt.Errorf("%w: %d charges for 1 limit", core.ErrInvalidConfig, len(cs))
 	}
@@ -205,7 +206,7 @@ func (b *Buckets) Settle(key string, cs []core.Charge, now, actual int64) error 
 	return settleBucket(b, &b.long, key, maphash.String(b.long.seed, key), cs[0], now, actual)
 }
 
-func settleBucket[K bucketKey](b *Buckets, t *bucketTable[K], k K, h uint64, c core.Charge, now, actual int64) error {
+func settleBucket[K bucketKey](b *Buckets, t *bucketTable[K], k K, h uint64, c coreops.Charge, now, actual int64) error {
 	s, home, tag := t.locate(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -217,7 +218,7 @@ func settleBucket[K bucketKey](b *Buckets, t *bucketTable[K], k K, h uint64, c c
 			for {
 				w := atomic.LoadUint64(p)
 				st := core.State{Words: [3]int64{int64(w >> tagBits)}}
-				if _, err := b.g.lim.SettleState(&st, c, now, actual); err != nil {
+				if _, err := coreops.SettleState(b.g.lim, &st, c, now, actual); err != nil {
 					return err
 				}
 				if atomic.CompareAndSwapUint64(p, w, uint64(st.Words[0])<<tagBits|tag) {
@@ -227,7 +228,7 @@ func settleBucket[K bucketKey](b *Buckets, t *bucketTable[K], k K, h uint64, c c
 		}
 	}
 	var st core.State
-	if _, err := b.g.lim.SettleState(&st, c, now, actual); err != nil {
+	if _, err := coreops.SettleState(b.g.lim, &st, c, now, actual); err != nil {
 		return err
 	}
 	if !corekit.GCRAIdle(st.Words[0], now) {

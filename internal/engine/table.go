@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 )
 
 // Table maps string keys to states of type S. It is split into power-of-two shards, each
@@ -37,7 +38,7 @@ type Shard[S any] struct {
 	// scratch and next receive the decision of a step made under the lock and what it
 	// commits (see Limiter.DecideNativeInto and Stepper).
 	scratch core.Decision
-	next    core.Next
+	next    coreops.Next
 	_       [3*cacheLine - 8 - 24 - 24 - 8 - 8 - 48 - 24]byte
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/redisbackend"
 )
 
@@ -68,7 +69,7 @@ func newRedisBloom(c rueidis.Client, name string, spec redstream.DedupSpec, o re
 // vectors check it against the keys redisbackend's limiters use.
 func fingerprint(p core.Limit) string {
 	b := []byte(p.Name())
-	for _, x := range p.Ints() {
+	for _, x := range coreops.Ints(p) {
 		b = append(b, '.')
 		b = strconv.AppendInt(b, x, 10)
 	}

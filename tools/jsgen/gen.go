@@ -20,6 +20,7 @@ import (
 	"github.com/redstream-go/redstream"
 	"github.com/redstream-go/redstream/core"
 	"github.com/redstream-go/redstream/internal/corekit"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/lua"
 	"github.com/redstream-go/redstream/redisbackend"
 )
@@ -153,7 +154,7 @@ type LimiterVector struct {
 	Key      string   `json:"key"`
 	Now      *int64   `json:"now"` // µs; null for the server's TIME
 	N        int64    `json:"n"`
-	Ints     []string `json:"ints"` // core.Limit.Ints of the spec
+	Ints     []string `json:"ints"` // coreops.Ints of the spec
 	// Multi holds the specs of a multi-limit limiter (Spec is then empty), MultiInts their ints.
 	Multi     []Spec     `json:"multi,omitempty"`
 	MultiInts [][]string `json:"multiInts,omitempty"`
@@ -387,7 +388,7 @@ func intsOf(s redstream.Spec) ([]string, error) {
 		return nil, err
 	}
 	var out []string
-	for _, x := range p.Ints() {
+	for _, x := range coreops.Ints(p) {
 		out = append(out, strconv.FormatInt(x, 10))
 	}
 	return out, nil

@@ -15,6 +15,8 @@ import (
 	"math/bits"
 
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/corekit"
+	"github.com/redstream-go/redstream/internal/coreops"
 )
 
 // Version is the ABI version returned by the redstream_abi_version export. It changes
@@ -264,7 +266,7 @@ const maxTAT = core.MaxTime + core.MaxDuration
 
 // Result slots of redstream_limit_params.
 const (
-	SlotInts   = 0 // slots 0..2: core.Limit.Ints, padded with 0
+	SlotInts   = 0 // slots 0..2: coreops.Ints, padded with 0
 	SlotMax    = 3 // core.Limit.Max
 	SlotPeriod = 4 // core.Limit.Period
 	SlotWords  = 5 // core.Algorithm.Words: the state words used, 0 for the log
@@ -316,7 +318,7 @@ func LimitParams(r *Results, c *LimitCache, alg int32, capacity, rate float64, w
 		return StatusInvalidConfig
 	}
 	r[0], r[1], r[2] = 0, 0, 0
-	copy(r[SlotInts:SlotInts+3], lim.Ints())
+	copy(r[SlotInts:SlotInts+3], coreops.Ints(lim))
 	r[SlotMax], r[SlotPeriod] = lim.Max(), lim.Period()
 	r[SlotWords], r[SlotShape] = int64(row.Words), int64(row.Shape)
 	return StatusOK
@@ -356,7 +358,7 @@ func state(st *core.State, lg *core.Log, buf []byte, row core.Algorithm, lim cor
 	return StatusOK
 }
 
-// LimitStep is redstream_limit_step: core.Limit.CheckState of the limit (as
+// LimitStep is redstream_limit_step: coreops.CheckState of the limit (as
 // LimitParams) for the key in the state given (see state), at now for cost n. Slots 0..5
 // are the decision and slots 6..8 the Next to store when admitted: the state words, or for
 // a log the number of oldest entries to drop, the number to append and their timestamp
@@ -372,9 +374,9 @@ func LimitStep(r *Results, c *LimitCache, lg *core.Log, buf []byte, alg int32, c
 	}
 	var (
 		d    core.Decision
-		next core.Next
+		next coreops.Next
 	)
-	if err := lim.CheckState(&st, now, n, &d, &next); err != nil {
+	if err := coreops.CheckState(lim, &st, now, n, &d, &next); err != nil {
 		return statusOf(err)
 	}
 	putDecision(r, &d)
@@ -394,7 +396,7 @@ func LimitIdle(r *Results, c *LimitCache, lg *core.Log, buf []byte, alg int32, c
 	if s := state(&st, lg, buf, row, lim, s0, s1, s2, length); s != StatusOK {
 		return s
 	}
-	if err := core.CheckTime(now); err != nil {
+	if err := coreops.CheckTime(now); err != nil {
 		return statusOf(err)
 	}
 	r[0] = b2i(lim.IdleState(&st, now))
@@ -413,7 +415,7 @@ func WindowDedupCheck(r *Results, window, high, last int64, seen int32, now int6
 	if high < 0 || high > core.MaxTime || seen < 0 || seen > 1 || (seen == 1 && (last < 0 || last > core.MaxTime)) {
 		return StatusInvalidState
 	}
-	if err := core.CheckTime(now); err != nil {
+	if err := coreops.CheckTime(now); err != nil {
 		return StatusInvalidTime
 	}
 	t := w.Effective(high, now)
@@ -432,7 +434,7 @@ func WindowDedupExpired(r *Results, window, last, t int64) Status {
 	if last < 0 || last > core.MaxTime {
 		return StatusInvalidState
 	}
-	if err := core.CheckTime(t); err != nil {
+	if err := coreops.CheckTime(t); err != nil {
 		return StatusInvalidTime
 	}
 	r[0] = b2i(w.Expired(last, t))
@@ -497,7 +499,7 @@ func Murmur3(r *Results, buf []byte, length, seed int32) Status {
 	if length < 0 || int(length) > len(buf) {
 		return StatusBuffer
 	}
-	h1, h2 := core.Murmur3x64_128(buf[:length], uint32(seed))
+	h1, h2 := corekit.Murmur3x64_128(buf[:length], uint32(seed))
 	r[0], r[1] = int64(h1), int64(h2)
 	return StatusOK
 }
@@ -539,27 +541,27 @@ const (
 	SlotLogLen = 4 // the log's new length (its entries are in the scratch buffer); 0 for words
 )
 
-// LimitCharge is redstream_limit_charge: core.Limit.ChargeOf of the limit (as LimitParams)
+// LimitCharge is redstream_limit_charge: coreops.ChargeOf of the limit (as LimitParams)
 // for a request of cost n admitted at now with the decision given (as a step's slots 0..5
 // hold it). Slot 0 is the charge's At, slot 1 its N (0 and 0 for a denied decision).
 func LimitCharge(r *Results, c *LimitCache, alg int32, capacity, rate float64, window, limit, now, n int64, allowed int32, dLimit, remaining, retryAfter, resetAfter, delay int64) Status {
 	_, lim, ok := c.get(alg, capacity, rate, window, limit)
-	if !ok || !lim.Settles() {
+	if !ok || !coreops.Settles(lim) {
 		return StatusInvalidConfig
 	}
-	if err := core.CheckTime(now); err != nil {
+	if err := coreops.CheckTime(now); err != nil {
 		return statusOf(err)
 	}
 	if n < 1 {
 		return StatusInvalidCost
 	}
 	d := core.Decision{Allowed: allowed == 1, Limit: dLimit, Remaining: remaining, RetryAfter: retryAfter, ResetAfter: resetAfter, Delay: delay}
-	ch := lim.ChargeOf(now, n, &d)
+	ch := coreops.ChargeOf(lim, now, n, &d)
 	r[0], r[1] = ch.At, ch.N
 	return StatusOK
 }
 
-// LimitSettle is redstream_limit_settle: core.Limit.SettleState of the limit (as
+// LimitSettle is redstream_limit_settle: coreops.SettleState of the limit (as
 // LimitParams) for the key in the state given (see state), settling the charge (at,
 // charged) at now with the actual cost. Slot 0 is the change applied; slots 1..3 the state
 // words to store; for a log, slot 4 is the new log's length and the new log (oldest first)
@@ -567,7 +569,7 @@ func LimitCharge(r *Results, c *LimitCache, alg int32, capacity, rate float64, w
 // StatusBuffer). lg is scratch space reused between calls.
 func LimitSettle(r *Results, c *LimitCache, lg *core.Log, buf []byte, alg int32, capacity, rate float64, window, limit, s0, s1, s2 int64, length int32, at, charged, now, actual int64) Status {
 	row, lim, ok := c.get(alg, capacity, rate, window, limit)
-	if !ok || !lim.Settles() {
+	if !ok || !coreops.Settles(lim) {
 		return StatusInvalidConfig
 	}
 	var st core.State
@@ -580,7 +582,7 @@ func LimitSettle(r *Results, c *LimitCache, lg *core.Log, buf []byte, alg int32,
 	if at < 0 || at > maxTAT {
 		return StatusInvalidState
 	}
-	k, err := lim.SettleState(&st, core.Charge{At: at, N: charged}, now, actual)
+	k, err := coreops.SettleState(lim, &st, coreops.Charge{At: at, N: charged}, now, actual)
 	if err != nil {
 		return statusOf(err)
 	}
@@ -618,7 +620,7 @@ func lease(c *LimitCache, lg *core.Log, buf []byte, alg int32, capacity, rate fl
 	if s := state(&st, lg, buf, row, lim, 0, 0, 0, length); s != StatusOK {
 		return core.Limit{}, core.State{}, s
 	}
-	if err := core.CheckTime(now); err != nil {
+	if err := coreops.CheckTime(now); err != nil {
 		return core.Limit{}, core.State{}, statusOf(err)
 	}
 	if n < 1 {
@@ -644,7 +646,7 @@ func putLog(buf []byte, st *core.State) int64 {
 	return int64(n)
 }
 
-// LeaseRelease is redstream_lease_release: core.ReleaseLease of the concurrency limit (as
+// LeaseRelease is redstream_lease_release: coreops.ReleaseLease of the concurrency limit (as
 // LimitParams) on the key's log (length entries in buf, as for LimitStep) for a lease of n
 // units taken (or last extended) at at, released at now. Slot 0 is 1 when the lease still
 // held its units and they are freed, else 0 (an expired or already released lease changes
@@ -655,12 +657,12 @@ func LeaseRelease(r *Results, c *LimitCache, lg *core.Log, buf []byte, alg int32
 	if s != StatusOK {
 		return s
 	}
-	r[SlotLeaseDone] = b2i(core.ReleaseLease(lim, &st, at, now, n))
+	r[SlotLeaseDone] = b2i(coreops.ReleaseLease(lim, &st, at, now, n))
 	r[SlotReleaseLen] = putLog(buf, &st)
 	return StatusOK
 }
 
-// LeaseExtend is redstream_lease_extend: core.ExtendLease of the concurrency limit (as
+// LeaseExtend is redstream_lease_extend: coreops.ExtendLease of the concurrency limit (as
 // LimitParams) on the key's log (as for LeaseRelease) for a lease of n units taken (or last
 // extended) at at, renewed at now. Slot 0 is 1 when the lease still held its units and is
 // renewed, else 0 (the lease is lost; nothing changed); slot 1 is its new time (it expires
@@ -670,7 +672,7 @@ func LeaseExtend(r *Results, c *LimitCache, lg *core.Log, buf []byte, alg int32,
 	if s != StatusOK {
 		return s
 	}
-	eff, ok := core.ExtendLease(lim, &st, at, now, n)
+	eff, ok := coreops.ExtendLease(lim, &st, at, now, n)
 	r[SlotLeaseDone], r[SlotExtendAt] = b2i(ok), eff
 	r[SlotExtendLen] = putLog(buf, &st)
 	return StatusOK
@@ -682,12 +684,12 @@ const (
 	SlotSeedState = 1 // slots 1..3: the seeded state words
 )
 
-// LimitSeed is redstream_limit_seed: core.Limit.SeedState of the limit (as LimitParams)
+// LimitSeed is redstream_limit_seed: coreops.SeedState of the limit (as LimitParams)
 // from the key's state words (s0, s1, s2) under the previous limit (from_*: another limit
 // in the same form) at now by the strategy carry (core.Carry: 0 reset, 1 as-is, 2
-// proportional). Slot 0 is 1 when the two limits are the same (core.Limit.Same): the key
+// proportional). Slot 0 is 1 when the two limits are the same (coreops.Same): the key
 // keeps its state, words or log, as it is; slots 1..3 are the seeded words otherwise (all 0
-// for a new key: a reset, a log algorithm, or a pair core.Limit.CheckCarry refuses). The
+// for a new key: a reset, a log algorithm, or a pair coreops.CheckCarry refuses). The
 // words are checked as the previous limit's state (StatusInvalidState); a strategy outside
 // 0..2 is StatusInvalidConfig.
 func LimitSeed(r *Results, c *LimitCache, alg int32, capacity, rate float64, window, limit int64, fromAlg int32, fromCapacity, fromRate float64, fromWindow, fromLimit, s0, s1, s2, now int64, carry int32) Status {
@@ -706,11 +708,11 @@ func LimitSeed(r *Results, c *LimitCache, alg int32, capacity, rate float64, win
 	if s := state(&old, &lg, nil, frow, from, s0, s1, s2, 0); s != StatusOK {
 		return s
 	}
-	if err := core.CheckTime(now); err != nil {
+	if err := coreops.CheckTime(now); err != nil {
 		return statusOf(err)
 	}
-	st := lim.SeedState(from, old, now, core.Carry(carry))
-	r[SlotSeedKept] = b2i(lim.Same(from))
+	st := coreops.SeedState(lim, from, old, now, core.Carry(carry))
+	r[SlotSeedKept] = b2i(coreops.Same(lim, from))
 	r[SlotSeedState], r[SlotSeedState+1], r[SlotSeedState+2] = st.Words[0], st.Words[1], st.Words[2]
 	return StatusOK
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 )
 
 func TestExportsTable(t *testing.T) {
@@ -131,9 +132,9 @@ func TestLimitExportsCoverTheRegistry(t *testing.T) {
 			var (
 				st   core.State
 				d    core.Decision
-				next core.Next
+				next coreops.Next
 			)
-			if err := lim.CheckState(&st, 1000, 1, &d, &next); err != nil {
+			if err := coreops.CheckState(lim, &st, 1000, 1, &d, &next); err != nil {
 				t.Fatal(err)
 			}
 			if got := r.Decision(); got != d || [3]int64{r[SlotState0], r[SlotState1], r[SlotState2]} != next {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/redstream-go/redstream/core"
+	"github.com/redstream-go/redstream/internal/coreops"
 	"github.com/redstream-go/redstream/wasmcore/internal/wasmabi"
 )
 
@@ -294,7 +295,7 @@ func (g *vgen) settles(alg int32) {
 	for _, c := range [][2]int64{{4, 1}, {3, 0}, {2, 6}, {5, 5}} {
 		after := g.limitStep(alg, p, s, int32(len(s.log)), now, c[0])
 		var d core.Decision
-		var next core.Next
+		var next coreops.Next
 		var st core.State
 		if len(s.log) > 0 {
 			var l core.Log
@@ -305,7 +306,7 @@ func (g *vgen) settles(alg int32) {
 		} else {
 			st.Words = s.w
 		}
-		_ = lim.CheckState(&st, now, c[0], &d, &next)
+		_ = coreops.CheckState(lim, &st, now, c[0], &d, &next)
 		at := g.limitCharge(alg, p, now, c[0], &d)
 		s = g.limitSettle(alg, p, lim.Max(), after, at, c[0], now+core.Millisecond, c[1])
 		now += 100 * core.Millisecond
