@@ -268,7 +268,7 @@ func vectors(t *testing.T) vectorFile {
 	out := vectorFile{Comment: []string{
 		"Redis keys of redstream's limiters and deduplicators, for every runtime that shares them.",
 		"fingerprint = name + ('.' + decimal int) for each of ints.",
-		"ints are coreops.Ints(core.Limit): for the buckets interval = round(1e6/rate) µs, tolerance =",
+		"ints are the limit's integer parameters: for the buckets interval = round(1e6/rate) µs, tolerance =",
 		"round(capacity*interval) µs (round half away from zero, float64), burst = tolerance div interval;",
 		"for the windows window_us (the window truncated to whole µs) and limit.",
 		"Single limit: <prefix>:{<tag>}:<fingerprint>; multi-limit i: <prefix>:{<tag>}:m<i>.<fingerprint>.",

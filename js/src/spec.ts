@@ -102,7 +102,7 @@ export interface Limit {
   readonly words: number;
   /** The parameters the core module's limit exports take. */
   readonly params: LimitParams;
-  /** Go's core.Limit.Ints(): interval, tolerance and burst (µs, µs, count) for the buckets; window (µs) and limit for the windows. */
+  /** The limit's integer parameters (Go's internal coreops.Ints): interval, tolerance and burst (µs, µs, count) for the buckets; window (µs) and limit for the windows. */
   readonly ints: readonly number[];
   /** The largest admissible cost. */
   readonly max: number;
