@@ -784,6 +784,14 @@ func TestHungServer(t *testing.T) {
 	check("rate-limit key reset", func() (int, string) {
 		return b.post("/limits/reset", url.Values{"l": {"api"}, "key": {"ada"}, "csrf": {tok}})
 	})
+	check("dead-letter search", func() (int, string) { return b.get("/dlq" + q("t", topic, "body", "needle")) })
+	check("entries", func() (int, string) { return b.get("/entries" + q("t", topic)) })
+	check("entries search", func() (int, string) { return b.get("/entries" + q("t", topic, "key", "k")) })
+	check("scheduled messages", func() (int, string) { return b.get("/delayed" + q("t", topic)) })
+	check("scheduled message delivered now", func() (int, string) {
+		return b.post("/delayed/action", url.Values{"op": {"now"}, "t": {topic}, "id": {"0123456789abcdef01234567"}, "csrf": {tok}})
+	})
+	check("history", func() (int, string) { return b.get("/history" + q("t", topic)) })
 }
 
 // TestClusterDiscovery: on a 3-master cluster, SCAN on every master finds topics in every
